@@ -1,0 +1,176 @@
+/**
+ * One HTTP request with undici, bounded in every dimension: connect, header and body timeouts, a
+ * total time limit, a body limit counted after decompression (so a compression bomb stops at the
+ * limit), and a small limit for bodies nobody reads (error pages, redirects). Redirects are not
+ * followed: a 3xx comes back as a status with its Location.
+ *
+ * Failures come back as values with stable codes (see `errorCodeOf`), never as exceptions.
+ */
+import { Transform, type Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
+import { Agent, request, type Dispatcher } from 'undici';
+
+export interface DownloadOptions {
+  readonly userAgent: string;
+  /** Body bytes kept at most, after decompression; beyond it the body is cut and marked truncated. */
+  readonly maxBodyBytes: number;
+  readonly connectTimeoutMs: number;
+  readonly headersTimeoutMs: number;
+  /** Longest silence while reading the body. */
+  readonly bodyTimeoutMs: number;
+  /** The whole request, from connect to the last body byte. */
+  readonly totalTimeoutMs: number;
+}
+
+export interface DownloadRequest {
+  readonly url: string;
+  readonly method?: 'GET' | 'HEAD';
+  readonly headers?: Record<string, string>;
+  /** Override of maxBodyBytes (robots.txt: 512 KiB). */
+  readonly maxBodyBytes?: number;
+  /** Read the body even for non-2xx (robots.txt wants none of those, pages want only 2xx). */
+  readonly wantBody: (status: number) => boolean;
+}
+
+export type DownloadResult =
+  | {
+      readonly ok: true;
+      readonly status: number;
+      readonly headers: Record<string, string | string[] | undefined>;
+      readonly body: Buffer;
+      readonly wireBytes: number;
+      readonly truncated: boolean;
+      readonly durationMs: number;
+    }
+  | { readonly ok: false; readonly code: string; readonly message: string; readonly wireBytes: number; readonly durationMs: number };
+
+/** Bodies we do not want (errors, redirects) are drained up to this size to keep the connection. */
+const DISCARD_LIMIT = 64 * 1024;
+
+export function createCrawlAgent(options: DownloadOptions & { connectionsPerOrigin: number }): Agent {
+  return new Agent({
+    connections: options.connectionsPerOrigin,
+    pipelining: 1,
+    keepAliveTimeout: 30_000,
+    keepAliveMaxTimeout: 120_000,
+    connect: { timeout: options.connectTimeoutMs },
+    headersTimeout: options.headersTimeoutMs,
+    bodyTimeout: options.bodyTimeoutMs,
+    maxHeaderSize: 64 * 1024,
+  });
+}
+
+class BodyLimitReached extends Error {}
+
+export async function download(dispatcher: Dispatcher, options: DownloadOptions, req: DownloadRequest): Promise<DownloadResult> {
+  const started = performance.now();
+  let wireBytes = 0;
+  const signal = AbortSignal.timeout(options.totalTimeoutMs);
+  try {
+    const response = await request(req.url, {
+      dispatcher,
+      method: req.method ?? 'GET',
+      headers: { 'user-agent': options.userAgent, 'accept-encoding': 'gzip, deflate, br', accept: 'text/html,application/xhtml+xml,*/*;q=0.8', ...req.headers },
+      signal,
+      headersTimeout: options.headersTimeoutMs,
+      bodyTimeout: options.bodyTimeoutMs,
+    });
+    const status = response.statusCode;
+    const wanted = req.wantBody(status) && status !== 204 && status !== 304 && req.method !== 'HEAD';
+    const limit = wanted ? (req.maxBodyBytes ?? options.maxBodyBytes) : DISCARD_LIMIT;
+    const chunks: Buffer[] = [];
+    let kept = 0;
+    let truncated = false;
+    const counter = new Transform({
+      transform(chunk: Buffer, _encoding, callback) {
+        wireBytes += chunk.length;
+        callback(null, chunk);
+      },
+    });
+    const decoder = wanted ? decoderFor(response.headers['content-encoding']) : null;
+    const sink = async (source: AsyncIterable<Buffer>) => {
+      for await (const chunk of source) {
+        if (kept + chunk.length > limit) {
+          if (wanted) chunks.push(chunk.subarray(0, limit - kept));
+          kept = limit;
+          truncated = true;
+          throw new BodyLimitReached();
+        }
+        kept += chunk.length;
+        if (wanted) chunks.push(chunk);
+      }
+    };
+    try {
+      if (decoder === null) await pipeline(response.body as Readable, counter, sink);
+      else await pipeline(response.body as Readable, counter, decoder, sink);
+    } catch (error) {
+      if (!(error instanceof BodyLimitReached)) throw error;
+      // The rest of the body is not read; the connection is closed by destroying the stream.
+    }
+    return {
+      ok: true,
+      status,
+      headers: response.headers,
+      body: wanted ? Buffer.concat(chunks) : Buffer.alloc(0),
+      wireBytes,
+      truncated: wanted && truncated,
+      durationMs: Math.round(performance.now() - started),
+    };
+  } catch (error) {
+    const { code, message } = errorCodeOf(error, signal);
+    return { ok: false, code, message, wireBytes, durationMs: Math.round(performance.now() - started) };
+  }
+}
+
+function decoderFor(encoding: string | string[] | undefined): Transform | null {
+  const value = (Array.isArray(encoding) ? encoding.join(',') : (encoding ?? '')).trim().toLowerCase();
+  if (value === '' || value === 'identity') return null;
+  if (value === 'gzip' || value === 'x-gzip') return createGunzip();
+  if (value === 'deflate') return createInflate();
+  if (value === 'br') return createBrotliDecompress();
+  return null;
+}
+
+/** Maps a transport failure to a stable error code (the codes are part of the summary and records). */
+export function errorCodeOf(error: unknown, signal?: AbortSignal): { code: string; message: string } {
+  const err = error as { code?: string; name?: string; message?: string; cause?: { code?: string } };
+  const message = String(err?.message ?? error).slice(0, 300);
+  if (signal?.aborted || err?.name === 'TimeoutError' || err?.name === 'AbortError') return { code: 'timeout', message };
+  const code = err?.code ?? err?.cause?.code;
+  switch (code) {
+    case 'UND_ERR_CONNECT_TIMEOUT':
+      return { code: 'connect-timeout', message };
+    case 'UND_ERR_HEADERS_TIMEOUT':
+      return { code: 'headers-timeout', message };
+    case 'UND_ERR_BODY_TIMEOUT':
+      return { code: 'body-timeout', message };
+    case 'UND_ERR_HEADERS_OVERFLOW':
+      return { code: 'headers-too-large', message };
+    case 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH':
+      return { code: 'content-length-mismatch', message };
+    case 'ECONNREFUSED':
+      return { code: 'connection-refused', message };
+    case 'ECONNRESET':
+    case 'EPIPE':
+    case 'UND_ERR_SOCKET':
+    case 'UND_ERR_CLOSED':
+      return { code: 'connection-reset', message };
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return { code: 'dns-failure', message };
+    case 'EHOSTUNREACH':
+    case 'ENETUNREACH':
+      return { code: 'host-unreachable', message };
+    case 'Z_DATA_ERROR':
+    case 'Z_BUF_ERROR':
+    case 'ERR__ERROR_FORMAT_PADDING_1':
+      return { code: 'bad-content-encoding', message };
+    case 'UND_ERR_INVALID_ARG':
+      return { code: 'invalid-url', message };
+    default:
+      if (typeof code === 'string' && code.startsWith('ERR_BROTLI')) return { code: 'bad-content-encoding', message };
+      if (typeof code === 'string' && code.startsWith('HPE_')) return { code: 'bad-http-response', message };
+      return { code: 'network-error', message };
+  }
+}

@@ -1,0 +1,160 @@
+/**
+ * Turns one schedule item into its result: download, then for a page parse and extract, for
+ * robots.txt follow up to five redirects (RFC 9309 section 2.3.1.2) and hand the text over.
+ */
+import type { Dispatcher } from 'undici';
+import { LIMITS, type CacheHeaders, type ItemResult, type ScheduleItem } from '../shared/protocol.js';
+import { contentSignature } from '../shared/url-hash.js';
+import { normalizeUrl } from '../shared/url-normalize.js';
+import { decodeHtml } from './decode.js';
+import { download, type DownloadOptions, type DownloadResult } from './download.js';
+import { bound, extractPage } from './html-extract.js';
+
+const ROBOTS_MAX_REDIRECTS = 5;
+
+export interface FetchContext {
+  readonly dispatcher: Dispatcher;
+  readonly download: DownloadOptions;
+}
+
+export async function fetchItem(ctx: FetchContext, slot: number, item: ScheduleItem): Promise<ItemResult> {
+  return item.kind === 'robots' ? fetchRobots(ctx, slot, item) : fetchPage(ctx, slot, item);
+}
+
+async function fetchPage(ctx: FetchContext, slot: number, item: ScheduleItem): Promise<ItemResult> {
+  const fetchedAt = Date.now();
+  const headers: Record<string, string> = {};
+  if (item.validators?.etag) headers['if-none-match'] = item.validators.etag;
+  if (item.validators?.lastModified) headers['if-modified-since'] = item.validators.lastModified;
+  const response = await download(ctx.dispatcher, ctx.download, {
+    url: item.url,
+    headers,
+    wantBody: (status) => status >= 200 && status < 300,
+  });
+  const result = baseResult(slot, item, fetchedAt, response);
+  if (!response.ok) return result;
+
+  const contentType = result.contentType;
+  if (response.status >= 300 && response.status < 400) {
+    const location = headerValue(response.headers.location);
+    const target = location === null ? null : normalizeUrl(location.trim(), item.url);
+    return { ...result, redirectTo: target?.ok === true ? target.url : null };
+  }
+  if (response.status < 200 || response.status >= 300) return result;
+
+  const signature = contentSignature(response.body);
+  if (!isHtml(contentType, response.body)) return { ...result, signature };
+  const extracted = extractPage(decodeHtml(response.body, contentType), item.url);
+  return { ...result, signature, page: extracted.page, links: extracted.links };
+}
+
+async function fetchRobots(ctx: FetchContext, slot: number, item: ScheduleItem): Promise<ItemResult> {
+  const fetchedAt = Date.now();
+  let url = item.url;
+  let wireBytes = 0;
+  let response: DownloadResult;
+  for (let hop = 0; ; hop++) {
+    response = await download(ctx.dispatcher, ctx.download, {
+      url,
+      maxBodyBytes: LIMITS.robotsTxtChars,
+      wantBody: (status) => status >= 200 && status < 300,
+    });
+    wireBytes += response.wireBytes;
+    if (!response.ok || response.status < 300 || response.status >= 400 || hop === ROBOTS_MAX_REDIRECTS) break;
+    const location = headerValue(response.headers.location);
+    const next = location === null ? null : normalizeUrl(location.trim(), url);
+    if (next === null || !next.ok) break;
+    url = next.url;
+  }
+  const result = { ...baseResult(slot, item, fetchedAt, response), wireBytes };
+  if (!response.ok || response.status < 200 || response.status >= 300) return result;
+  const text = bound(new TextDecoder('utf-8').decode(response.body), LIMITS.robotsTxtChars);
+  return { ...result, robotsTxt: text };
+}
+
+function baseResult(slot: number, item: ScheduleItem, fetchedAt: number, response: DownloadResult): ItemResult {
+  if (!response.ok) {
+    return {
+      slot,
+      i: item.i,
+      url: item.url,
+      fetchedAt,
+      durationMs: response.durationMs,
+      status: null,
+      error: { code: response.code, message: bound(response.message, LIMITS.errorMessageChars) },
+      contentType: null,
+      bytes: 0,
+      wireBytes: response.wireBytes,
+      truncated: false,
+      redirectTo: null,
+      retryAfterMs: null,
+      cache: emptyCacheHeaders(),
+      signature: null,
+      page: null,
+      links: [],
+      robotsTxt: null,
+    };
+  }
+  const headers = response.headers;
+  return {
+    slot,
+    i: item.i,
+    url: item.url,
+    fetchedAt,
+    durationMs: response.durationMs,
+    status: response.status,
+    error: null,
+    contentType: boundedHeader(headers['content-type'], 200),
+    bytes: response.body.length,
+    wireBytes: response.wireBytes,
+    truncated: response.truncated,
+    redirectTo: null,
+    retryAfterMs: retryAfterMs(headerValue(headers['retry-after']), Date.now()),
+    cache: {
+      etag: boundedHeader(headers.etag),
+      lastModified: boundedHeader(headers['last-modified']),
+      date: boundedHeader(headers.date),
+      age: boundedHeader(headers.age),
+      expires: boundedHeader(headers.expires),
+      cacheControl: boundedHeader(headers['cache-control']),
+    },
+    signature: null,
+    page: null,
+    links: [],
+    robotsTxt: null,
+  };
+}
+
+function emptyCacheHeaders(): CacheHeaders {
+  return { etag: null, lastModified: null, date: null, age: null, expires: null, cacheControl: null };
+}
+
+function headerValue(value: string | string[] | undefined): string | null {
+  if (value === undefined) return null;
+  return Array.isArray(value) ? (value[0] ?? null) : value;
+}
+
+/** A header value as received, or null when absent or longer than the protocol allows. */
+function boundedHeader(value: string | string[] | undefined, max: number = LIMITS.headerChars): string | null {
+  const text = Array.isArray(value) ? value.join(', ') : value;
+  if (text === undefined || text.length > max) return null;
+  return text;
+}
+
+/** Retry-After as delay-seconds or an HTTP-date (RFC 9110 section 10.2.3), in ms from now. */
+export function retryAfterMs(value: string | null, now: number): number | null {
+  if (value === null) return null;
+  const trimmed = value.trim();
+  if (/^\d{1,9}$/.test(trimmed)) return Number(trimmed) * 1000;
+  const date = Date.parse(trimmed);
+  return Number.isNaN(date) ? null : Math.max(0, date - now);
+}
+
+function isHtml(contentType: string | null, body: Buffer): boolean {
+  if (contentType !== null) {
+    const type = contentType.split(';')[0]!.trim().toLowerCase();
+    return type === 'text/html' || type === 'application/xhtml+xml';
+  }
+  const head = body.subarray(0, 512).toString('latin1').trimStart().toLowerCase();
+  return head.startsWith('<!doctype html') || head.startsWith('<html');
+}

@@ -1,0 +1,221 @@
+/**
+ * A fetcher process's work loop. It keeps one long-poll claim open whenever it has free slots, runs
+ * each leased slot as a serial, paced sequence of requests to one origin, and posts results back in
+ * batches: when 64 are waiting, 200 ms after the first one waits, or at once when a slot finishes
+ * (so the queue server can give the origin its next slot). Posts are retried until they succeed:
+ * results are never dropped because the queue server was briefly away.
+ *
+ * Life cycle: runs until the queue server answers a claim with `done` (a one-shot crawl ended) or
+ * `stop()` is called; either way it finishes the slots it holds and delivers their results first.
+ */
+import { hostname } from 'node:os';
+import type { Dispatcher } from 'undici';
+import { PROTOCOL_VERSION, type FetcherStats, type ItemResult, type Schedule } from '../shared/protocol.js';
+import { createCrawlAgent, type DownloadOptions } from './download.js';
+import { fetchItem } from './fetch-item.js';
+import { QueueClient, QueueServerError, StoppedError } from './queue-client.js';
+
+export interface FetcherOptions {
+  readonly serverUrl: string;
+  readonly token: string;
+  readonly name: string;
+  readonly fetcherId: string;
+  /** Slots (origins) fetched at once. */
+  readonly concurrency: number;
+  readonly download: DownloadOptions;
+  /** How long a claim may wait at the queue server, ms. */
+  readonly claimWaitMs: number;
+  readonly log: (message: string) => void;
+}
+
+interface ActiveSchedule {
+  readonly schedule: Schedule;
+  slotsLeft: number;
+  pending: ItemResult[];
+  flushTimer: NodeJS.Timeout | null;
+  posting: Promise<void>;
+}
+
+const FLUSH_COUNT = 64;
+const FLUSH_DELAY_MS = 200;
+
+export function defaultFetcherName(): string {
+  return `${hostname()}-${process.pid}`;
+}
+
+export class Fetcher {
+  readonly #options: FetcherOptions;
+  readonly #client: QueueClient;
+  readonly #agent: Dispatcher;
+  readonly #stopping = new AbortController();
+  readonly #active = new Map<string, ActiveSchedule>();
+  readonly #slotRuns = new Set<Promise<void>>();
+  #free: number;
+  #wakeClaimLoop: (() => void) | null = null;
+  #heartbeatTimer: NodeJS.Timeout | null = null;
+  readonly #stats: Omit<FetcherStats, 'rssBytes' | 'inFlight'> = { pagesFetched: 0, errors: 0, bytesDownloaded: 0 };
+
+  constructor(options: FetcherOptions) {
+    this.#options = options;
+    this.#free = options.concurrency;
+    this.#client = new QueueClient({
+      serverUrl: options.serverUrl,
+      token: options.token,
+      signal: this.#stopping.signal,
+      onRetry: (what, attempt, error) => {
+        if (attempt === 1 || attempt % 10 === 0) options.log(`queue server unreachable (${what}, attempt ${attempt}): ${(error as Error).message}; retrying`);
+      },
+    });
+    this.#agent = createCrawlAgent({ ...options.download, connectionsPerOrigin: Math.max(1, options.concurrency) });
+  }
+
+  /** Resolves with why the loop ended, after every held slot's results were delivered. */
+  async run(): Promise<'done' | 'stopped'> {
+    let reason: 'done' | 'stopped' = 'stopped';
+    try {
+      reason = await this.#claimLoop();
+    } finally {
+      await Promise.allSettled([...this.#slotRuns]);
+      await Promise.allSettled([...this.#active.values()].map((active) => this.#flush(active)));
+      if (this.#heartbeatTimer !== null) clearInterval(this.#heartbeatTimer);
+      await this.#client.close().catch(() => undefined);
+      await this.#agent.close().catch(() => undefined);
+    }
+    return reason;
+  }
+
+  /** Stops claiming; held slots are finished and delivered. */
+  stop(): void {
+    this.#stopClaiming = true;
+    this.#wakeClaimLoop?.();
+  }
+
+  /** Stops at once: pending posts are abandoned (their leases will expire and be re-issued). */
+  abort(): void {
+    this.stop();
+    this.#stopping.abort();
+  }
+
+  #stopClaiming = false;
+
+  async #claimLoop(): Promise<'done' | 'stopped'> {
+    while (!this.#stopClaiming) {
+      if (this.#free === 0) {
+        await new Promise<void>((resolve) => (this.#wakeClaimLoop = resolve));
+        this.#wakeClaimLoop = null;
+        continue;
+      }
+      let response;
+      try {
+        response = await this.#client.claim({
+          protocolVersion: PROTOCOL_VERSION,
+          fetcherId: this.#options.fetcherId,
+          name: this.#options.name,
+          capacity: this.#free,
+          waitMs: this.#options.claimWaitMs,
+          stats: this.#currentStats(),
+        });
+      } catch (error) {
+        if (error instanceof StoppedError) return 'stopped';
+        throw error;
+      }
+      if (response.kind === 'done') return 'done';
+      if (response.kind === 'schedule') this.#start(response.schedule);
+    }
+    return 'stopped';
+  }
+
+  #start(schedule: Schedule): void {
+    const active: ActiveSchedule = { schedule, slotsLeft: schedule.slots.length, pending: [], flushTimer: null, posting: Promise.resolve() };
+    this.#active.set(schedule.id, active);
+    this.#free -= schedule.slots.length;
+    this.#ensureHeartbeat(schedule.leaseMs);
+    for (const slot of schedule.slots) {
+      const run = this.#runSlot(active, slot).finally(() => {
+        this.#slotRuns.delete(run);
+        this.#free++;
+        this.#wakeClaimLoop?.();
+      });
+      this.#slotRuns.add(run);
+    }
+  }
+
+  async #runSlot(active: ActiveSchedule, slot: Schedule['slots'][number]): Promise<void> {
+    await sleep(slot.startAfterMs);
+    const ctx = { dispatcher: this.#agent, download: this.#options.download };
+    for (let index = 0; index < slot.items.length; index++) {
+      if (index > 0 && slot.delayMs > 0) await sleep(slot.delayMs);
+      const result = await fetchItem(ctx, slot.slot, slot.items[index]!);
+      this.#count(result);
+      active.pending.push(result);
+      if (active.pending.length >= FLUSH_COUNT) void this.#flush(active);
+      else if (active.flushTimer === null) active.flushTimer = setTimeout(() => void this.#flush(active), FLUSH_DELAY_MS);
+    }
+    active.slotsLeft--;
+    await this.#flush(active);
+    if (active.slotsLeft === 0) {
+      await active.posting;
+      this.#active.delete(active.schedule.id);
+    }
+  }
+
+  /** Posts what is pending for the schedule; posts of one schedule go out one after another. */
+  #flush(active: ActiveSchedule): Promise<void> {
+    if (active.flushTimer !== null) clearTimeout(active.flushTimer);
+    active.flushTimer = null;
+    if (active.pending.length === 0) return active.posting;
+    const results = active.pending;
+    active.pending = [];
+    active.posting = active.posting.then(async () => {
+      try {
+        await this.#client.results({ protocolVersion: PROTOCOL_VERSION, fetcherId: this.#options.fetcherId, scheduleId: active.schedule.id, results });
+      } catch (error) {
+        if (error instanceof StoppedError) return;
+        // A 4xx: this batch can never be accepted. Say so loudly; the lease will expire and re-issue.
+        if (error instanceof QueueServerError) this.#options.log(`results for ${active.schedule.id} refused: ${error.message}`);
+        else throw error;
+      }
+    });
+    return active.posting;
+  }
+
+  #ensureHeartbeat(leaseMs: number): void {
+    if (this.#heartbeatTimer !== null) return;
+    this.#heartbeatTimer = setInterval(() => {
+      if (this.#active.size === 0) return;
+      this.#client
+        .heartbeat({
+          protocolVersion: PROTOCOL_VERSION,
+          fetcherId: this.#options.fetcherId,
+          name: this.#options.name,
+          scheduleIds: [...this.#active.keys()].slice(0, 1024),
+          stats: this.#currentStats(),
+        })
+        .then((response) => {
+          if (response.unknownScheduleIds.length > 0) this.#options.log(`leases lost: ${response.unknownScheduleIds.join(', ')}`);
+        })
+        .catch((error) => {
+          if (!(error instanceof StoppedError)) this.#options.log(`heartbeat failed: ${(error as Error).message}`);
+        });
+    }, Math.max(500, Math.floor(leaseMs / 3)));
+    this.#heartbeatTimer.unref();
+  }
+
+  #count(result: ItemResult): void {
+    this.#stats.bytesDownloaded += result.wireBytes;
+    if (result.status !== null && result.status >= 200 && result.status < 300) this.#stats.pagesFetched++;
+    else if (result.error !== null || (result.status !== null && result.status >= 400)) this.#stats.errors++;
+  }
+
+  #currentStats(): FetcherStats {
+    return {
+      ...this.#stats,
+      rssBytes: process.memoryUsage.rss(),
+      inFlight: this.#options.concurrency - this.#free,
+    };
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return ms <= 0 ? Promise.resolve() : new Promise((resolve) => setTimeout(resolve, ms));
+}

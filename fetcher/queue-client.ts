@@ -1,0 +1,143 @@
+/**
+ * The fetcher's side of the wire contract: typed calls to the queue server, each response checked
+ * against the protocol schema. Transport failures and 5xx answers are retried with capped,
+ * jittered exponential backoff until they succeed or the fetcher stops; a 4xx is not retried (the
+ * same request would fail the same way) and surfaces as a QueueServerError.
+ */
+import { gzipSync } from 'node:zlib';
+import { Pool } from 'undici';
+import type { z } from 'zod';
+import {
+  claimResponseSchema,
+  heartbeatResponseSchema,
+  resultsResponseSchema,
+  ROUTES,
+  type ClaimRequest,
+  type ClaimResponse,
+  type HeartbeatRequest,
+  type HeartbeatResponse,
+  type ResultsRequest,
+  type ResultsResponse,
+} from '../shared/protocol.js';
+
+export class QueueServerError extends Error {
+  readonly status: number;
+  readonly code: string;
+  constructor(status: number, code: string, message: string) {
+    super(`queue server answered ${status} ${code}: ${message}`);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+export class StoppedError extends Error {
+  constructor() {
+    super('fetcher stopped');
+  }
+}
+
+export interface QueueClientOptions {
+  readonly serverUrl: string;
+  readonly token: string;
+  /** Aborts pending retries and requests. */
+  readonly signal: AbortSignal;
+  /** Called before each retry with the failure, for the log. */
+  readonly onRetry?: (what: string, attempt: number, error: unknown) => void;
+}
+
+/** Bodies above this size are sent gzip-compressed. */
+const GZIP_THRESHOLD = 16 * 1024;
+
+export class QueueClient {
+  readonly #pool: Pool;
+  readonly #options: QueueClientOptions;
+  readonly #origin: string;
+  readonly #basePath: string;
+
+  constructor(options: QueueClientOptions) {
+    this.#options = options;
+    const url = new URL(options.serverUrl);
+    this.#origin = url.origin;
+    this.#basePath = url.pathname.replace(/\/$/, '');
+    this.#pool = new Pool(this.#origin, { connections: 4, keepAliveTimeout: 60_000, headersTimeout: 90_000, bodyTimeout: 90_000 });
+  }
+
+  claim(request: ClaimRequest): Promise<ClaimResponse> {
+    return this.#post(ROUTES.claim, request, claimResponseSchema, 'claim');
+  }
+
+  results(request: ResultsRequest): Promise<ResultsResponse> {
+    return this.#post(ROUTES.results, request, resultsResponseSchema, 'results');
+  }
+
+  heartbeat(request: HeartbeatRequest): Promise<HeartbeatResponse> {
+    return this.#post(ROUTES.heartbeat, request, heartbeatResponseSchema, 'heartbeat');
+  }
+
+  async close(): Promise<void> {
+    await this.#pool.close();
+  }
+
+  async #post<T extends z.ZodType>(route: string, body: unknown, schema: T, what: string): Promise<z.infer<T>> {
+    const json = Buffer.from(JSON.stringify(body));
+    const compressed = json.length > GZIP_THRESHOLD;
+    const payload = compressed ? gzipSync(json) : json;
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      authorization: `Bearer ${this.#options.token}`,
+    };
+    if (compressed) headers['content-encoding'] = 'gzip';
+    for (let attempt = 1; ; attempt++) {
+      if (this.#options.signal.aborted) throw new StoppedError();
+      try {
+        const response = await this.#pool.request({
+          path: this.#basePath + route,
+          method: 'POST',
+          headers,
+          body: payload,
+          signal: this.#options.signal,
+        });
+        const text = await response.body.text();
+        if (response.statusCode >= 500) throw new QueueServerError(response.statusCode, 'server-error', text.slice(0, 200));
+        if (response.statusCode >= 400) {
+          const error = parseError(text);
+          throw new QueueServerError(response.statusCode, error.code, error.message);
+        }
+        const parsed = schema.safeParse(JSON.parse(text));
+        if (!parsed.success) throw new QueueServerError(response.statusCode, 'bad-response', 'response does not match the protocol');
+        return parsed.data;
+      } catch (error) {
+        if (this.#options.signal.aborted) throw new StoppedError();
+        if (error instanceof QueueServerError && error.status < 500) throw error;
+        this.#options.onRetry?.(what, attempt, error);
+        await backoff(attempt, this.#options.signal);
+      }
+    }
+  }
+}
+
+function parseError(text: string): { code: string; message: string } {
+  try {
+    const parsed = JSON.parse(text) as { error?: { code?: string; message?: string } };
+    return { code: String(parsed.error?.code ?? 'error'), message: String(parsed.error?.message ?? text).slice(0, 300) };
+  } catch {
+    return { code: 'error', message: text.slice(0, 300) };
+  }
+}
+
+/** 250 ms doubling to 10 s, with full jitter. Rejects when the signal aborts. */
+function backoff(attempt: number, signal: AbortSignal): Promise<void> {
+  const cap = Math.min(10_000, 250 * 2 ** Math.min(attempt - 1, 10));
+  const delay = Math.round(cap / 2 + Math.random() * (cap / 2));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, delay);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(new StoppedError());
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}

@@ -1,0 +1,35 @@
+/**
+ * Bearer-token authentication for the fetcher API and the status API. Tokens are compared in
+ * constant time (over their SHA-256 digests, so their lengths leak nothing either).
+ */
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+
+export function tokensEqual(presented: string, expected: string): boolean {
+  const a = createHash('sha256').update(presented).digest();
+  const b = createHash('sha256').update(expected).digest();
+  return timingSafeEqual(a, b);
+}
+
+export function bearerToken(authorization: string | undefined): string | null {
+  if (authorization === undefined) return null;
+  const match = /^Bearer ([\x21-\x7e]{1,512})$/.exec(authorization);
+  return match === null ? null : match[1]!;
+}
+
+/** Reads a token file, or creates it (mode 0600, 256 random bits) when missing. */
+export function loadOrCreateToken(path: string): string {
+  if (existsSync(path)) return readTokenFile(path);
+  const token = randomBytes(32).toString('base64url');
+  writeFileSync(path, `${token}\n`, { mode: 0o600, flag: 'wx' });
+  chmodSync(path, 0o600);
+  return token;
+}
+
+export function readTokenFile(path: string): string {
+  const token = readFileSync(path, 'utf8').trim();
+  if (!/^[\x21-\x7e]{16,512}$/.test(token)) {
+    throw new Error(`token file ${path} must hold one token of 16-512 printable characters`);
+  }
+  return token;
+}

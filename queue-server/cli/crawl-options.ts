@@ -1,0 +1,71 @@
+/**
+ * The crawl-setting options that `petrel queue-server` and `petrel crawl` share, with their
+ * defaults (from crawl-config.ts) written into --help.
+ */
+import { Option, type Command } from 'commander';
+import { crawlConfigSchema, type CrawlConfigInput } from '../crawl-config.js';
+import { SCOPES } from '../scope.js';
+import { collect, integerOption } from './options.js';
+
+const defaults = crawlConfigSchema.parse({});
+
+export function addCrawlOptions(command: Command): Command {
+  return command
+    .option('--seed <url>', 'a URL to start from (repeat for several)', collect, [])
+    .addOption(
+      new Option('--scope <scope>', 'which discovered URLs are followed: prefix (under the seed\'s directory, like wget -np), host (same host name), domain (same registrable domain), any')
+        .choices(SCOPES)
+        .default(defaults.scope),
+    )
+    .option('--max-depth <n>', 'follow links at most this many hops from a seed (default: no limit)', integerOption('--max-depth', 0))
+    .option('--max-pages <n>', 'request at most this many pages, robots.txt not counted (default: no limit)', integerOption('--max-pages', 1))
+    .option('--delay-ms <ms>', 'gap between two requests to one host, end of response to next request; robots.txt Crawl-delay wins if larger', integerOption('--delay-ms', 0), defaults.delayMs)
+    .option('--host-concurrency <n>', 'requests one host sees at once, across all fetchers', integerOption('--host-concurrency', 1, 256), defaults.hostConcurrency)
+    .option('--lease-ms <ms>', 'a schedule returns to the frontier this long after its fetcher\'s last sign of life', integerOption('--lease-ms', 1000), defaults.leaseMs)
+    .option('--robots-retry-ms <ms>', 'how long a host whose robots.txt could not be fetched (5xx, network error) stays closed before robots.txt is asked again', integerOption('--robots-retry-ms', 0), defaults.robotsUnreachableRetryMs)
+    .option('--slot-urls <n>', 'URLs of one host handed to a fetcher in one go', integerOption('--slot-urls', 1, 1000), defaults.slotUrls)
+    .option('--max-queued-urls <n>', 'URLs waiting in the frontier at most (memory bound); more are counted as frontierOverflow', integerOption('--max-queued-urls', 1), defaults.maxQueuedUrls)
+    .option('--expected-urls <n>', 'URLs the seen-set\'s Bloom filter is first sized for (it grows beyond)', integerOption('--expected-urls', 1000), defaults.bloomCapacity);
+}
+
+export interface CrawlOptionValues {
+  seed: string[];
+  scope: (typeof SCOPES)[number];
+  maxDepth?: number;
+  maxPages?: number;
+  delayMs: number;
+  hostConcurrency: number;
+  leaseMs: number;
+  robotsRetryMs: number;
+  slotUrls: number;
+  maxQueuedUrls: number;
+  expectedUrls: number;
+}
+
+export function crawlConfigFrom(values: CrawlOptionValues, once: boolean): CrawlConfigInput {
+  return {
+    seeds: values.seed,
+    scope: values.scope,
+    maxDepth: values.maxDepth,
+    maxPages: values.maxPages ?? null,
+    delayMs: values.delayMs,
+    hostConcurrency: values.hostConcurrency,
+    leaseMs: values.leaseMs,
+    robotsUnreachableRetryMs: values.robotsRetryMs,
+    slotUrls: values.slotUrls,
+    maxQueuedUrls: values.maxQueuedUrls,
+    bloomCapacity: values.expectedUrls,
+    once,
+  };
+}
+
+/** The same options as command-line arguments, for a child `petrel queue-server`. */
+export function crawlArgsFrom(values: CrawlOptionValues): string[] {
+  const args = ['--scope', values.scope, '--delay-ms', String(values.delayMs), '--host-concurrency', String(values.hostConcurrency)];
+  for (const seed of values.seed) args.push('--seed', seed);
+  if (values.maxDepth !== undefined) args.push('--max-depth', String(values.maxDepth));
+  if (values.maxPages !== undefined) args.push('--max-pages', String(values.maxPages));
+  args.push('--lease-ms', String(values.leaseMs), '--robots-retry-ms', String(values.robotsRetryMs));
+  args.push('--slot-urls', String(values.slotUrls), '--max-queued-urls', String(values.maxQueuedUrls), '--expected-urls', String(values.expectedUrls));
+  return args;
+}

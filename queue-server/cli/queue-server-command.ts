@@ -1,0 +1,61 @@
+/**
+ * `petrel queue-server`: runs the daemon. Events for programs go to stdout as JSON lines
+ * (`listening`, `finished`); messages for people go to stderr.
+ */
+import { Command } from 'commander';
+import { startQueueServer } from '../daemon.js';
+import { addCrawlOptions, crawlConfigFrom, type CrawlOptionValues } from './crawl-options.js';
+import { fail, integerOption } from './options.js';
+
+interface QueueServerValues extends CrawlOptionValues {
+  data: string;
+  host: string;
+  port: number;
+  tokenFile?: string;
+  once: boolean;
+}
+
+export function queueServerCommand(): Command {
+  const command = new Command('queue-server')
+    .description('run the queue server: frontier, schedules, robots.txt, results; fetchers connect to it over HTTP')
+    .requiredOption('--data <dir>', 'data directory (created if missing; holds fetcher.token and the page archive)')
+    .option('--host <address>', 'address to listen on', '127.0.0.1')
+    .option('--port <port>', 'port to listen on (0 picks a free one)', integerOption('--port', 0, 65535), 7700)
+    .option('--token-file <file>', 'fetcher API token to use (default: <data>/fetcher.token, created on first start)')
+    .option('--once', 'exit when nothing is due or leased (a one-shot crawl), telling fetchers they are done', false);
+  addCrawlOptions(command);
+  command.action(async (values: QueueServerValues) => {
+    let server;
+    try {
+      server = await startQueueServer({
+        dataDir: values.data,
+        host: values.host,
+        port: values.port,
+        tokenFile: values.tokenFile,
+        crawl: crawlConfigFrom(values, values.once),
+      });
+    } catch (error) {
+      fail((error as Error).message);
+    }
+    const running = server;
+    process.stdout.write(`${JSON.stringify({ event: 'listening', url: running.url, tokenFile: running.tokenFile, pid: process.pid })}\n`);
+    process.stderr.write(`petrel queue-server listening on ${running.url} (fetcher token in ${running.tokenFile})\n`);
+    let stopping = false;
+    const stop = async (reason: string) => {
+      if (stopping) return;
+      stopping = true;
+      const summary = running.service.crawl.summary(Date.now());
+      await running.close();
+      process.stdout.write(`${JSON.stringify({ event: reason, summary })}\n`);
+      process.exit(0);
+    };
+    process.on('SIGINT', () => void stop('stopped'));
+    process.on('SIGTERM', () => void stop('stopped'));
+    if (values.once) {
+      await running.finished;
+      // Parked claims were answered `done`; give fetchers a moment to hear it before the port closes.
+      setTimeout(() => void stop('finished'), 1500);
+    }
+  });
+  return command;
+}

@@ -1,0 +1,37 @@
+/**
+ * The settings of one crawl, validated once at the boundary (CLI or API) and then trusted.
+ * Every default is stated here and shown by --help.
+ */
+import { z } from 'zod';
+import { SCOPES } from './scope.js';
+
+export const crawlConfigSchema = z.object({
+  seeds: z.array(z.string().min(1)).default([]),
+  scope: z.enum(SCOPES).default('host'),
+  /** Seeds are depth 0; links and redirect targets one more than the page they were found on. */
+  maxDepth: z.number().int().nonnegative().default(Number.MAX_SAFE_INTEGER),
+  /** Page URLs handed out at most (robots.txt not counted); null: no limit. */
+  maxPages: z.number().int().positive().nullable().default(null),
+  /** Gap between two requests to one origin, ms (end of response to next request). */
+  delayMs: z.number().int().nonnegative().default(1000),
+  /** Requests one origin sees at once, across all fetchers. */
+  hostConcurrency: z.number().int().min(1).max(256).default(1),
+  /** How long a schedule stays leased after the fetcher's last sign of life, ms. */
+  leaseMs: z.number().int().min(1000).default(60_000),
+  /** Product token looked up in robots.txt User-agent lines. */
+  robotsToken: z.string().regex(/^[A-Za-z_-]+$/).default('petrel'),
+  /** How long an origin whose robots.txt was unreachable stays closed before asking again, ms. */
+  robotsUnreachableRetryMs: z.number().int().nonnegative().default(10 * 60 * 1000),
+  /** URLs per slot at most (fetched serially by one fetcher). */
+  slotUrls: z.number().int().min(1).max(1000).default(32),
+  /** Seen-set Bloom filter: first-stage capacity and overall false-positive bound. */
+  bloomCapacity: z.number().int().min(1000).default(1_000_000),
+  bloomFalsePositiveRate: z.number().gt(0).lt(0.5).default(0.001),
+  /** URLs waiting in the frontier at most; further discoveries are counted in frontierOverflow. */
+  maxQueuedUrls: z.number().int().min(1).default(2_000_000),
+  /** Exit when nothing is due or leased (one-shot `petrel crawl`); otherwise keep serving. */
+  once: z.boolean().default(false),
+});
+
+export type CrawlConfig = z.infer<typeof crawlConfigSchema>;
+export type CrawlConfigInput = z.input<typeof crawlConfigSchema>;

@@ -1,0 +1,109 @@
+/**
+ * The crawl as a running service: the Crawl plus the clock. It owns the condition variable that
+ * parked claims wait on and the single timer that fires when time alone makes work available (a
+ * politeness wait ends) or takes it back (a lease runs out). No loop polls anything.
+ */
+import { EventEmitter } from 'node:events';
+import type { ClaimRequest, ClaimResponse, HeartbeatRequest, ResultsRequest, ResultsResponse } from '../shared/protocol.js';
+import { Condition } from './condition.js';
+import type { Crawl, CrawlStatus } from './crawl.js';
+
+export type Clock = () => number;
+
+export class CrawlService extends EventEmitter<{ change: []; finished: [] }> {
+  readonly crawl: Crawl;
+  readonly #clock: Clock;
+  readonly #workAvailable = new Condition();
+  #timer: NodeJS.Timeout | null = null;
+  #timerAt: number | null = null;
+  #finishedEmitted = false;
+  #closed = false;
+
+  constructor(crawl: Crawl, clock: Clock = Date.now) {
+    super();
+    this.crawl = crawl;
+    this.#clock = clock;
+  }
+
+  start(): void {
+    this.crawl.seed(this.#clock());
+    this.#afterChange(true);
+  }
+
+  /** Long poll: answers with a schedule as soon as one can be cut, else `wait` after waitMs. */
+  async claim(request: ClaimRequest, address: string, signal?: AbortSignal): Promise<ClaimResponse> {
+    const deadline = this.#clock() + request.waitMs;
+    for (;;) {
+      if (this.crawl.finished()) return { kind: 'done' };
+      // A daemon shutting down sends fetchers away to retry, not home: it may be back soon.
+      if (this.#closed) return { kind: 'wait' };
+      const schedule = this.crawl.claim(request, address, this.#clock());
+      if (schedule !== null) {
+        this.#afterChange(false);
+        return { kind: 'schedule', schedule };
+      }
+      this.#afterChange(false);
+      const remaining = deadline - this.#clock();
+      if (remaining <= 0 || signal?.aborted) return { kind: 'wait' };
+      await this.#workAvailable.wait(remaining, signal);
+    }
+  }
+
+  results(request: ResultsRequest): ResultsResponse {
+    const response = this.crawl.applyResults(request, this.#clock());
+    this.#afterChange(response.applied > 0);
+    return response;
+  }
+
+  heartbeat(request: HeartbeatRequest, address: string): string[] {
+    const unknown = this.crawl.heartbeat(request, address, this.#clock());
+    this.#armTimer();
+    return unknown;
+  }
+
+  status(): CrawlStatus {
+    return this.crawl.status(this.#clock());
+  }
+
+  get waitingClaims(): number {
+    return this.#workAvailable.waiting;
+  }
+
+  /** Stops the timer and releases every parked claim (with `wait`, or `done` if the crawl finished). */
+  close(): void {
+    this.#closed = true;
+    if (this.#timer !== null) clearTimeout(this.#timer);
+    this.#timer = null;
+    this.#workAvailable.notifyAll();
+  }
+
+  #afterChange(mayHaveWork: boolean): void {
+    if (mayHaveWork) this.#workAvailable.notifyAll();
+    this.#armTimer();
+    this.emit('change');
+    if (!this.#finishedEmitted && this.crawl.finished()) {
+      this.#finishedEmitted = true;
+      this.#workAvailable.notifyAll();
+      this.emit('finished');
+    }
+  }
+
+  #armTimer(): void {
+    if (this.#closed) return;
+    const at = this.crawl.nextTimerAt(this.#clock());
+    if (at === this.#timerAt && this.#timer !== null) return;
+    if (this.#timer !== null) clearTimeout(this.#timer);
+    this.#timer = null;
+    this.#timerAt = at;
+    if (at === null) return;
+    const delay = Math.min(Math.max(0, at - this.#clock()), 2 ** 31 - 1);
+    this.#timer = setTimeout(() => this.#onTimer(), delay);
+  }
+
+  #onTimer(): void {
+    this.#timer = null;
+    this.#timerAt = null;
+    this.crawl.expireLeases(this.#clock());
+    this.#afterChange(true);
+  }
+}

@@ -1,0 +1,100 @@
+/**
+ * The crawl's counters and the summary built from them (the JSON printed at the end of `petrel
+ * crawl`, written by --summary-json and served live at GET /api/status).
+ *
+ * Definitions:
+ *  - requests: every HTTP request a fetcher sent or tried to send, robots.txt included.
+ *  - pagesFetched: 2xx answers to page requests whose body was downloaded (robots.txt excluded).
+ *  - notModified: 304 answers. skippedFresh: known URLs not requested because still fresh.
+ *  - robotsDenied: URLs not requested because robots.txt forbids them or could not be fetched.
+ *  - errors: page requests that ended in an HTTP error status or without a response; errorsByCode
+ *    breaks them down by stable code.
+ *  - byStatus: every HTTP status received, robots.txt included.
+ *  - urlsDiscovered: unique in-scope URLs admitted to the frontier (seeds included; URLs beyond
+ *    --max-depth are not admitted and not counted).
+ *  - bytesDownloaded: body bytes received on the wire.
+ */
+export interface CrawlCounters {
+  pagesFetched: number;
+  notModified: number;
+  skippedFresh: number;
+  robotsDenied: number;
+  errors: number;
+  redirects: number;
+  requests: number;
+  robotsRequests: number;
+  urlsDiscovered: number;
+  bytesDownloaded: number;
+  duplicateResults: number;
+  lateResults: number;
+  leasesExpired: number;
+  frontierOverflow: number;
+}
+
+export interface CrawlSummary extends CrawlCounters {
+  byStatus: Record<string, number>;
+  errorsByCode: Record<string, number>;
+  elapsedMs: number;
+  pagesPerSecond: number;
+}
+
+export class CrawlStats {
+  readonly counters: CrawlCounters = {
+    pagesFetched: 0,
+    notModified: 0,
+    skippedFresh: 0,
+    robotsDenied: 0,
+    errors: 0,
+    redirects: 0,
+    requests: 0,
+    robotsRequests: 0,
+    urlsDiscovered: 0,
+    bytesDownloaded: 0,
+    duplicateResults: 0,
+    lateResults: 0,
+    leasesExpired: 0,
+    frontierOverflow: 0,
+  };
+  readonly #byStatus = new Map<number, number>();
+  readonly #errorsByCode = new Map<string, number>();
+  #startedAt: number | null = null;
+  #finishedAt: number | null = null;
+
+  start(now: number): void {
+    this.#startedAt ??= now;
+    this.#finishedAt = null;
+  }
+
+  finish(now: number): void {
+    this.#finishedAt ??= now;
+  }
+
+  resume(): void {
+    this.#finishedAt = null;
+  }
+
+  countStatus(status: number): void {
+    this.#byStatus.set(status, (this.#byStatus.get(status) ?? 0) + 1);
+  }
+
+  countError(code: string): void {
+    this.counters.errors++;
+    this.#errorsByCode.set(code, (this.#errorsByCode.get(code) ?? 0) + 1);
+  }
+
+  summary(now: number): CrawlSummary {
+    const end = this.#finishedAt ?? now;
+    const elapsedMs = this.#startedAt === null ? 0 : Math.max(0, end - this.#startedAt);
+    const byStatus: Record<string, number> = {};
+    for (const [status, count] of [...this.#byStatus].sort((a, b) => a[0] - b[0])) byStatus[String(status)] = count;
+    const errorsByCode: Record<string, number> = {};
+    for (const [code, count] of [...this.#errorsByCode].sort()) errorsByCode[code] = count;
+    return {
+      ...this.counters,
+      byStatus,
+      errorsByCode,
+      elapsedMs,
+      pagesPerSecond: elapsedMs > 0 ? Math.round((this.counters.pagesFetched / elapsedMs) * 1000 * 100) / 100 : 0,
+    };
+  }
+}

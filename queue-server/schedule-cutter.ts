@@ -1,0 +1,104 @@
+/**
+ * Cutting a fetch schedule: which URLs a claiming fetcher gets now. Deterministic given the frontier
+ * and `now` (ms since epoch); the only side effects are on the frontier it is handed.
+ *
+ * Rules:
+ *  1. Origins are served breadth-first: the origin whose next URL is shallowest goes first.
+ *  2. An origin whose robots.txt is unknown or expired gets a slot holding only its robots.txt
+ *     (RFC 9309 section 2.4: fetched before any other URL of that origin); its other URLs wait.
+ *  3. An origin never has more than its concurrency of slots out across all fetchers; one schedule
+ *     takes at most its fair share, ceil(concurrency / live fetchers), so every fetcher gets work
+ *     from a single-origin crawl.
+ *  4. A slot holds up to `slotUrls` URLs of one origin, fetched serially with `delayMs` between the
+ *     end of one response and the next request. At concurrency 1 a new slot of an origin starts no
+ *     earlier than `nextStartAt` (set when the previous slot's results arrived plus the delay).
+ *  5. URLs that robots.txt forbids are not handed out; they are returned as `denied`.
+ *  6. No more page URLs than `budget` are handed out (for --max-pages); a URL re-leased after an
+ *     expired lease was already counted.
+ */
+import type { NormalizedUrl } from '../shared/url-normalize.js';
+import type { Frontier, OriginQueue, QueuedUrl } from './frontier.js';
+import { robotsVerdict, type RobotsVerdict } from './robots.js';
+
+export interface CutPolicy {
+  /** Slots the fetcher can start now. */
+  readonly capacity: number;
+  readonly liveFetchers: number;
+  /** Page URLs that may still be handed out (--max-pages), or null for no limit. */
+  readonly budget: number | null;
+  readonly userAgentToken: string;
+  concurrencyOf(queue: OriginQueue): number;
+  delayOf(queue: OriginQueue): number;
+  slotUrlsOf(queue: OriginQueue): number;
+}
+
+export interface CutSlot {
+  readonly queue: OriginQueue;
+  readonly kind: 'page' | 'robots';
+  readonly startAfterMs: number;
+  readonly delayMs: number;
+  readonly entries: QueuedUrl[];
+}
+
+export interface DeniedUrl {
+  readonly entry: QueuedUrl;
+  readonly code: Extract<RobotsVerdict, { allowed: false }>['code'];
+}
+
+export interface CutResult {
+  readonly slots: CutSlot[];
+  readonly denied: DeniedUrl[];
+  /** Page URLs newly counted against the budget. */
+  readonly charged: number;
+}
+
+export function cutSchedule(frontier: Frontier, policy: CutPolicy, now: number): CutResult {
+  const slots: CutSlot[] = [];
+  const denied: DeniedUrl[] = [];
+  const touched: OriginQueue[] = [];
+  let budget = policy.budget;
+  let charged = 0;
+
+  while (slots.length < policy.capacity) {
+    const queue = frontier.popEligible(now);
+    if (queue === undefined) break;
+    touched.push(queue);
+    const startAfterMs = Math.max(0, queue.nextStartAt - now);
+
+    if (queue.needsRobots(now)) {
+      queue.robotsState = 'fetching';
+      queue.slotsOut++;
+      slots.push({ queue, kind: 'robots', startAfterMs, delayMs: policy.delayOf(queue), entries: [] });
+      continue;
+    }
+
+    const concurrency = policy.concurrencyOf(queue);
+    const fairShare = Math.max(1, Math.ceil(concurrency / Math.max(1, policy.liveFetchers)));
+    const slotCount = Math.min(fairShare, concurrency - queue.slotsOut, policy.capacity - slots.length);
+    const slotUrls = policy.slotUrlsOf(queue);
+    for (let s = 0; s < slotCount; s++) {
+      const entries: QueuedUrl[] = [];
+      while (entries.length < slotUrls && (budget === null || budget > 0)) {
+        const entry = frontier.take(queue);
+        if (entry === undefined) break;
+        const verdict = robotsVerdict(queue.robots!, entry.url as NormalizedUrl, policy.userAgentToken);
+        if (!verdict.allowed) {
+          denied.push({ entry, code: verdict.code });
+          continue;
+        }
+        if (!entry.charged) {
+          entry.charged = true;
+          charged++;
+          if (budget !== null) budget--;
+        }
+        entries.push(entry);
+      }
+      if (entries.length === 0) break;
+      queue.slotsOut++;
+      slots.push({ queue, kind: 'page', startAfterMs: s === 0 ? startAfterMs : 0, delayMs: policy.delayOf(queue), entries });
+    }
+  }
+
+  for (const queue of touched) frontier.reconsider(queue, now);
+  return { slots, denied, charged };
+}

@@ -1,0 +1,38 @@
+/**
+ * URL hashes: the 8-byte raw xxHash64 (seed 0) of a normalized URL's UTF-8 bytes, big-endian.
+ *
+ * The same 8 bytes key the seen-set, the B-Trees and the wire protocol, so they are a branded type:
+ * a plain Uint8Array can not be passed where a UrlHash is meant without going through `urlHash`.
+ * Byte order is the key order of the on-disk trees (compared as unsigned bytes).
+ */
+import xxhash from 'xxhash-wasm';
+
+export type UrlHash = Uint8Array & { readonly __brand: 'UrlHash' };
+
+const hasher = await xxhash();
+
+/** The 64-bit hash as a bigint (for in-memory tables that want numbers, not bytes). */
+export function urlHash64(normalizedUrl: string): bigint {
+  return hasher.h64Raw(Buffer.from(normalizedUrl, 'utf8'), 0n);
+}
+
+export function urlHash(normalizedUrl: string): UrlHash {
+  const bytes = Buffer.allocUnsafe(8);
+  bytes.writeBigUInt64BE(urlHash64(normalizedUrl));
+  return bytes as unknown as UrlHash;
+}
+
+export function urlHashHex(hash: UrlHash): string {
+  return Buffer.from(hash.buffer, hash.byteOffset, 8).toString('hex');
+}
+
+export function urlHashFromHex(hex: string): UrlHash {
+  if (!/^[0-9a-f]{16}$/.test(hex)) throw new Error(`not a 16-digit lowercase hex URL hash: ${JSON.stringify(hex)}`);
+  return Buffer.from(hex, 'hex') as unknown as UrlHash;
+}
+
+/** xxHash64 of arbitrary bytes or text, as 16 hex digits; used for content signatures. */
+export function contentSignature(content: string | Uint8Array): string {
+  const bytes = typeof content === 'string' ? Buffer.from(content, 'utf8') : content;
+  return hasher.h64Raw(bytes, 0n).toString(16).padStart(16, '0');
+}
