@@ -1,0 +1,91 @@
+/**
+ * The main host's special pages (profile 'full' only), all linked from its /index.html:
+ *
+ *   /private/secret.html          disallowed by robots.txt: never requested
+ *   /private/open.html            allowed by a more specific Allow rule
+ *   /hidden/nofollow-only.html    linked only with rel="nofollow": never requested
+ *   /meta/noindex-nofollow.html   <meta name="robots" content="noindex,nofollow">: fetched, links ignored
+ *   /meta/behind-nofollow.html    linked only from the page above: never requested
+ *   /redirect/start -> 301 /redirect/step-1 -> 302 /redirect/step-2 -> 307 /redirect/end.html (200)
+ *   /errors/404.html /errors/410.html /errors/500.html /errors/503.html (Retry-After: 1)
+ *   /slow.html                    answers after `slowMs`
+ *   /large.html                   ~3 MB of HTML, over a typical 2 MB body limit
+ *   /files/image.png /files/doc.pdf /files/data.json
+ */
+import type { WebContext } from './context.js';
+import type { HtmlDoc, HtmlLink, HtmlSection } from './html.js';
+import { jsonBytes, pdfBytes, pngBytes } from './files.js';
+import { errorPage, link, NEVER_FOLLOW_LINKS, redirect, simpleDoc } from './pages.js';
+import { htmlPage, type HtmlResource, type Resource } from './resource.js';
+import { paragraphs } from './text.js';
+
+/** Prose characters of /large.html: a little over 3 MiB of HTML once marked up. */
+const LARGE_PAGE_CHARS = 3 * 1024 * 1024;
+
+export interface MainExtras {
+  indexLinks: readonly HtmlLink[];
+  resolve(pathAndQuery: string): Resource | null;
+}
+
+export function mainExtras(ctx: WebContext, origin: string): MainExtras {
+  const home = link('/index.html', 'Home');
+  const page = (path: string, title: string, links: readonly HtmlLink[] = [home], metaRobots: string | null = null): HtmlResource =>
+    htmlPage(simpleDoc({ url: `${origin}${path}`, title, links: [...links, ...NEVER_FOLLOW_LINKS], textSeed: `main:${path}`, metaRobots }));
+
+  let largeSections: readonly HtmlSection[] | undefined;
+  const largePage = (): Resource => {
+    const doc: HtmlDoc = {
+      ...(simpleDoc({ url: `${origin}/large.html`, title: 'A very large page', links: [home], textSeed: 'main:/large.html' })),
+      // Built once per web: ~3 MB of prose is worth keeping rather than regenerating per request.
+      sections: () => (largeSections ??= [{ heading: 'Much text', paragraphs: paragraphs('large', { minCount: 1, minChars: LARGE_PAGE_CHARS }) }]),
+    };
+    return htmlPage(doc);
+  };
+
+  const routes = new Map<string, () => Resource>([
+    ['/private/secret.html', () => page('/private/secret.html', 'Private: secret')],
+    ['/private/open.html', () => page('/private/open.html', 'Private: open to robots')],
+    ['/hidden/nofollow-only.html', () => page('/hidden/nofollow-only.html', 'Reachable only through rel=nofollow')],
+    [
+      '/meta/noindex-nofollow.html',
+      () => page('/meta/noindex-nofollow.html', 'Meta robots: noindex, nofollow', [home, link('behind-nofollow.html', 'Behind a nofollow page')], 'noindex,nofollow'),
+    ],
+    ['/meta/behind-nofollow.html', () => page('/meta/behind-nofollow.html', 'Linked only from a meta-nofollow page')],
+    ['/redirect/start', () => redirect(301, '/redirect/step-1')],
+    ['/redirect/step-1', () => redirect(302, `${origin}/redirect/step-2`)],
+    ['/redirect/step-2', () => redirect(307, 'end.html')],
+    ['/redirect/end.html', () => page('/redirect/end.html', 'End of the redirect chain')],
+    ['/errors/404.html', () => errorPage(`${origin}/errors/404.html`, 404)],
+    ['/errors/410.html', () => errorPage(`${origin}/errors/410.html`, 410)],
+    ['/errors/500.html', () => errorPage(`${origin}/errors/500.html`, 500)],
+    ['/errors/503.html', () => errorPage(`${origin}/errors/503.html`, 503, { 'Retry-After': '1' })],
+    ['/slow.html', () => ({ ...page('/slow.html', 'A slow page'), delayMs: ctx.slowMs })],
+    ['/large.html', largePage],
+    ['/files/image.png', () => ({ kind: 'file', status: 200, contentType: 'image/png', body: pngBytes() })],
+    ['/files/doc.pdf', () => ({ kind: 'file', status: 200, contentType: 'application/pdf', body: pdfBytes() })],
+    ['/files/data.json', () => ({ kind: 'file', status: 200, contentType: 'application/json', body: jsonBytes(origin) })],
+  ]);
+
+  const indexLinks: HtmlLink[] = [
+    link('/private/secret.html', 'A private page (disallowed)'),
+    link('/private/open.html', 'A private page open to robots'),
+    link('/hidden/nofollow-only.html', 'Do not follow', 'nofollow'),
+    link('/meta/noindex-nofollow.html', 'A noindex, nofollow page'),
+    link('/redirect/start', 'A redirect chain'),
+    link('/errors/404.html', 'Not found'),
+    link('/errors/410.html', 'Gone'),
+    link('/errors/500.html', 'Server error'),
+    link('/errors/503.html', 'Unavailable'),
+    link('/slow.html', 'A slow page'),
+    link('/large.html', 'A very large page'),
+    link('/files/image.png', 'An image'),
+    link('/files/doc.pdf', 'A PDF'),
+    link('/files/data.json', 'Some JSON'),
+  ];
+  for (const [role, special] of Object.entries(ctx.specialOrigins)) indexLinks.push(link(`${special}/index.html`, `Special host: ${role}`));
+
+  return {
+    indexLinks,
+    resolve: (pathAndQuery) => routes.get(pathAndQuery)?.() ?? null,
+  };
+}

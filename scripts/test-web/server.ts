@@ -1,0 +1,139 @@
+/**
+ * Answering one request on one host: route (canonicalize the target, ask the host's site), evaluate
+ * conditional headers, wait if the resource is slow, send, and log. Keep-alive is node's default.
+ *
+ *   arrive -> log.arrive()
+ *   method not GET/HEAD -> 405
+ *   target -> canonical URL -> site.resolve(path) -> prepareResponse
+ *   200 and validators match -> 304 (RFC 9110 §13.2.2), no body
+ *   delayMs > 0 -> wait (cancelled if the client goes away or the web closes)
+ *   headers, then body in chunks (HEAD: none)
+ *   'finish' or 'close' -> log.record(...)
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { canonicalUrl } from './canonical.js';
+import { isNotModified } from './conditional.js';
+import { logClock, type RequestLog } from './request-log.js';
+import { cacheHeaders, prepareResponse, type PreparedResponse } from './response.js';
+import type { WebHost } from './web.js';
+
+/** Large bodies go out in pieces so an aborted download logs the bytes actually flushed. */
+const CHUNK_BYTES = 64 * 1024;
+
+export interface ServerState {
+  log: RequestLog;
+  /** Pending delays of slow responses, cleared by close(). Owned by the TestWeb. */
+  timers: Set<NodeJS.Timeout>;
+}
+
+export function handleRequest(host: WebHost, req: IncomingMessage, res: ServerResponse, state: ServerState): void {
+  const start = logClock();
+  const arrival = state.log.arrive();
+  let bodyBytes = 0;
+  let flushedBytes = 0;
+  let finished = false;
+  let recorded = false;
+  const record = (): void => {
+    if (recorded) return;
+    recorded = true;
+    state.log.record(arrival, {
+      start,
+      end: logClock(),
+      host: host.authority,
+      method: req.method ?? '',
+      path: req.url ?? '',
+      status: res.headersSent ? res.statusCode : 0,
+      ifNoneMatch: headerOf(req, 'if-none-match'),
+      ifModifiedSince: headerOf(req, 'if-modified-since'),
+      userAgent: headerOf(req, 'user-agent'),
+      bytes: finished ? bodyBytes : flushedBytes,
+    });
+  };
+  res.once('finish', () => {
+    finished = true;
+    record();
+  });
+  res.once('close', record);
+
+  const method = req.method ?? '';
+  if (method !== 'GET' && method !== 'HEAD') {
+    const body = Buffer.from('Method not allowed: the test web answers GET and HEAD.\n');
+    bodyBytes = body.length;
+    res.writeHead(405, { Allow: 'GET, HEAD', 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': String(body.length) });
+    res.end(body);
+    return;
+  }
+  const target = req.url ?? '';
+  const url = target.startsWith('/') ? canonicalUrl(`${host.origin}${target}`) : null;
+  if (url === null || !url.startsWith(`${host.origin}/`)) {
+    const body = Buffer.from('Bad request target.\n');
+    bodyBytes = method === 'HEAD' ? 0 : body.length;
+    res.writeHead(400, { 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': String(body.length) });
+    res.end(method === 'HEAD' ? undefined : body);
+    return;
+  }
+  const prepared = prepareResponse(host.site.resolve(url.slice(host.origin.length)), host.cache);
+  const conditional = { method, ifNoneMatch: headerOf(req, 'if-none-match'), ifModifiedSince: headerOf(req, 'if-modified-since') };
+  const notModified = prepared.validators !== null && isNotModified(conditional, prepared.validators);
+
+  const send = (): void => {
+    if (res.destroyed) return;
+    if (notModified && prepared.validators !== null) {
+      res.writeHead(304, cacheHeaders(prepared.validators, host.cache));
+      res.end();
+      return;
+    }
+    res.writeHead(prepared.status, prepared.headers);
+    if (method === 'HEAD') {
+      res.end();
+      return;
+    }
+    bodyBytes = prepared.body.length;
+    sendBody(res, prepared, (bytes) => (flushedBytes += bytes));
+  };
+
+  if (prepared.delayMs <= 0) {
+    send();
+    return;
+  }
+  const timer = setTimeout(() => {
+    state.timers.delete(timer);
+    send();
+  }, prepared.delayMs);
+  state.timers.add(timer);
+  res.once('close', () => {
+    clearTimeout(timer);
+    state.timers.delete(timer);
+  });
+}
+
+function sendBody(res: ServerResponse, prepared: PreparedResponse, onFlushed: (bytes: number) => void): void {
+  const { body } = prepared;
+  if (body.length <= CHUNK_BYTES) {
+    res.end(body);
+    return;
+  }
+  let offset = 0;
+  const pump = (): void => {
+    while (offset < body.length) {
+      if (res.destroyed) return;
+      const chunk = body.subarray(offset, offset + CHUNK_BYTES);
+      offset += chunk.length;
+      const more = res.write(chunk, (error) => {
+        if (error === null || error === undefined) onFlushed(chunk.length);
+      });
+      if (!more) {
+        res.once('drain', pump);
+        return;
+      }
+    }
+    res.end();
+  };
+  pump();
+}
+
+function headerOf(req: IncomingMessage, name: string): string | null {
+  const value = req.headers[name];
+  if (value === undefined) return null;
+  return Array.isArray(value) ? value.join(', ') : value;
+}

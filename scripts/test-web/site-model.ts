@@ -1,0 +1,120 @@
+/**
+ * The ground truth tests assert against. Every answer is derived from the same `Resource`s the server
+ * serves (never from a parallel description), so the model and the bytes cannot disagree.
+ */
+import { canonicalUrl } from './canonical.js';
+import { isAllowed, policyFromResponse, type RobotsPolicy } from './robots.js';
+import { reachable, type ReachableOptions } from './reachable.js';
+import type { Resource } from './resource.js';
+import { contentTypeOf } from './response.js';
+import type { Web, WebHost } from './web.js';
+
+export interface ModelLink {
+  /** Canonical absolute, fragment dropped. */
+  url: string;
+  /** The `<a>` has rel="nofollow". */
+  nofollow: boolean;
+}
+
+export interface ModelPage {
+  /** Canonical. */
+  url: string;
+  status: number;
+  /** The Content-Type header served, or null when none is. */
+  contentType: string | null;
+  /** Canonical absolute Location of a redirect; null otherwise. */
+  redirectTo: string | null;
+  /**
+   * Every `<a href>` of an HTML page, in document order, duplicates kept, resolved against `<base href>`
+   * when present; hrefs that are not http(s) (mailto:, javascript:) are left out. Empty for non-HTML.
+   */
+  links: ModelLink[];
+  metaNofollow: boolean;
+  metaNoindex: boolean;
+  title: string | null;
+}
+
+export interface SiteModel {
+  /**
+   * What the server answers for this URL (canonicalized first): for any URL on a test-web host, a page,
+   * including 404 pages for unknown paths and robots.txt; undefined for URLs outside the test web.
+   * Generated on demand, so the infinite trap is fine.
+   */
+  page(url: string): ModelPage | undefined;
+  /**
+   * Whether the host's robots.txt (as served, read per RFC 9309 for the agent 'petrel') allows the URL:
+   * false for every URL of the robots-500 host, true for every URL of the robots-404 host, false for
+   * URLs outside the test web.
+   */
+  robotsAllows(url: string): boolean;
+  /**
+   * BFS from seeds: every URL the crawler should request (robots.txt URLs excluded), with its depth
+   * (seeds are 0). Follows the links of 2xx HTML pages (not rel=nofollow, not from pages with meta
+   * nofollow) and redirect targets, each at depth+1; skips URLs outside `inScope` or disallowed by
+   * robots; includes nothing deeper than maxDepth.
+   */
+  reachable(opts: ReachableOptions): Map<string, number>;
+}
+
+export function createSiteModel(web: Web): SiteModel {
+  const policies = new Map<WebHost, RobotsPolicy>();
+  const policyOf = (host: WebHost): RobotsPolicy => {
+    let policy = policies.get(host);
+    if (policy === undefined) {
+      const robots = host.site.resolve('/robots.txt');
+      const body = robots.kind === 'file' ? robots.body.toString('utf8') : '';
+      policy = policyFromResponse(robots.status, body);
+      policies.set(host, policy);
+    }
+    return policy;
+  };
+
+  const model: SiteModel = {
+    page(url) {
+      const canonical = canonicalUrl(url);
+      const located = canonical === null ? null : web.locate(canonical);
+      if (canonical === null || located === null) return undefined;
+      return toModelPage(canonical, located.host.site.resolve(located.pathAndQuery));
+    },
+    robotsAllows(url) {
+      const canonical = canonicalUrl(url);
+      const located = canonical === null ? null : web.locate(canonical);
+      if (located === null) return false;
+      return isAllowed(policyOf(located.host), located.pathAndQuery);
+    },
+    reachable: (opts) => reachable(model, opts),
+  };
+  return model;
+}
+
+function toModelPage(url: string, resource: Resource): ModelPage {
+  const page: ModelPage = {
+    url,
+    status: resource.status,
+    contentType: contentTypeOf(resource),
+    redirectTo: null,
+    links: [],
+    metaNofollow: false,
+    metaNoindex: false,
+    title: null,
+  };
+  if (resource.kind === 'redirect') {
+    page.redirectTo = canonicalUrl(resource.location, url);
+  } else if (resource.kind === 'html') {
+    const { doc } = resource;
+    const base = doc.base === null ? url : new URL(doc.base, url).href;
+    for (const link of doc.links) {
+      const target = canonicalUrl(link.href, base);
+      if (target !== null) page.links.push({ url: target, nofollow: relTokens(link.rel).includes('nofollow') });
+    }
+    const robots = relTokens(doc.metaRobots);
+    page.metaNofollow = robots.includes('nofollow') || robots.includes('none');
+    page.metaNoindex = robots.includes('noindex') || robots.includes('none');
+    page.title = doc.title;
+  }
+  return page;
+}
+
+function relTokens(value: string | null): string[] {
+  return value === null ? [] : value.toLowerCase().split(/[\s,]+/).filter((token) => token !== '');
+}

@@ -1,0 +1,85 @@
+/**
+ * startTestWeb: validate options, bind every host, build the web for the port we got, and hand back
+ * the handle tests use (origins, seeds, model, log, close). Building the web is separate from listening,
+ * so nothing here depends on which port the kernel picked, except the URLs themselves.
+ */
+import { closeServers, listenAll } from './bind.js';
+import { HOST_ROLES, planHosts, type HostRole } from './hosts.js';
+import { validateOptions, type TestWebOptions } from './options.js';
+import { RequestLog, type RequestLogEntry } from './request-log.js';
+import { handleRequest, type ServerState } from './server.js';
+import { createSiteModel, type SiteModel } from './site-model.js';
+import { buildWeb, type Web } from './web.js';
+
+export interface TestWeb {
+  port: number;
+  /** Every host, e.g. 'http://127.0.0.2:PORT', normal hosts first, then special hosts. */
+  origins: string[];
+  /**
+   * Origin of 'main' (the first normal host) and of each special host. In the 'bench' profile there are
+   * no special hosts, and reading one of their roles throws.
+   */
+  hostByRole: Record<HostRole, string>;
+  /** The main host's /index.html. */
+  seeds: string[];
+  /** Every request, in order of arrival (see request-log.ts). */
+  log: RequestLogEntry[];
+  model: SiteModel;
+  clearLog(): void;
+  close(): Promise<void>;
+}
+
+const BIND_ATTEMPTS = 5;
+
+export async function startTestWeb(opts: TestWebOptions = {}): Promise<TestWeb> {
+  const options = validateOptions(opts);
+  const plans = planHosts({ normalHosts: options.hosts, profile: options.profile });
+  const state: ServerState = { log: new RequestLog(), timers: new Set() };
+  let web: Web | null = null;
+  const { port, servers } = await listenAll(plans.map((plan) => plan.address), { port: options.port, attempts: BIND_ATTEMPTS }, (index, req, res) => {
+    const host = web?.hosts[index];
+    // Only reachable if something guesses the port during the few microseconds before buildWeb returns.
+    if (host === undefined) res.writeHead(503, { 'Retry-After': '1' }).end();
+    else handleRequest(host, req, res, state);
+  });
+  web = buildWeb(plans, port, options);
+
+  const origins = web.hosts.map((host) => host.origin);
+  const roles: Partial<Record<HostRole, string>> = {};
+  for (const host of web.hosts) if (host.plan.role !== null) roles[host.plan.role] = host.origin;
+  const main = roles.main;
+  if (main === undefined) throw new Error('no main host');
+
+  let closing: Promise<void> | null = null;
+  return {
+    port,
+    origins,
+    hostByRole: rolesFor(roles, options.profile),
+    seeds: [`${main}/index.html`],
+    get log() {
+      return state.log.entries;
+    },
+    model: createSiteModel(web),
+    clearLog: () => state.log.clear(),
+    close() {
+      closing ??= (async () => {
+        for (const timer of state.timers) clearTimeout(timer);
+        state.timers.clear();
+        await closeServers(servers);
+      })();
+      return closing;
+    },
+  };
+}
+
+/** The record the API promises; roles the profile lacks throw on access instead of reading undefined. */
+function rolesFor(roles: Partial<Record<HostRole, string>>, profile: string): Record<HostRole, string> {
+  return new Proxy(roles as Record<HostRole, string>, {
+    get(target, property, receiver) {
+      if (typeof property === 'string' && (HOST_ROLES as readonly string[]).includes(property) && !(property in target)) {
+        throw new Error(`the '${profile}' profile has no '${property}' host`);
+      }
+      return Reflect.get(target, property, receiver);
+    },
+  });
+}
