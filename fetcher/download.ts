@@ -63,6 +63,9 @@ export function createCrawlAgent(options: DownloadOptions & { connectionsPerOrig
 
 class BodyLimitReached extends Error {}
 
+/** Timers may fire up to a millisecond early against performance.now(); waits add this much. */
+export const TIMER_SLACK_MS = 2;
+
 export async function download(dispatcher: Dispatcher, options: DownloadOptions, req: DownloadRequest): Promise<DownloadResult> {
   const started = performance.now();
   let wireBytes = 0;
@@ -105,8 +108,9 @@ export async function download(dispatcher: Dispatcher, options: DownloadOptions,
       if (decoder === null) await pipeline(response.body as Readable, counter, sink);
       else await pipeline(response.body as Readable, counter, decoder, sink);
     } catch (error) {
-      if (!(error instanceof BodyLimitReached)) throw error;
-      // The rest of the body is not read; the connection is closed by destroying the stream.
+      // At the limit the rest of the body is not read: the pipeline is torn down, and the source may
+      // report that as its own abort error before ours arrives. Either way the cut was ours.
+      if (!truncated) throw error;
     }
     return {
       ok: true,

@@ -11,7 +11,7 @@
 import { hostname } from 'node:os';
 import type { Dispatcher } from 'undici';
 import { PROTOCOL_VERSION, type FetcherStats, type ItemResult, type Schedule } from '../shared/protocol.js';
-import { createCrawlAgent, type DownloadOptions } from './download.js';
+import { createCrawlAgent, TIMER_SLACK_MS, type DownloadOptions } from './download.js';
 import { fetchItem } from './fetch-item.js';
 import { QueueClient, QueueServerError, StoppedError } from './queue-client.js';
 
@@ -141,10 +141,10 @@ export class Fetcher {
   }
 
   async #runSlot(active: ActiveSchedule, slot: Schedule['slots'][number]): Promise<void> {
-    await sleep(slot.startAfterMs);
+    if (slot.startAfterMs > 0) await sleepAtLeast(slot.startAfterMs + TIMER_SLACK_MS);
     const ctx = { dispatcher: this.#agent, download: this.#options.download };
     for (let index = 0; index < slot.items.length; index++) {
-      if (index > 0 && slot.delayMs > 0) await sleep(slot.delayMs);
+      if (index > 0 && slot.delayMs > 0) await sleepAtLeast(slot.delayMs + TIMER_SLACK_MS);
       const result = await fetchItem(ctx, slot.slot, slot.items[index]!);
       this.#count(result);
       active.pending.push(result);
@@ -218,4 +218,14 @@ export class Fetcher {
 
 function sleep(ms: number): Promise<void> {
   return ms <= 0 ? Promise.resolve() : new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/**
+ * Politeness waits must never be short. A timer is measured from the event loop's cached clock, which
+ * lags after synchronous work (parsing a page), so it can fire early; check the monotonic clock and
+ * wait out the remainder.
+ */
+async function sleepAtLeast(ms: number): Promise<void> {
+  const until = performance.now() + ms;
+  for (let left = ms; left > 0; left = until - performance.now()) await sleep(Math.ceil(left));
 }

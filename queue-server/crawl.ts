@@ -303,7 +303,9 @@ export class Crawl {
 
   #finishSlot(queue: OriginQueue, now: number): void {
     queue.slotsOut--;
-    queue.nextStartAt = Math.max(queue.nextStartAt, now + this.#delayOf(queue));
+    // `now` is whole milliseconds (Date.now), up to 1 ms behind the true receipt time: +1 keeps the gap whole.
+    const delay = this.#delayOf(queue);
+    if (delay > 0) queue.nextStartAt = Math.max(queue.nextStartAt, now + delay + 1);
     this.#frontier.reconsider(queue, now);
   }
 

@@ -1,0 +1,63 @@
+/**
+ * Running the real `petrel` executable (dist/, built by `npm test` before vitest starts) as child
+ * processes, for tests that need real processes and real HTTP.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+export const PETREL_BIN = fileURLToPath(new URL('../../dist/queue-server/cli/petrel.js', import.meta.url));
+
+export function assertBuilt(): void {
+  if (!existsSync(PETREL_BIN)) throw new Error(`${PETREL_BIN} is missing: run \`npm run build\` (npm test does it first)`);
+}
+
+export function tempDir(prefix: string): string {
+  return mkdtempSync(join(tmpdir(), `petrel-${prefix}-`));
+}
+
+export interface Finished {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+export function startPetrel(args: string[], env: NodeJS.ProcessEnv = {}): ChildProcess & { output: Promise<Finished> } {
+  const child = spawn(process.execPath, [PETREL_BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const output = new Promise<Finished>((resolve) => child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr })));
+  return Object.assign(child, { output });
+}
+
+export async function runPetrel(args: string[], timeoutMs = 120_000): Promise<Finished> {
+  const child = startPetrel(args);
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  const result = await child.output;
+  clearTimeout(timer);
+  return result;
+}
+
+/** Resolves with the first stdout JSON line of the child whose `event` matches. */
+export function waitForEvent(child: ChildProcess, event: string, timeoutMs = 20_000): Promise<Record<string, unknown>> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no ${event} event within ${timeoutMs} ms`)), timeoutMs);
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      try {
+        const parsed = JSON.parse(line) as Record<string, unknown>;
+        if (parsed.event === event) {
+          clearTimeout(timer);
+          resolve(parsed);
+        }
+      } catch {
+        // not an event line
+      }
+    });
+  });
+}
