@@ -1,0 +1,22 @@
+/**
+ * `npm run demo`: the main job on a machine with no network. Starts the test web (many hosts on
+ * 127.0.0.x with robots.txt, redirects, errors and a calendar trap) and runs a real `petrel crawl`
+ * of it, with a queue server and two fetcher processes, then prints where the data went.
+ * Everything stays on loopback.
+ */
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { startTestWeb } from './test-web.js';
+
+const dataDir = process.argv[2] ?? './petrel-data/demo';
+const web = await startTestWeb({ pagesPerHost: 200, hosts: 3, slowMs: 500 });
+process.stderr.write(`demo: test web on ${web.origins.join(' ')}\n`);
+const petrel = fileURLToPath(new URL('../queue-server/cli/petrel.js', import.meta.url));
+const args = ['crawl', ...web.origins.flatMap((origin) => ['--seed', `${origin}/index.html`])];
+args.push('--scope', 'host', '--max-depth', '8', '--delay-ms', '20', '--host-concurrency', '2', '--fetchers', '2', '--data', dataDir);
+process.stderr.write(`demo: petrel ${args.join(' ')}\n`);
+const child = spawn(process.execPath, [petrel, ...args], { stdio: 'inherit' });
+const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+await web.close();
+if (code === 0) process.stderr.write(`demo: done; page records: npm run -s petrel -- export --data ${dataDir}\n`);
+process.exit(code ?? 1);
