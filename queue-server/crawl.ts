@@ -30,7 +30,11 @@ export interface FetcherInfo {
   address: string;
   firstSeen: number;
   lastSeen: number;
+  /** As the fetcher last reported them. */
   stats: FetcherStats;
+  /** Counted here as its results are applied. */
+  resultsApplied: number;
+  pagesFetched: number;
 }
 
 export interface CrawlStatus extends CrawlSummary {
@@ -147,6 +151,8 @@ export class Crawl {
     let duplicates = 0;
     const records: PageRecord[] = [];
     const leaseActive = this.#leases.renew(request.scheduleId, request.fetcherId, now, this.config.leaseMs);
+    const fetcher = this.#fetchers.get(request.fetcherId);
+    if (fetcher !== undefined) fetcher.lastSeen = now;
     for (const result of request.results) {
       const found = this.#leases.lookup(request.scheduleId, result.slot, result.i);
       if (found.kind === 'duplicate') {
@@ -174,8 +180,11 @@ export class Crawl {
         queue.robotsState = 'known';
         this.#stats.counters.robotsRequests++;
       } else {
-        records.push(this.#applyPage(result, item.entry!.depth, now));
+        const record = this.#applyPage(result, item.entry!.depth, now);
+        if (fetcher !== undefined && record.outcome === 'fetched') fetcher.pagesFetched++;
+        records.push(record);
       }
+      if (fetcher !== undefined) fetcher.resultsApplied++;
       applied++;
       const { slotDone } = this.#leases.markApplied(lease, slot, item);
       if (slotDone) this.#finishSlot(queue, now);
@@ -334,7 +343,7 @@ export class Crawl {
   #touchFetcher(id: string, name: string, address: string, stats: FetcherStats, now: number): void {
     let info = this.#fetchers.get(id);
     if (info === undefined) {
-      info = { id, name, address, firstSeen: now, lastSeen: now, stats };
+      info = { id, name, address, firstSeen: now, lastSeen: now, stats, resultsApplied: 0, pagesFetched: 0 };
       this.#fetchers.set(id, info);
     }
     info.name = name;

@@ -44,9 +44,11 @@ export function queueServerCommand(): Command {
     const stop = async (reason: string) => {
       if (stopping) return;
       stopping = true;
+      const status = running.service.status();
       const summary = running.service.crawl.summary(Date.now());
+      const fetchers = status.fetchers.map(({ name, address, resultsApplied, pagesFetched }) => ({ name, address, resultsApplied, pagesFetched }));
       await running.close();
-      process.stdout.write(`${JSON.stringify({ event: reason, summary })}\n`);
+      process.stdout.write(`${JSON.stringify({ event: reason, summary, fetchers })}\n`);
       process.exit(0);
     };
     process.on('SIGINT', () => void stop('stopped'));
