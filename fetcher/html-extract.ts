@@ -37,6 +37,10 @@ interface DomNode {
 }
 
 const SKIP_TEXT = new Set(['script', 'style', 'noscript', 'template', 'head', 'title']);
+/** Elements whose boundaries separate words in the excerpt. */
+const BLOCK = new Set(['p', 'div', 'li', 'ul', 'ol', 'br', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'tr', 'td', 'th', 'section', 'article', 'header', 'footer', 'nav', 'main', 'aside', 'blockquote', 'pre', 'dt', 'dd', 'table', 'form', 'hr']);
+/** Links that can never be crawled, dropped before they take a place under the cap. */
+const NOT_CRAWLABLE = /^\s*(javascript|mailto|data|tel|about|blob|vbscript|sms|ftp):/i;
 
 export function extractPage(html: string, pageUrl: string, maxLinks: number = LIMITS.linksPerPage): ExtractedPage {
   const $ = load(html);
@@ -69,7 +73,7 @@ export function extractPage(html: string, pageUrl: string, maxLinks: number = LI
         case 'a':
         case 'area': {
           const href = attribs.href;
-          if (href !== undefined && hrefs.length < maxLinks * 2 && !hasToken(attribs.rel, 'nofollow')) hrefs.push(href);
+          if (href !== undefined && hrefs.length < maxLinks * 2 && !hasToken(attribs.rel, 'nofollow') && !NOT_CRAWLABLE.test(href) && !href.startsWith('#')) hrefs.push(href);
           break;
         }
         case 'base':
@@ -97,6 +101,7 @@ export function extractPage(html: string, pageUrl: string, maxLinks: number = LI
         }
       }
     }
+    if (name !== undefined && BLOCK.has(name) && !hidden && text.length > 0 && text.length < textBudget && !text.endsWith(' ')) text += ' ';
     const children = node.children;
     if (children !== undefined) {
       const childHidden = hidden || (name !== undefined && SKIP_TEXT.has(name));

@@ -21,7 +21,9 @@ export const crawlConfigSchema = z.object({
   /** Product token looked up in robots.txt User-agent lines. */
   robotsToken: z.string().regex(/^[A-Za-z_-]+$/).default('petrel'),
   /** How long an origin whose robots.txt was unreachable stays closed before asking again, ms. */
-  robotsUnreachableRetryMs: z.number().int().nonnegative().default(10 * 60 * 1000),
+  robotsUnreachableRetryMs: z.number().int().nonnegative().default(60_000),
+  /** robots.txt fetches that may find an origin unreachable in a row before its URLs are denied. */
+  robotsAttempts: z.number().int().min(1).max(100).default(3),
   /** URLs per slot at most (fetched serially by one fetcher). */
   slotUrls: z.number().int().min(1).max(1000).default(32),
   /** Seen-set Bloom filter: first-stage capacity and overall false-positive bound. */

@@ -45,7 +45,7 @@ export class CrawlService extends EventEmitter<{ change: []; finished: [] }> {
       this.#afterChange(false);
       const remaining = deadline - this.#clock();
       if (remaining <= 0 || signal?.aborted) return { kind: 'wait' };
-      await this.#workAvailable.wait(remaining, signal);
+      if (!(await this.#workAvailable.wait(remaining, signal))) return { kind: 'wait' };
     }
   }
 

@@ -88,7 +88,7 @@ export class Crawl {
   state(): CrawlState {
     if (this.#leases.size > 0) return 'running';
     if (this.#frontier.queued === 0) return 'idle';
-    if (this.#budgetLeft() === 0) return 'idle';
+    if (this.#budgetLeft() === 0 && this.#frontier.chargedQueued === 0) return 'idle';
     return 'running';
   }
 
@@ -165,7 +165,7 @@ export class Crawl {
         continue;
       }
       const { lease, slot, item } = found;
-      if (item.url !== result.url) {
+      if (lease.fetcherId !== request.fetcherId || item.url !== result.url) {
         this.#stats.counters.lateResults++;
         continue;
       }
@@ -179,6 +179,11 @@ export class Crawl {
         );
         queue.robotsState = 'known';
         this.#stats.counters.robotsRequests++;
+        if (queue.robots.kind === 'deny-all') {
+          queue.robotsFailures++;
+          // Keep the origin's URLs and ask again later, until the attempts run out (then they are denied).
+          if (queue.robotsFailures < this.config.robotsAttempts) queue.nextStartAt = Math.max(queue.nextStartAt, queue.robots.expiresAt);
+        } else queue.robotsFailures = 0;
       } else {
         const record = this.#applyPage(result, item.entry!.depth, now);
         if (fetcher !== undefined && record.outcome === 'fetched') fetcher.pagesFetched++;

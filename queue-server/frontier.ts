@@ -35,6 +35,10 @@ export class OriginQueue {
   readonly origin: string;
   readonly urls = new MinHeap<QueuedUrl>((a, b) => a.depth < b.depth || (a.depth === b.depth && a.seq < b.seq));
   slotsOut = 0;
+  /** Queued URLs already counted against --max-pages (back from an expired lease). */
+  chargedQueued = 0;
+  /** Consecutive robots.txt fetches that found the origin unreachable. */
+  robotsFailures = 0;
   /** Earliest start of the next slot, ms since epoch (politeness at concurrency 1). */
   nextStartAt = 0;
   robotsState: RobotsState = 'unknown';
@@ -69,6 +73,7 @@ export class Frontier {
   readonly #timed = new MinHeap<HeapEntry>((a, b) => a.at < b.at);
   readonly #policy: FrontierPolicy;
   #queued = 0;
+  #chargedQueued = 0;
   #seq = 0;
 
   constructor(policy: FrontierPolicy) {
@@ -78,6 +83,11 @@ export class Frontier {
   /** URLs waiting in origin queues. */
   get queued(): number {
     return this.#queued;
+  }
+
+  /** Queued URLs already counted against --max-pages: they are due even when the budget is spent. */
+  get chargedQueued(): number {
+    return this.#chargedQueued;
   }
 
   get originCount(): number {
@@ -107,13 +117,22 @@ export class Frontier {
     const head = queue.urls.peek();
     queue.urls.push(entry);
     this.#queued++;
+    if (entry.charged) {
+      queue.chargedQueued++;
+      this.#chargedQueued++;
+    }
     if (wasEmpty || (head !== undefined && queue.urls.peek() !== head)) this.reconsider(queue, now);
   }
 
   /** Takes the next URL of an origin, in breadth-first order. */
   take(queue: OriginQueue): QueuedUrl | undefined {
     const entry = queue.urls.pop();
-    if (entry !== undefined) this.#queued--;
+    if (entry === undefined) return undefined;
+    this.#queued--;
+    if (entry.charged) {
+      queue.chargedQueued--;
+      this.#chargedQueued--;
+    }
     return entry;
   }
 

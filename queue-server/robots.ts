@@ -13,7 +13,7 @@
  * Caching (section 2.4): a parsed file is used for at most 24 hours.
  */
 import robotsParserModule from 'robots-parser';
-import type { NormalizedUrl } from '../shared/url-normalize.js';
+import { uniformPercentEncoding, type NormalizedUrl } from '../shared/url-normalize.js';
 
 type RobotsParser = typeof robotsParserModule.default;
 type Robot = ReturnType<RobotsParser>;
@@ -45,7 +45,7 @@ export interface RobotsPolicy {
 export function rulesFromFetch(outcome: RobotsFetchOutcome, policy: RobotsPolicy, now: number): RobotsRules {
   const { status } = outcome;
   if (status !== null && status >= 200 && status < 300) {
-    const robot = parseRobotsTxt(`${outcome.origin}/robots.txt`, outcome.body ?? '');
+    const robot = parseRobotsTxt(`${outcome.origin}/robots.txt`, uniformRulePaths(outcome.body ?? ''));
     const delaySeconds = robot.getCrawlDelay(policy.userAgentToken);
     const crawlDelayMs =
       typeof delaySeconds === 'number' && Number.isFinite(delaySeconds) && delaySeconds > 0
@@ -72,10 +72,24 @@ export function robotsVerdict(rules: RobotsRules, url: NormalizedUrl, userAgentT
     case 'deny-all':
       return { allowed: false, code: 'robots-unreachable' };
     case 'rules':
-      // robots-parser returns undefined for a URL of another origin: a bug here, not a web fault.
-      if (rules.robot.isAllowed(url, userAgentToken) === false) return { allowed: false, code: 'robots-disallowed' };
-      return { allowed: true };
+      switch (rules.robot.isAllowed(url, userAgentToken)) {
+        case true:
+          return { allowed: true };
+        case false:
+          return { allowed: false, code: 'robots-disallowed' };
+        default:
+          // robots-parser answers undefined for a URL of another origin: our bug, not a web fault.
+          throw new Error(`robots rules of another origin consulted for ${url}`);
+      }
   }
+}
+
+/**
+ * URLs reach the rules normalized (unreserved escapes decoded, others uppercase); rule paths are
+ * brought to the same spelling so that `Disallow: /%7Ejoe/` matches `/~joe/` (RFC 9309 section 2.2.2).
+ */
+function uniformRulePaths(body: string): string {
+  return body.replace(/^([ \t]*(?:allow|disallow)[ \t]*:[ \t]*)([^#\r\n]*)/gim, (_line, field: string, path: string) => field + uniformPercentEncoding(path));
 }
 
 export function crawlDelayOf(rules: RobotsRules | null): number | null {

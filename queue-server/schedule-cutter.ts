@@ -14,7 +14,9 @@
  *     earlier than `nextStartAt` (set when the previous slot's results arrived plus the delay).
  *  5. URLs that robots.txt forbids are not handed out; they are returned as `denied`.
  *  6. No more page URLs than `budget` are handed out (for --max-pages); a URL re-leased after an
- *     expired lease was already counted.
+ *     expired lease was already counted, so it goes out even when the budget is spent.
+ *  7. An origin whose robots.txt was unreachable waits (its `nextStartAt`) until robots.txt may be
+ *     asked again; only after the last allowed attempt are its URLs denied (`robots-unreachable`).
  */
 import type { NormalizedUrl } from '../shared/url-normalize.js';
 import type { Frontier, OriginQueue, QueuedUrl } from './frontier.js';
@@ -76,11 +78,18 @@ export function cutSchedule(frontier: Frontier, policy: CutPolicy, now: number):
     const fairShare = Math.max(1, Math.ceil(concurrency / Math.max(1, policy.liveFetchers)));
     const slotCount = Math.min(fairShare, concurrency - queue.slotsOut, policy.capacity - slots.length);
     const slotUrls = policy.slotUrlsOf(queue);
+    const setAside: QueuedUrl[] = [];
     for (let s = 0; s < slotCount; s++) {
       const entries: QueuedUrl[] = [];
-      while (entries.length < slotUrls && (budget === null || budget > 0)) {
+      while (entries.length < slotUrls) {
+        // With the budget spent only URLs already counted (back from an expired lease) may go out.
+        if (budget === 0 && queue.chargedQueued === 0) break;
         const entry = frontier.take(queue);
         if (entry === undefined) break;
+        if (!entry.charged && budget === 0) {
+          setAside.push(entry);
+          continue;
+        }
         const verdict = robotsVerdict(queue.robots!, entry.url as NormalizedUrl, policy.userAgentToken);
         if (!verdict.allowed) {
           denied.push({ entry, code: verdict.code });
@@ -97,6 +106,7 @@ export function cutSchedule(frontier: Frontier, policy: CutPolicy, now: number):
       queue.slotsOut++;
       slots.push({ queue, kind: 'page', startAfterMs: s === 0 ? startAfterMs : 0, delayMs: policy.delayOf(queue), entries });
     }
+    for (const entry of setAside) frontier.push(queue, entry, now);
   }
 
   for (const queue of touched) frontier.reconsider(queue, now);

@@ -177,7 +177,7 @@ export type ResultsRequest = z.infer<typeof resultsRequestSchema>;
 export const resultsResponseSchema = z.object({
   applied: nonNegativeInt,
   duplicates: nonNegativeInt,
-  /** False when the lease is unknown or expired: the results were still applied if their URLs were not re-leased. */
+  /** False when the lease is unknown, expired or another fetcher's: such results are dropped (an expired lease's URLs were re-issued, and that fetch stands). */
   leaseActive: z.boolean(),
 });
 export type ResultsResponse = z.infer<typeof resultsResponseSchema>;

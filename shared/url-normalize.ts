@@ -13,7 +13,8 @@
  *  4. The fragment is dropped: it never reaches the server.
  *  5. Percent-encoding is made uniform (RFC 3986 section 6.2.2.2): escapes of unreserved characters
  *     (A-Z a-z 0-9 - . _ ~) are decoded, every other escape is written with uppercase hex digits.
- *     Applied to path and query; reserved characters stay escaped, so meaning never changes.
+ *     Applied to path and query; reserved characters stay escaped, so meaning never changes. A `%`
+ *     that starts no valid escape becomes `%25`.
  *  6. An empty query (a lone `?`) is removed; a non-empty query is kept in its order.
  *  7. A URL longer than `maxLength` characters (default 2048) after all of the above is rejected
  *     with code `url-too-long`, as is input longer than 4 times that before parsing.
@@ -31,10 +32,16 @@ export const DEFAULT_MAX_URL_LENGTH = 2048;
 
 const UNRESERVED = /[A-Za-z0-9\-._~]/;
 const ESCAPE = /%([0-9A-Fa-f]{2})/g;
+const STRAY_PERCENT = /%(?![0-9A-Fa-f]{2})/g;
 
-function uniformEscapes(part: string): string {
+/**
+ * Rule 5, also applied to robots.txt rule paths so that rules and URLs are compared in one spelling.
+ * A `%` that starts no escape is itself escaped first (`%25`), so decoding can never make a new
+ * escape out of it and the result is stable: uniform(uniform(x)) === uniform(x).
+ */
+export function uniformPercentEncoding(part: string): string {
   if (!part.includes('%')) return part;
-  return part.replace(ESCAPE, (_match, hex: string) => {
+  return part.replace(STRAY_PERCENT, '%25').replace(ESCAPE, (_match, hex: string) => {
     const char = String.fromCharCode(parseInt(hex, 16));
     return UNRESERVED.test(char) ? char : `%${hex.toUpperCase()}`;
   });
@@ -55,8 +62,8 @@ export function normalizeUrl(
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') return { ok: false, code: 'unsupported-scheme' };
   if (parsed.hostname === '') return { ok: false, code: 'invalid-url' };
   const origin = parsed.origin;
-  const path = uniformEscapes(parsed.pathname);
-  const query = parsed.search.length > 1 ? uniformEscapes(parsed.search) : '';
+  const path = uniformPercentEncoding(parsed.pathname);
+  const query = parsed.search.length > 1 ? uniformPercentEncoding(parsed.search) : '';
   const url = origin + path + query;
   if (url.length > maxLength) return { ok: false, code: 'url-too-long' };
   return { ok: true, url: url as NormalizedUrl, origin };

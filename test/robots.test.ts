@@ -252,3 +252,18 @@ describe('caching: when an origin must ask for robots.txt again', () => {
     expect(queue.needsRobots(NOW + 10 * ROBOTS_CACHE_MS)).toBe(false);
   });
 });
+
+describe('percent-encoded rule paths (RFC 9309 section 2.2.2)', () => {
+  it('matches escaped rules against normalized URLs: /%7Ejoe/ forbids /~joe/, %62%61%7A forbids baz', () => {
+    const rules = rulesFromFetch(
+      { origin: 'http://h.example', status: 200, errorCode: null, body: 'User-agent: *\nDisallow: /%7Ejoe/\nDisallow: /foo/bar/%62%61%7A\n' },
+      { userAgentToken: 'petrel', unreachableRetryMs: 1000 },
+      0,
+    );
+    expect(robotsVerdict(rules, mustNormalize('http://h.example/~joe/x'), 'petrel')).toEqual({ allowed: false, code: 'robots-disallowed' });
+    expect(robotsVerdict(rules, mustNormalize('http://h.example/%7Ejoe/x'), 'petrel')).toEqual({ allowed: false, code: 'robots-disallowed' });
+    expect(robotsVerdict(rules, mustNormalize('http://h.example/foo/bar/baz'), 'petrel')).toEqual({ allowed: false, code: 'robots-disallowed' });
+    expect(robotsVerdict(rules, mustNormalize('http://h.example/foo/bar/bax'), 'petrel')).toEqual({ allowed: true });
+  });
+});
+

@@ -341,6 +341,22 @@ describe('budget (--max-pages)', () => {
     expect(rest.charged).toBe(2);
   });
 
+  it('hands out URLs back from an expired lease even when the budget is spent, and nothing new', () => {
+    const world = new World({ slotUrls: 3 });
+    world.knowRobots('http://a.example');
+    for (let i = 0; i < 5; i++) world.add(`http://a.example/${i}`, 0);
+    const first = world.cut(T0, { budget: 3 });
+    expect(first.charged).toBe(3);
+    world.expire(first.slots[0]!, T0 + 60_000);
+    expect(world.frontier.chargedQueued).toBe(3);
+    const again = world.cut(T0 + 60_000, { budget: 0 });
+    expect(urlsOf(again.slots[0]!)).toEqual(urlsOf(first.slots[0]!));
+    expect(again.charged).toBe(0);
+    expect(world.frontier.chargedQueued).toBe(0);
+    // The two URLs never charged stay queued, not handed out, not lost.
+    expect(world.frontier.queued).toBe(2);
+  });
+
   it('does not let robots slots use the budget', () => {
     const world = new World();
     world.add('http://a.example/', 0);

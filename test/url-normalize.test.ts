@@ -334,3 +334,13 @@ describe('properties', () => {
     );
   });
 });
+
+describe('stray percent signs', () => {
+  it('escapes a % that starts no escape, so normalizing twice changes nothing', () => {
+    const once = normalizeUrl('http://a/%%34%31?q=%%32%46');
+    expect(once.ok && once.url).toBe('http://a/%2541?q=%252F');
+    const twice = once.ok ? normalizeUrl(once.url) : once;
+    expect(twice.ok && twice.url).toBe(once.ok && once.url);
+  });
+});
+

@@ -22,7 +22,8 @@ export function addCrawlOptions(command: Command): Command {
     .option('--delay-ms <ms>', 'gap between two requests to one host, end of response to next request; robots.txt Crawl-delay wins if larger', integerOption('--delay-ms', 0), defaults.delayMs)
     .option('--host-concurrency <n>', 'requests one host sees at once, across all fetchers', integerOption('--host-concurrency', 1, 256), defaults.hostConcurrency)
     .option('--lease-ms <ms>', 'a schedule returns to the frontier this long after its fetcher\'s last sign of life', integerOption('--lease-ms', 1000), defaults.leaseMs)
-    .option('--robots-retry-ms <ms>', 'how long a host whose robots.txt could not be fetched (5xx, network error) stays closed before robots.txt is asked again', integerOption('--robots-retry-ms', 0), defaults.robotsUnreachableRetryMs)
+    .option('--robots-retry-ms <ms>', 'how long a host whose robots.txt could not be fetched (5xx, 429, network error) waits before robots.txt is asked again; its URLs wait too', integerOption('--robots-retry-ms', 0), defaults.robotsUnreachableRetryMs)
+    .option('--robots-attempts <n>', 'robots.txt fetches that may find a host unreachable in a row before its URLs are given up as robots-unreachable', integerOption('--robots-attempts', 1, 100), defaults.robotsAttempts)
     .option('--slot-urls <n>', 'URLs of one host handed to a fetcher in one go', integerOption('--slot-urls', 1, 1000), defaults.slotUrls)
     .option('--max-queued-urls <n>', 'URLs waiting in the frontier at most (memory bound); more are counted as frontierOverflow', integerOption('--max-queued-urls', 1), defaults.maxQueuedUrls)
     .option('--expected-urls <n>', 'URLs the seen-set\'s Bloom filter is first sized for (it grows beyond)', integerOption('--expected-urls', 1000), defaults.bloomCapacity);
@@ -37,6 +38,7 @@ export interface CrawlOptionValues {
   hostConcurrency: number;
   leaseMs: number;
   robotsRetryMs: number;
+  robotsAttempts: number;
   slotUrls: number;
   maxQueuedUrls: number;
   expectedUrls: number;
@@ -52,6 +54,7 @@ export function crawlConfigFrom(values: CrawlOptionValues, once: boolean): Crawl
     hostConcurrency: values.hostConcurrency,
     leaseMs: values.leaseMs,
     robotsUnreachableRetryMs: values.robotsRetryMs,
+    robotsAttempts: values.robotsAttempts,
     slotUrls: values.slotUrls,
     maxQueuedUrls: values.maxQueuedUrls,
     bloomCapacity: values.expectedUrls,
@@ -65,7 +68,7 @@ export function crawlArgsFrom(values: CrawlOptionValues): string[] {
   for (const seed of values.seed) args.push('--seed', seed);
   if (values.maxDepth !== undefined) args.push('--max-depth', String(values.maxDepth));
   if (values.maxPages !== undefined) args.push('--max-pages', String(values.maxPages));
-  args.push('--lease-ms', String(values.leaseMs), '--robots-retry-ms', String(values.robotsRetryMs));
+  args.push('--lease-ms', String(values.leaseMs), '--robots-retry-ms', String(values.robotsRetryMs), '--robots-attempts', String(values.robotsAttempts));
   args.push('--slot-urls', String(values.slotUrls), '--max-queued-urls', String(values.maxQueuedUrls), '--expected-urls', String(values.expectedUrls));
   return args;
 }
