@@ -1,0 +1,371 @@
+/**
+ * Pager: the file, the page cache, page allocation and the commit. The only module that does I/O.
+ *
+ * File = pages of `pageSize` bytes. Pages 0 and 1 are two copies of the meta; a commit overwrites the
+ * older copy (slot txid % 2), so the newer one is intact while it is written. Every other page is written
+ * only while no durable meta references it (copy-on-write; see freelist.ts), so a commit that dies at any
+ * instant leaves the previous durable state whole. LAYOUT.md explains the crash model in full.
+ *
+ * I/O is synchronous on purpose: the caller is a single-threaded daemon and a commit must not interleave
+ * with anything else.
+ */
+import * as fs from 'node:fs';
+import * as nodePath from 'node:path';
+import { BTreeError, corruptPage } from './errors.js';
+import { Freelist } from './freelist.js';
+import { asPageId, type PageId } from './keys.js';
+import { BTNode } from './node.js';
+import { PageCache } from './page-cache.js';
+import {
+  MAX_PAGE_SIZE,
+  META_PAGES,
+  META_PROBE_BYTES,
+  MIN_PAGE_SIZE,
+  decodeMeta,
+  decodePage,
+  encodeFreelist,
+  encodeMeta,
+  freelistCapacity,
+  probeMetaPageSize,
+  type MetaFields,
+  type PageRecord,
+} from './page-codec.js';
+
+export interface PagerOptions {
+  /** Used only when the file is created; an existing file keeps the page size in its meta. */
+  readonly pageSize: number;
+  readonly cachePages: number;
+  readonly create: boolean;
+  readonly readOnly: boolean;
+}
+
+/** What a write transaction hands to `commit`. */
+export interface CommitRequest {
+  /** Every node the transaction wrote, each under a page id it got from `allocate`. */
+  readonly dirty: Iterable<BTNode>;
+  readonly root: PageId | null;
+  readonly height: number;
+  readonly keyCount: number;
+}
+
+export class Pager {
+  readonly path: string;
+  readonly pageSize: number;
+  readonly readOnly: boolean;
+  #fd: number | null;
+  #meta: MetaFields;
+  /** Pages holding the free-list chain of the durable meta, head first. */
+  #chain: PageId[];
+  readonly #freelist: Freelist;
+  readonly #cache: PageCache;
+  /** Set when a commit's I/O failed: the on-disk meta may be ahead of memory, so refuse further work. */
+  #failure: BTreeError | null = null;
+
+  private constructor(path: string, fd: number, meta: MetaFields, chain: PageId[], freeIds: PageId[], opts: PagerOptions) {
+    this.path = path;
+    this.pageSize = meta.pageSize;
+    this.readOnly = opts.readOnly;
+    this.#fd = fd;
+    this.#meta = meta;
+    this.#chain = chain;
+    this.#freelist = new Freelist(freeIds, meta.pageCount);
+    this.#cache = new PageCache(opts.cachePages);
+  }
+
+  static open(path: string, opts: PagerOptions): Pager {
+    if (!fs.existsSync(path)) {
+      if (!opts.create || opts.readOnly) throw new BTreeError('BTREE_NOT_FOUND', `no B-tree file at ${path}`);
+      createFile(path, opts.pageSize);
+    }
+    const fd = fs.openSync(path, opts.readOnly ? 'r' : 'r+');
+    try {
+      if (fs.fstatSync(fd).size === 0 && opts.create && !opts.readOnly) {
+        // An empty file (e.g. made by `touch`) is adopted as a new tree.
+        writeInitialMetas(fd, opts.pageSize);
+      }
+      const meta = readNewestMeta(fd, path);
+      const { chain, ids } = readFreelist(fd, meta);
+      return new Pager(path, fd, meta, chain, ids, opts);
+    } catch (err) {
+      fs.closeSync(fd);
+      throw err;
+    }
+  }
+
+  /** The durable meta: what a reopen would see right now. */
+  get meta(): MetaFields {
+    return this.#meta;
+  }
+
+  get freelistChain(): readonly PageId[] {
+    return this.#chain;
+  }
+
+  get cache(): { readonly size: number; readonly capacity: number; readonly hits: number; readonly misses: number } {
+    return this.#cache;
+  }
+
+  fileBytes(): number {
+    return fs.fstatSync(this.#usableFd()).size;
+  }
+
+  /** A tree node, through the cache. Throws `BTREE_CORRUPT` for a damaged page or a non-node page. */
+  readNode(id: PageId): BTNode {
+    const cached = this.#cache.get(id);
+    if (cached !== undefined) return cached;
+    const rec = this.readPage(id);
+    if (rec.kind !== 'leaf' && rec.kind !== 'branch') {
+      throw corruptPage(id, `expected a tree node, found a ${rec.kind} page`);
+    }
+    const node = BTNode.fromRecord(id, rec);
+    this.#cache.set(id, node);
+    return node;
+  }
+
+  /** Any page, verified, bypassing the cache (the checker uses this so it sees the bytes on disk). */
+  readPage(id: PageId): PageRecord {
+    const fd = this.#usableFd();
+    if (!Number.isInteger(id) || id < META_PAGES || id >= this.#meta.pageCount) {
+      throw corruptPage(id, `page reference out of range [${META_PAGES}, ${this.#meta.pageCount})`);
+    }
+    return decodePage(readBytes(fd, id * this.pageSize, this.pageSize, id), id);
+  }
+
+  // ---- write transaction: begin, allocate/release/reuse, then commit or rollback ----
+
+  begin(): void {
+    this.#usableFd();
+    if (this.readOnly) throw new BTreeError('BTREE_READ_ONLY', `${this.path} was opened read-only`);
+    this.#freelist.begin();
+  }
+
+  allocate(): PageId {
+    return this.#freelist.allocate();
+  }
+
+  release(id: PageId): void {
+    this.#freelist.release(id);
+  }
+
+  reuse(id: PageId): void {
+    this.#freelist.reuse(id);
+  }
+
+  rollback(): void {
+    this.#freelist.rollback();
+  }
+
+  /**
+   * Makes the transaction durable, or leaves the durable state untouched if anything fails.
+   * Steps 1-4 are the crash model: whatever instant the process dies at, a reopen finds either the old meta
+   * (steps 1-3 not finished: the new pages are unreferenced garbage on free pages) or the new one
+   * (step 3 reached the disk, and it only did after step 2 made every page it references durable).
+   */
+  commit(req: CommitRequest): void {
+    const fd = this.#usableFd();
+    const pageSize = this.pageSize;
+    const nodes = [...req.dirty];
+    let writes: Array<{ id: PageId; bytes: Uint8Array }>;
+    let next: MetaFields;
+    let layout: { chain: PageId[]; ids: PageId[] };
+    try {
+      // Step 0 (memory only): lay out the new free-list chain and encode every page the commit writes.
+      layout = this.#freelist.layOut(this.#chain, freelistCapacity(pageSize));
+      writes = nodes.map((node) => ({ id: node.id, bytes: node.encode(pageSize) }));
+      const perPage = freelistCapacity(pageSize);
+      layout.chain.forEach((id, i) => {
+        const ids = layout.ids.slice(i * perPage, (i + 1) * perPage);
+        writes.push({ id, bytes: encodeFreelist(id, ids, layout.chain[i + 1] ?? null, pageSize) });
+      });
+      next = {
+        pageSize,
+        txid: this.#meta.txid + 1,
+        root: req.root,
+        freelistHead: layout.chain[0] ?? null,
+        pageCount: this.#freelist.pageCount,
+        freeCount: layout.ids.length,
+        keyCount: req.keyCount,
+        height: req.height,
+      };
+    } catch (err) {
+      this.#freelist.rollback();
+      throw err;
+    }
+
+    try {
+      // Step 1: write every dirty page (tree nodes and the new free-list chain). All of them sit on pages
+      // the durable meta does not reference: free pages or pages past its high-water mark.
+      writePages(fd, writes, pageSize);
+      // Step 2: fsync, so every page the new meta will reference is on disk before the meta is.
+      fs.fsyncSync(fd);
+      // Step 3: write the new meta over the older of the two meta copies. A torn write here fails the meta's
+      // checksum, and open falls back to the other copy: the previous commit.
+      const slot = next.txid % 2 === 0 ? 0 : 1;
+      writeBytes(fd, encodeMeta(slot, next), slot * pageSize);
+      // Step 4: fsync. The commit is durable from here on.
+      fs.fsyncSync(fd);
+    } catch (err) {
+      this.#freelist.rollback();
+      this.#failure = new BTreeError(
+        'BTREE_IO',
+        `commit of txid ${next.txid} to ${this.path} failed; reopen the file to recover the last durable commit`,
+        { cause: err },
+      );
+      throw this.#failure;
+    }
+
+    // Adopt the new durable state in memory.
+    this.#meta = next;
+    this.#chain = layout.chain;
+    this.#freelist.finish(layout.ids);
+    for (const id of layout.chain) this.#cache.delete(id);
+    for (const node of nodes) this.#cache.set(node.id, node);
+  }
+
+  close(): void {
+    if (this.#fd === null) return;
+    this.#freelist.rollback();
+    this.#cache.clear();
+    fs.closeSync(this.#fd);
+    this.#fd = null;
+  }
+
+  #usableFd(): number {
+    if (this.#fd === null) throw new BTreeError('BTREE_CLOSED', `B-tree ${this.path} is closed`);
+    if (this.#failure !== null) throw this.#failure;
+    return this.#fd;
+  }
+}
+
+// ---- file helpers ----
+
+function readBytes(fd: number, position: number, length: number, page: number): Uint8Array {
+  const bytes = new Uint8Array(length);
+  let done = 0;
+  while (done < length) {
+    const n = fs.readSync(fd, bytes, done, length - done, position + done);
+    if (n === 0) throw corruptPage(page, `file ends inside the page (${done} of ${length} bytes)`);
+    done += n;
+  }
+  return bytes;
+}
+
+function writeBytes(fd: number, bytes: Uint8Array, position: number): void {
+  let done = 0;
+  while (done < bytes.length) done += fs.writeSync(fd, bytes, done, bytes.length - done, position + done);
+}
+
+/** Writes pages in id order, one write call per run of consecutive ids. */
+function writePages(fd: number, pages: Array<{ id: PageId; bytes: Uint8Array }>, pageSize: number): void {
+  pages.sort((a, b) => a.id - b.id);
+  let i = 0;
+  while (i < pages.length) {
+    let j = i + 1;
+    while (j < pages.length && pages[j]!.id === pages[j - 1]!.id + 1) j++;
+    const run = pages.slice(i, j);
+    const bytes = run.length === 1 ? run[0]!.bytes : Buffer.concat(run.map((p) => p.bytes));
+    writeBytes(fd, bytes, run[0]!.id * pageSize);
+    i = j;
+  }
+}
+
+function emptyMeta(pageSize: number): MetaFields {
+  return { pageSize, txid: 0, root: null, freelistHead: null, pageCount: META_PAGES, freeCount: 0, keyCount: 0, height: 0 };
+}
+
+function writeInitialMetas(fd: number, pageSize: number): void {
+  const meta = emptyMeta(pageSize);
+  writeBytes(fd, encodeMeta(0, meta), 0);
+  writeBytes(fd, encodeMeta(1, meta), pageSize);
+  fs.fsyncSync(fd);
+}
+
+/**
+ * Creates the file atomically: both metas go into a side file that is fsynced and then hard-linked to
+ * `path` (link fails rather than replacing a file someone else created meanwhile). A crash leaves either
+ * no file at `path` or a complete one.
+ */
+function createFile(path: string, pageSize: number): void {
+  const temp = `${path}.creating`;
+  const fd = fs.openSync(temp, 'w');
+  try {
+    writeInitialMetas(fd, pageSize);
+  } finally {
+    fs.closeSync(fd);
+  }
+  try {
+    fs.linkSync(temp, path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  } finally {
+    fs.rmSync(temp, { force: true });
+  }
+  const dir = fs.openSync(nodePath.dirname(nodePath.resolve(path)), 'r');
+  try {
+    fs.fsyncSync(dir);
+  } finally {
+    fs.closeSync(dir);
+  }
+}
+
+function tryReadMeta(fd: number, slot: 0 | 1, pageSize: number): MetaFields | null {
+  try {
+    return decodeMeta(readBytes(fd, slot * pageSize, pageSize, slot), slot);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Picks the valid meta with the highest txid. Slot 0 announces the page size; if slot 0 is torn, slot 1 is
+ * looked for at every legal page size (slot 1 starts at byte offset pageSize).
+ */
+function readNewestMeta(fd: number, path: string): MetaFields {
+  let head: Uint8Array | null = null;
+  try {
+    head = readBytes(fd, 0, META_PROBE_BYTES, 0);
+  } catch {
+    head = null;
+  }
+  const claimed = head === null ? null : probeMetaPageSize(head);
+  const meta0 = claimed === null ? null : tryReadMeta(fd, 0, claimed);
+  const sizes: number[] = [];
+  if (meta0 !== null) sizes.push(meta0.pageSize);
+  else for (let s = MIN_PAGE_SIZE; s <= MAX_PAGE_SIZE; s *= 2) sizes.push(s);
+  let best = meta0;
+  for (const s of sizes) {
+    const meta1 = tryReadMeta(fd, 1, s);
+    if (meta1 !== null && (best === null || meta1.txid > best.txid)) best = meta1;
+  }
+  if (best === null) {
+    throw new BTreeError('BTREE_CORRUPT', `${path}: neither meta page (0 or 1) is valid`, { page: 0 });
+  }
+  return best;
+}
+
+function readFreelist(fd: number, meta: MetaFields): { chain: PageId[]; ids: PageId[] } {
+  const chain: PageId[] = [];
+  const ids: PageId[] = [];
+  const seen = new Set<number>();
+  for (let id = meta.freelistHead; id !== null; ) {
+    if (id < META_PAGES || id >= meta.pageCount || seen.has(id)) {
+      throw corruptPage(id, 'free-list chain points out of range or loops');
+    }
+    seen.add(id);
+    const rec = decodePage(readBytes(fd, id * meta.pageSize, meta.pageSize, id), id);
+    if (rec.kind !== 'freelist') throw corruptPage(id, `expected a free-list page, found a ${rec.kind} page`);
+    for (const free of rec.ids) {
+      if (free < META_PAGES || free >= meta.pageCount || seen.has(free)) {
+        throw corruptPage(id, `free-list entry ${free} is out of range or listed twice`);
+      }
+      seen.add(free);
+      ids.push(free);
+    }
+    chain.push(id);
+    id = rec.next;
+  }
+  if (ids.length !== meta.freeCount) {
+    throw corruptPage(chain[0] ?? 0, `free-list holds ${ids.length} ids, meta says ${meta.freeCount}`);
+  }
+  return { chain, ids: ids.map(asPageId) };
+}

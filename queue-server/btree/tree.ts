@@ -1,0 +1,230 @@
+/**
+ * BTree: the public face of the engine. A persistent, crash-safe ordered map from 8-byte keys (raw
+ * big-endian xxHash64 of a URL) to byte-string values, in one file.
+ *
+ *   const tree = BTree.open('frontier.btree');
+ *   tree.put(key, value);                          // one commit
+ *   tree.write((b) => { b.put(k1, v1); b.delete(k2); });   // one atomic commit
+ *   for (const [k, v] of tree.entries({ from })) ...
+ *
+ * Every write is a commit (two fsyncs): after `put`, `delete` or `write` returns, the change survives a
+ * crash; if it throws, nothing of it was written. Batch with `write` when throughput matters.
+ *
+ * Reading the source, in order: LAYOUT.md (bytes and crash model), page-codec.ts (bytes <-> records),
+ * node.ts (split/merge), write-txn.ts (copy-on-write edits), pager.ts (`commit`, the four steps).
+ */
+import { BTreeError } from './errors.js';
+import { checkTree, type CheckReport } from './check.js';
+import { Cursor, lookup } from './cursor.js';
+import { copyKey, keyToHex, viewKey, type UrlKey } from './keys.js';
+import { DEFAULT_PAGE_SIZE, isValidPageSize, maxValueBytes } from './page-codec.js';
+import { Pager } from './pager.js';
+import { WriteTxn } from './write-txn.js';
+
+export interface BTreeOpenOptions {
+  /** Page size in bytes for a new file: a power of two from 1024 to 65536 (default 4096). An existing
+   * file keeps the page size recorded in its meta page. */
+  readonly pageSize?: number;
+  /** Decoded pages kept in the LRU cache (default 1024, at least 1). */
+  readonly cachePages?: number;
+  /** Create the file if it does not exist (default true). */
+  readonly create?: boolean;
+  /** Open without write access; writes throw `BTREE_READ_ONLY` (default false). */
+  readonly readOnly?: boolean;
+}
+
+export interface BTreeStats {
+  readonly keys: number;
+  /** 0 when empty, 1 when the root is a leaf. */
+  readonly height: number;
+  /** High-water mark in pages, the two meta pages included. */
+  readonly pages: number;
+  readonly freePages: number;
+  readonly fileBytes: number;
+  readonly pageSize: number;
+  readonly cacheHits: number;
+  readonly cacheMisses: number;
+  /** Pages in the cache now; never more than `cacheCapacity`. */
+  readonly cachePages: number;
+  readonly cacheCapacity: number;
+  /** Id of the last durable commit (0 for a new file). */
+  readonly txid: number;
+  /** Longest value `put` accepts at this page size. */
+  readonly maxValueBytes: number;
+}
+
+/** Operations inside `BTree.write`. Reads see the batch's own earlier writes. */
+export interface WriteBatch {
+  put(key: Uint8Array, value: Uint8Array): void;
+  /** Returns whether the key was present (as seen by this batch). */
+  delete(key: Uint8Array): boolean;
+  get(key: Uint8Array): Uint8Array | null;
+}
+
+export interface EntriesOptions {
+  /** First key to return, inclusive; default: the smallest key. */
+  readonly from?: Uint8Array;
+}
+
+export class BTree {
+  readonly #pager: Pager;
+  readonly #maxValue: number;
+  #closed = false;
+  #writing = false;
+
+  private constructor(pager: Pager) {
+    this.#pager = pager;
+    this.#maxValue = maxValueBytes(pager.pageSize);
+  }
+
+  static open(path: string, options: BTreeOpenOptions = {}): BTree {
+    const pageSize = options.pageSize ?? DEFAULT_PAGE_SIZE;
+    const cachePages = options.cachePages ?? 1024;
+    if (!isValidPageSize(pageSize)) {
+      throw new BTreeError('BTREE_BAD_OPTION', `pageSize must be a power of two from 1024 to 65536, got ${pageSize}`);
+    }
+    if (!Number.isInteger(cachePages) || cachePages < 1) {
+      throw new BTreeError('BTREE_BAD_OPTION', `cachePages must be a positive integer, got ${cachePages}`);
+    }
+    const pager = Pager.open(path, {
+      pageSize,
+      cachePages,
+      create: options.create ?? true,
+      readOnly: options.readOnly ?? false,
+    });
+    return new BTree(pager);
+  }
+
+  /** The value stored under `key` (a copy), or null. Reads the last commit. */
+  get(key: Uint8Array): Uint8Array | null {
+    const found = lookup(this.#pager.meta.root, viewKey(key), (id) => this.#pagerOpen().readNode(id));
+    return found === null ? null : new Uint8Array(found);
+  }
+
+  put(key: Uint8Array, value: Uint8Array): void {
+    this.write((batch) => batch.put(key, value));
+  }
+
+  delete(key: Uint8Array): boolean {
+    let found = false;
+    this.write((batch) => {
+      found = batch.delete(key);
+    });
+    return found;
+  }
+
+  /**
+   * Runs `fn` and commits everything it did as one transaction. If `fn` throws, nothing is written and the
+   * error propagates. `fn` must be synchronous; returning a promise aborts with `BTREE_TXN_MISUSE`.
+   */
+  write(fn: (batch: WriteBatch) => void): void {
+    const pager = this.#pagerOpen();
+    if (this.#writing) throw new BTreeError('BTREE_TXN_MISUSE', 'write() called inside another write');
+    const txn = new WriteTxn(pager);
+    this.#writing = true;
+    let live = true;
+    const guard = (): void => {
+      if (!live) throw new BTreeError('BTREE_TXN_MISUSE', 'batch used after its write() returned');
+    };
+    const batch: WriteBatch = {
+      put: (key, value) => {
+        guard();
+        txn.put(copyKey(key), this.#acceptValue(key, value));
+      },
+      delete: (key) => {
+        guard();
+        return txn.delete(viewKey(key));
+      },
+      get: (key) => {
+        guard();
+        const found = txn.get(viewKey(key));
+        return found === null ? null : new Uint8Array(found);
+      },
+    };
+    try {
+      const result: unknown = fn(batch);
+      if (typeof (result as { then?: unknown } | null | undefined)?.then === 'function') {
+        throw new BTreeError('BTREE_TXN_MISUSE', 'write() callback returned a promise; it must be synchronous');
+      }
+      live = false;
+      if (txn.changed) {
+        pager.commit({ dirty: txn.dirtyNodes, root: txn.root, height: txn.height, keyCount: txn.keyCount });
+      } else {
+        pager.rollback();
+      }
+    } catch (err) {
+      pager.rollback();
+      throw err;
+    } finally {
+      live = false;
+      this.#writing = false;
+    }
+  }
+
+  /** Entries in unsigned byte order of their keys, from `options.from` inclusive. See cursor.ts for how
+   * the iterator behaves across commits made while it is open. */
+  entries(options: EntriesOptions = {}): IterableIterator<[Uint8Array, Uint8Array]> {
+    const from: UrlKey | null = options.from === undefined ? null : copyKey(options.from);
+    this.#pagerOpen();
+    return new Cursor(
+      {
+        view: () => {
+          const meta = this.#pagerOpen().meta;
+          return { txid: meta.txid, root: meta.root };
+        },
+        readNode: (id) => this.#pagerOpen().readNode(id),
+      },
+      from,
+    );
+  }
+
+  stats(): BTreeStats {
+    const pager = this.#pagerOpen();
+    const meta = pager.meta;
+    const cache = pager.cache;
+    return {
+      keys: meta.keyCount,
+      height: meta.height,
+      pages: meta.pageCount,
+      freePages: meta.freeCount,
+      fileBytes: pager.fileBytes(),
+      pageSize: meta.pageSize,
+      cacheHits: cache.hits,
+      cacheMisses: cache.misses,
+      cachePages: cache.size,
+      cacheCapacity: cache.capacity,
+      txid: meta.txid,
+      maxValueBytes: this.#maxValue,
+    };
+  }
+
+  /** Verifies the durable file: checksums, order, balance, fill, page accounting, counters. */
+  check(): CheckReport {
+    return checkTree(this.#pagerOpen());
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    if (this.#writing) throw new BTreeError('BTREE_TXN_MISUSE', 'close() called inside write()');
+    this.#closed = true;
+    this.#pager.close();
+  }
+
+  #pagerOpen(): Pager {
+    if (this.#closed) throw new BTreeError('BTREE_CLOSED', `B-tree ${this.#pager.path} is closed`);
+    return this.#pager;
+  }
+
+  #acceptValue(key: Uint8Array, value: Uint8Array): Uint8Array {
+    if (!(value instanceof Uint8Array)) {
+      throw new BTreeError('BTREE_VALUE_TOO_LARGE', `value for key ${keyToHex(key)} is not a Uint8Array`);
+    }
+    if (value.length > this.#maxValue) {
+      throw new BTreeError(
+        'BTREE_VALUE_TOO_LARGE',
+        `value for key ${keyToHex(key)} has ${value.length} bytes; max at page size ${this.#pager.pageSize} is ${this.#maxValue}`,
+      );
+    }
+    return new Uint8Array(value);
+  }
+}
