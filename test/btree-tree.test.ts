@@ -176,9 +176,16 @@ describe('BTree basics', () => {
     });
     expect(codeOf(() => kept!.put(key(1), text('x')))).toBe('BTREE_TXN_MISUSE');
     tree.put(key(1), text('x'));
+    const open = tree.entries();
     tree.close();
     expect(codeOf(() => tree.get(key(1)))).toBe('BTREE_CLOSED');
+    expect(codeOf(() => tree.entries())).toBe('BTREE_CLOSED');
+    expect(codeOf(() => open.next())).toBe('BTREE_CLOSED');
+    expect(codeOf(() => tree.stats())).toBe('BTREE_CLOSED');
     tree.close();
+    const empty = BTree.open(tempFile());
+    empty.close();
+    expect(codeOf(() => empty.get(key(1)))).toBe('BTREE_CLOSED');
 
     const ro = BTree.open(file, { readOnly: true });
     expect(ro.get(key(1))).toEqual(text('x'));

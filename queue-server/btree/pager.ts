@@ -230,6 +230,11 @@ export class Pager {
     this.#fd = null;
   }
 
+  /** Throws `BTREE_CLOSED` after close, or the `BTREE_IO` error of a failed commit. */
+  assertUsable(): void {
+    this.#usableFd();
+  }
+
   #usableFd(): number {
     if (this.#fd === null) throw new BTreeError('BTREE_CLOSED', `B-tree ${this.path} is closed`);
     if (this.#failure !== null) throw this.#failure;

@@ -97,7 +97,8 @@ export class BTree {
 
   /** The value stored under `key` (a copy), or null. Reads the last commit. */
   get(key: Uint8Array): Uint8Array | null {
-    const found = lookup(this.#pager.meta.root, viewKey(key), (id) => this.#pagerOpen().readNode(id));
+    const pager = this.#pagerOpen();
+    const found = lookup(pager.meta.root, viewKey(key), (id) => pager.readNode(id));
     return found === null ? null : new Uint8Array(found);
   }
 
@@ -212,6 +213,7 @@ export class BTree {
 
   #pagerOpen(): Pager {
     if (this.#closed) throw new BTreeError('BTREE_CLOSED', `B-tree ${this.#pager.path} is closed`);
+    this.#pager.assertUsable();
     return this.#pager;
   }
 
