@@ -145,6 +145,6 @@ describe('BTree crash safety (real process, SIGKILL)', () => {
     console.log(
       `btree-crash: ${kills} kills, final txid ${durable}, ${model.size} keys, in-flight commit landed ${inFlightLanded} times`,
     );
-    expect(durable).toBeGreaterThan(20);
+    expect(durable).toBeGreaterThan(kills);
   });
 });

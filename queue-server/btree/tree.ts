@@ -117,6 +117,8 @@ export class BTree {
   /**
    * Runs `fn` and commits everything it did as one transaction. If `fn` throws, nothing is written and the
    * error propagates. `fn` must be synchronous; returning a promise aborts with `BTREE_TXN_MISUSE`.
+   * Memory: every page the batch touches stays in memory until the commit (about one page per distinct
+   * leaf written, plus the branches above them), so split very large imports into several batches.
    */
   write(fn: (batch: WriteBatch) => void): void {
     const pager = this.#pagerOpen();

@@ -27,7 +27,8 @@ const EXIT_USAGE = 2;
 
 const EXIT_HELP = `
 Exit status: 0 when clean, 1 when the file has faults (including meta or free-list pages too damaged to
-open), 2 when the file is missing or cannot be read.`;
+open), 2 when the file is missing or cannot be read.
+`;
 
 export function btreeCommand(io: BtreeCliIo = processIo): Command {
   const btree = new Command('btree').description(
