@@ -18,6 +18,19 @@ export function tempFile(name = 'tree.btree'): string {
   return path.join(dir, name);
 }
 
+/**
+ * Runs `fn` with a fresh file path and removes its directory as soon as `fn` returns or throws. Property
+ * tests use this so that thousands of shrinking runs do not pile up temp dirs until afterEach.
+ */
+export function withTempFile<T>(fn: (file: string) => T): T {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'petrel-btree-'));
+  try {
+    return fn(path.join(dir, 'tree.btree'));
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 /** 8-byte big-endian key for an integer (so numeric order = key order). */
 export function key(n: number | bigint): Uint8Array {
   const k = new Uint8Array(8);

@@ -6,7 +6,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { BTree, maxValueBytes } from '../queue-server/btree/index.js';
-import { dump, expectClean, fromHex, hex, tempFile } from './btree-helpers.js';
+import { dump, expectClean, fromHex, hex, withTempFile } from './btree-helpers.js';
 
 const seed = process.env.FC_SEED === undefined ? Date.now() % 2 ** 31 : Number(process.env.FC_SEED);
 console.log(`btree-model fast-check seed ${seed} (set FC_SEED to replay)`);
@@ -109,7 +109,10 @@ function sortedModel(model: Map<string, string>): Map<string, string> {
 }
 
 function runSteps(steps: Step[]): void {
-  const file = tempFile();
+  withTempFile((file) => runStepsOn(file, steps));
+}
+
+function runStepsOn(file: string, steps: Step[]): void {
   let tree = BTree.open(file, { pageSize: PAGE_SIZE, cachePages: 4 });
   const model = new Map<string, string>();
   try {
