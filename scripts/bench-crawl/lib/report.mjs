@@ -1,0 +1,169 @@
+/**
+ * Turning measurements into the rows of the results table, the ratios, and text for the terminal.
+ *
+ * pages/s and CPU per page divide by the distinct pages the server answered with 200 (from its request
+ * log), not by what a crawler says about itself: a crawler that fetched a page twice does not get two
+ * pages' credit, and one that missed pages does not hide it. The crawler's own count is shown beside it.
+ */
+
+/** A process seen in fewer samples than this (alive under ~0.5 s at 100 ms) is a transient helper. */
+const TRANSIENT_SAMPLES = 5;
+
+/** One table row from a run: the peer, its own count, the server's tally and the measurement. */
+export function resultRow(peer, own, tally, measured, expected) {
+  const all = measured.processes.map((record) => ({
+    pid: record.pid,
+    role: peer.role(record.argv) || '(exited before named)',
+    peakRssMb: record.peakKb / 1024,
+    /** CPU s as of the last sample (up to 100 ms short); the tree's exact total is cpuS. */
+    cpuS: record.cpuS,
+    samples: record.samples,
+  }));
+  // Helpers that live for a moment (Crawlee runs `ps` every few seconds to watch its memory) would
+  // inflate a plain sum of peaks, since they never run at the same time: they count once, as the
+  // largest of them, and are listed apart.
+  const processes = all.filter((p) => p.samples >= TRANSIENT_SAMPLES);
+  const transient = all.filter((p) => p.samples < TRANSIENT_SAMPLES);
+  const transientPeakMb = Math.max(0, ...transient.map((p) => p.peakRssMb));
+  const pages = tally.distinctPages;
+  const wallS = measured.wallMs / 1000;
+  const problems = [];
+  if (measured.exitCode !== 0) problems.push(`exit status ${measured.exitCode}`);
+  if (measured.timedOut) problems.push('timed out');
+  if (tally.missing > 0) problems.push(`missed ${tally.missing} of ${expected} pages`);
+  if (own.pagesFetched !== null && own.pagesFetched !== tally.page200) problems.push(`reports ${own.pagesFetched} pages, server sent ${tally.page200} page 200s`);
+  if (own.pagesFetched === null) problems.push('no page count of its own');
+  if (tally.page200 > tally.distinctPages) problems.push(`${tally.page200 - tally.distinctPages} duplicate page fetches`);
+  return {
+    name: peer.name,
+    label: peer.label,
+    exitCode: measured.exitCode,
+    wallS,
+    /** The crawler's own duration (Petrel's summary elapsedMs, Crawlee's run(), wget's wall clock line). */
+    ownElapsedS: own.elapsedS ?? null,
+    pagesReported: own.pagesFetched,
+    page200: tally.page200,
+    distinctPages: pages,
+    missing: tally.missing,
+    requests: tally.requests,
+    statuses: tally.statuses,
+    duplicateExamples: tally.duplicateExamples,
+    pagesPerSecond: pages / wallS,
+    cpuUserS: measured.cpuUserS,
+    cpuSysS: measured.cpuSysS,
+    cpuS: measured.cpuS,
+    cpuMsPerPage: pages === 0 ? null : (1000 * measured.cpuS) / pages,
+    /** CPU the crawler used per second of wall time (2.0 = both cores of this machine). */
+    coresUsed: measured.cpuS / wallS,
+    processes,
+    transientProcesses: { count: transient.length, largestPeakRssMb: transientPeakMb, commands: [...new Set(transient.map((p) => p.role))].slice(0, 5) },
+    peakRssSumMb: processes.reduce((sum, p) => sum + p.peakRssMb, 0) + transientPeakMb,
+    peakRssMaxMb: Math.max(0, ...processes.map((p) => p.peakRssMb)),
+    /** Where the wall time went: spawn → first request, first request → last response, → exit. */
+    timeline:
+      tally.firstRequestAtMs === null
+        ? null
+        : {
+            startupS: (tally.firstRequestAtMs - measured.spawnedAtMs) / 1000,
+            requestingS: (tally.lastResponseAtMs - tally.firstRequestAtMs) / 1000,
+            shutdownS: (measured.exitedAtMs - tally.lastResponseAtMs) / 1000,
+          },
+    largestProcessRssMbByTime: measured.largestProcessRssKb / 1024,
+    serverCpuS: tally.serverCpuS,
+    loadAverageBefore: measured.loadBefore,
+    /**
+     * CPU s used by everything else on the machine during the run (other users, this script's sampler),
+     * i.e. the machine's busy time minus the crawler's tree and the test web. Near 0 means a clean run.
+     */
+    otherCpuS: measured.machineCpuS - measured.cpuS - tally.serverCpuS,
+    problems,
+    crawlerReport: own.report,
+  };
+}
+
+/** Petrel against each other peer: >1 means Petrel is faster (pages/s) or costlier (CPU per page). */
+export function ratios(rows) {
+  const petrel = rows.find((row) => row.name === 'petrel');
+  const out = {};
+  if (petrel === undefined) return out;
+  for (const row of rows) {
+    if (row === petrel) continue;
+    out[`petrel/${row.name}`] = {
+      pagesPerSecond: petrel.pagesPerSecond / row.pagesPerSecond,
+      /** Same, on each crawler's own duration (start-up and shutdown left out). */
+      pagesPerOwnSecond: petrel.ownElapsedS === null || row.ownElapsedS === null ? null : row.ownElapsedS / petrel.ownElapsedS,
+      cpuMsPerPage: petrel.cpuMsPerPage / row.cpuMsPerPage,
+      peakRssSum: petrel.peakRssSumMb / row.peakRssSumMb,
+    };
+  }
+  return out;
+}
+
+export function formatTable(rows) {
+  const header = ['crawler', 'pages', 'own count', 'dup', 'wall s', 'own s', 'pages/s', 'CPU s', 'CPU ms/page', 'cores', 'RSS sum MB', 'RSS max MB', 'web CPU s', 'other CPU s'];
+  const body = rows.map((row) => [
+    row.label,
+    String(row.distinctPages),
+    String(row.pagesReported ?? '-'),
+    String(row.page200 - row.distinctPages),
+    row.wallS.toFixed(2),
+    row.ownElapsedS === null ? '-' : row.ownElapsedS.toFixed(2),
+    row.pagesPerSecond.toFixed(0),
+    row.cpuS.toFixed(2),
+    row.cpuMsPerPage === null ? '-' : row.cpuMsPerPage.toFixed(2),
+    row.coresUsed.toFixed(2),
+    row.peakRssSumMb.toFixed(0),
+    row.peakRssMaxMb.toFixed(0),
+    row.serverCpuS.toFixed(2),
+    row.otherCpuS.toFixed(2),
+  ]);
+  const lines = [grid([header, ...body])];
+  lines.push('', 'Peak RSS (VmHWM) and CPU s per process (CPU as last sampled, up to 100 ms short):');
+  for (const row of rows) {
+    const parts = row.processes.map((p) => `${p.role} ${p.peakRssMb.toFixed(0)} MB ${p.cpuS.toFixed(1)} s`);
+    const helpers = row.transientProcesses;
+    if (helpers.count > 0) parts.push(`${helpers.count} short-lived helpers (${helpers.commands.join(', ')}) up to ${helpers.largestPeakRssMb.toFixed(0)} MB`);
+    lines.push(`  ${row.label}: ${parts.join(', ')}  (sum ${row.peakRssSumMb.toFixed(0)} MB)`);
+  }
+  lines.push('', 'Timeline (from the test web\'s log): spawn → first request | first request → last response | last response → exit:');
+  for (const row of rows) {
+    const t = row.timeline;
+    lines.push(`  ${row.label}: ${t === null ? 'no requests' : `${t.startupS.toFixed(2)} s | ${t.requestingS.toFixed(2)} s (${(row.distinctPages / t.requestingS).toFixed(0)} pages/s) | ${t.shutdownS.toFixed(2)} s`}`);
+  }
+  const problems = rows.filter((row) => row.problems.length > 0);
+  if (problems.length > 0) {
+    lines.push('', 'Check:');
+    for (const row of problems) lines.push(`  ${row.label}: ${row.problems.join('; ')}`);
+  }
+  return lines.join('\n');
+}
+
+export function formatRatios(table) {
+  return Object.entries(table)
+    .map(([pair, r]) => {
+      const own = r.pagesPerOwnSecond === null ? '' : ` (×${r.pagesPerOwnSecond.toFixed(2)} on own durations)`;
+      return `  ${pair}: pages/s ×${r.pagesPerSecond.toFixed(2)}${own}, CPU ms/page ×${r.cpuMsPerPage.toFixed(2)}, summed peak RSS ×${r.peakRssSum.toFixed(2)}`;
+    })
+    .join('\n');
+}
+
+/** Top rows of a profile summary as text. */
+export function formatProfile(title, summary, top) {
+  const idle = summary.functions.find((f) => f.name === '(idle)')?.selfMs ?? 0;
+  const busy = summary.totalMs - idle;
+  const lines = [`${title}: ${summary.totalMs.toFixed(0)} ms profiled, ${busy.toFixed(0)} ms busy (${((100 * busy) / summary.totalMs).toFixed(0)}%); % below are of the whole profile`];
+  const rows = summary.functions.slice(0, top).map((f) => [f.selfMs.toFixed(0), `${f.percent.toFixed(1)}%`, f.name, f.where]);
+  lines.push(grid([['self ms', '%', 'function', 'where'], ...rows], '    '));
+  const files = summary.files.slice(0, 8).map((f) => `${f.name} ${f.percent.toFixed(1)}%`);
+  lines.push(`    by module: ${files.join(', ')}`);
+  return lines.join('\n');
+}
+
+function grid(rows, indent = '') {
+  rows = rows.map((row) => row.map(String));
+  const widths = rows[0].map((_, col) => Math.max(...rows.map((row) => row[col].length)));
+  return rows
+    // Numbers right-aligned, text left-aligned.
+    .map((row) => indent + row.map((cell, col) => (/^-?[\d.]+%?$/.test(cell) ? cell.padStart(widths[col]) : cell.padEnd(widths[col]))).join('  ').trimEnd())
+    .join('\n');
+}
