@@ -49,6 +49,9 @@ export function resultRow(peer, own, tally, measured, expected) {
     statuses: tally.statuses,
     duplicateExamples: tally.duplicateExamples,
     pagesPerSecond: pages / wallS,
+    /** Every request the server saw (robots.txt and duplicates included) ÷ wall s. */
+    requestsPerSecond: tally.requests / wallS,
+    cpuMsPerRequest: tally.requests === 0 ? null : (1000 * measured.cpuS) / tally.requests,
     cpuUserS: measured.cpuUserS,
     cpuSysS: measured.cpuSysS,
     cpuS: measured.cpuS,
@@ -94,18 +97,22 @@ export function ratios(rows) {
       pagesPerOwnSecond: petrel.ownElapsedS === null || row.ownElapsedS === null ? null : row.ownElapsedS / petrel.ownElapsedS,
       cpuMsPerPage: petrel.cpuMsPerPage / row.cpuMsPerPage,
       peakRssSum: petrel.peakRssSumMb / row.peakRssSumMb,
+      /** Per HTTP request instead of per distinct page: what remains if duplicate fetches are forgiven. */
+      requestsPerSecond: petrel.requestsPerSecond / row.requestsPerSecond,
+      cpuMsPerRequest: petrel.cpuMsPerRequest / row.cpuMsPerRequest,
     };
   }
   return out;
 }
 
 export function formatTable(rows) {
-  const header = ['crawler', 'pages', 'own count', 'dup', 'wall s', 'own s', 'pages/s', 'CPU s', 'CPU ms/page', 'cores', 'RSS sum MB', 'RSS max MB', 'web CPU s', 'other CPU s'];
+  const header = ['crawler', 'pages', 'own count', 'dup', 'requests', 'wall s', 'own s', 'pages/s', 'CPU s', 'CPU ms/page', 'cores', 'RSS sum MB', 'RSS max MB', 'web CPU s', 'other CPU s'];
   const body = rows.map((row) => [
     row.label,
     String(row.distinctPages),
     String(row.pagesReported ?? '-'),
     String(row.page200 - row.distinctPages),
+    String(row.requests),
     row.wallS.toFixed(2),
     row.ownElapsedS === null ? '-' : row.ownElapsedS.toFixed(2),
     row.pagesPerSecond.toFixed(0),
@@ -142,7 +149,8 @@ export function formatRatios(table) {
   return Object.entries(table)
     .map(([pair, r]) => {
       const own = r.pagesPerOwnSecond === null ? '' : ` (×${r.pagesPerOwnSecond.toFixed(2)} on own durations)`;
-      return `  ${pair}: pages/s ×${r.pagesPerSecond.toFixed(2)}${own}, CPU ms/page ×${r.cpuMsPerPage.toFixed(2)}, summed peak RSS ×${r.peakRssSum.toFixed(2)}`;
+      const perRequest = `per request: req/s ×${r.requestsPerSecond.toFixed(2)}, CPU ms/request ×${r.cpuMsPerRequest.toFixed(2)}`;
+      return `  ${pair}: pages/s ×${r.pagesPerSecond.toFixed(2)}${own}, CPU ms/page ×${r.cpuMsPerPage.toFixed(2)}, summed peak RSS ×${r.peakRssSum.toFixed(2)}; ${perRequest}`;
     })
     .join('\n');
 }
