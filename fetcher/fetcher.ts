@@ -50,6 +50,8 @@ export class Fetcher {
   readonly #stopping = new AbortController();
   readonly #active = new Map<string, ActiveSchedule>();
   readonly #slotRuns = new Set<Promise<void>>();
+  /** Result deliveries of finished schedules still in flight. */
+  readonly #deliveries = new Set<Promise<void>>();
   #free: number;
   #wakeClaimLoop: (() => void) | null = null;
   #heartbeatTimer: NodeJS.Timeout | null = null;
@@ -77,6 +79,7 @@ export class Fetcher {
     } finally {
       await Promise.allSettled([...this.#slotRuns]);
       await Promise.allSettled([...this.#active.values()].map((active) => this.#flush(active)));
+      await Promise.allSettled([...this.#deliveries]);
       if (this.#heartbeatTimer !== null) clearInterval(this.#heartbeatTimer);
       await this.#client.close().catch(() => undefined);
       await this.#agent.close().catch(() => undefined);
@@ -152,10 +155,15 @@ export class Fetcher {
       else if (active.flushTimer === null) active.flushTimer = setTimeout(() => void this.#flush(active), FLUSH_DELAY_MS);
     }
     active.slotsLeft--;
-    await this.#flush(active);
+    // The slot's capacity is free at once; its results go out now (so the queue server can give the
+    // origin its next slot) and are delivered in the background, in order, retried until accepted.
+    const posted = this.#flush(active);
     if (active.slotsLeft === 0) {
-      await active.posting;
-      this.#active.delete(active.schedule.id);
+      const done = posted.then(() => {
+        this.#active.delete(active.schedule.id);
+        this.#deliveries.delete(done);
+      });
+      this.#deliveries.add(done);
     }
   }
 

@@ -18,11 +18,15 @@ export class CrawlService extends EventEmitter<{ change: []; finished: [] }> {
   #timerAt: number | null = null;
   #finishedEmitted = false;
   #closed = false;
+  #pendingCommit: Promise<void> | null = null;
+  #lastCommitAt = 0;
+  readonly #commitIntervalMs: number;
 
-  constructor(crawl: Crawl, clock: Clock = Date.now) {
+  constructor(crawl: Crawl, options: { clock?: Clock; commitIntervalMs?: number } = {}) {
     super();
     this.crawl = crawl;
-    this.#clock = clock;
+    this.#clock = options.clock ?? Date.now;
+    this.#commitIntervalMs = options.commitIntervalMs ?? 20;
   }
 
   start(): void {
@@ -49,10 +53,34 @@ export class CrawlService extends EventEmitter<{ change: []; finished: [] }> {
     }
   }
 
-  results(request: ResultsRequest): ResultsResponse {
+  /** Applies results at once; resolves when they are durable (group commit), so the ack means it. */
+  async results(request: ResultsRequest): Promise<ResultsResponse> {
     const response = this.crawl.applyResults(request, this.#clock());
     this.#afterChange(response.applied > 0);
+    await this.#durable();
     return response;
+  }
+
+  /**
+   * Group commit: every results post waits for the next commit, and commits are at least
+   * `commitIntervalMs` apart, so posts arriving together share one fsync.
+   */
+  #durable(): Promise<void> {
+    if (this.#pendingCommit !== null) return this.#pendingCommit;
+    const wait = Math.max(0, this.#lastCommitAt + this.#commitIntervalMs - this.#clock());
+    this.#pendingCommit = new Promise<void>((resolve, reject) => {
+      setTimeout(() => {
+        this.#pendingCommit = null;
+        try {
+          this.crawl.commit();
+          this.#lastCommitAt = this.#clock();
+          resolve();
+        } catch (error) {
+          reject(error);
+        }
+      }, wait);
+    });
+    return this.#pendingCommit;
   }
 
   heartbeat(request: HeartbeatRequest, address: string): string[] {
@@ -104,6 +132,7 @@ export class CrawlService extends EventEmitter<{ change: []; finished: [] }> {
     this.#timer = null;
     this.#timerAt = null;
     this.crawl.expireLeases(this.#clock());
+    this.crawl.releaseDue(this.#clock());
     this.#afterChange(true);
   }
 }

@@ -25,6 +25,8 @@ export interface CrawlCounters {
   robotsRequests: number;
   urlsDiscovered: number;
   bytesDownloaded: number;
+  /** Body bytes not transferred thanks to the cache: stored size of 304s and of fresh skips. */
+  bytesSaved: number;
   duplicateResults: number;
   lateResults: number;
   leasesExpired: number;
@@ -50,6 +52,7 @@ export class CrawlStats {
     robotsRequests: 0,
     urlsDiscovered: 0,
     bytesDownloaded: 0,
+    bytesSaved: 0,
     duplicateResults: 0,
     lateResults: 0,
     leasesExpired: 0,

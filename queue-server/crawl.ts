@@ -21,6 +21,10 @@ import { cutSchedule } from './schedule-cutter.js';
 import { makeScopeFilter, type ScopeFilter } from './scope.js';
 import { SeenSet } from './seen-set.js';
 import { RecentEvents, type RecentError, type RecentFetch } from './recent-events.js';
+import { cacheDecision, recordAfterFullResponse, recordAfterNotModified } from './cache-policy.js';
+import type { CacheStore } from './cache-store.js';
+import { MinHeap } from './heap.js';
+import type { QueuedUrl } from './frontier.js';
 
 export type CrawlState = 'running' | 'idle';
 
@@ -45,6 +49,7 @@ export interface CrawlStatus extends CrawlSummary {
   origins: number;
   fetchers: (FetcherInfo & { itemsLeased: number })[];
   seenSet: ReturnType<SeenSet['stats']>;
+  cacheTree: ReturnType<CacheStore['stats']>;
   recentFetches: RecentFetch[];
   recentErrors: RecentError[];
   config: Omit<CrawlConfig, 'seeds'> & { seeds: string[] };
@@ -60,11 +65,15 @@ export class Crawl {
   readonly #inScope: ScopeFilter;
   readonly #fetchers = new Map<string, FetcherInfo>();
   readonly #recent = new RecentEvents(100);
+  readonly #cache: CacheStore;
+  /** Fresh URLs skipped in continuous mode, due again when their stored copy expires. */
+  readonly #dueLater = new MinHeap<{ at: number; origin: string; entry: QueuedUrl }>((a, b) => a.at < b.at);
   #pagesCharged = 0;
 
-  constructor(config: CrawlConfig, archive: PageArchive) {
+  constructor(config: CrawlConfig, archive: PageArchive, cache: CacheStore) {
     this.config = config;
     this.#archive = archive;
+    this.#cache = cache;
     this.#frontier = new Frontier({ concurrencyOf: (queue) => this.#concurrencyOf(queue) });
     this.#seen = new SeenSet({ capacity: config.bloomCapacity, falsePositiveRate: config.bloomFalsePositiveRate });
     const seeds = config.seeds.map((seed) => {
@@ -82,6 +91,14 @@ export class Crawl {
       const result = normalizeUrl(seed);
       if (result.ok) this.#admit(result.url, result.origin, 0, now);
     }
+  }
+
+  /** Admits a URL known from an earlier pass (a recrawl), if it is still in scope and depth. */
+  admitKnown(url: string, depth: number, now: number): void {
+    const result = normalizeUrl(url);
+    if (!result.ok || depth > this.config.maxDepth || !this.#inScope(result.url)) return;
+    this.#stats.start(now);
+    this.#admit(result.url, result.origin, depth, now);
   }
 
   /** `running` while any URL is due or leased, `idle` when none is. */
@@ -105,9 +122,16 @@ export class Crawl {
         concurrencyOf: (queue) => this.#concurrencyOf(queue),
         delayOf: (queue) => this.#delayOf(queue),
         slotUrlsOf: () => this.config.slotUrls,
+        cacheDecisionOf: (entry) => cacheDecision(this.#cache.get(entry.hash), now),
       },
       now,
     );
+    for (const { entry, until, savedBytes } of cut.skippedFresh) {
+      this.#stats.counters.skippedFresh++;
+      this.#stats.counters.bytesSaved += savedBytes;
+      // A one-shot pass is done with a fresh URL; a continuous crawl takes it up again when it expires.
+      if (!this.config.once) this.#dueLater.push({ at: until, origin: originOfEntry(entry), entry });
+    }
     this.#pagesCharged += cut.charged;
     for (const { entry, code } of cut.denied) {
       this.#stats.counters.robotsDenied++;
@@ -124,7 +148,7 @@ export class Crawl {
       items:
         slot.kind === 'robots'
           ? [{ kind: 'robots', entry: null, url: `${slot.queue.origin}/robots.txt`, applied: false }]
-          : slot.entries.map((entry) => ({ kind: 'page', entry, url: entry.url, applied: false })),
+          : slot.entries.map((entry, i) => ({ kind: 'page', entry, url: entry.url, applied: false, validators: slot.validators[i] ?? null })),
     }));
     const lease = this.#leases.issue(request.fetcherId, leasedSlots, now, this.config.leaseMs);
     return {
@@ -140,7 +164,7 @@ export class Crawl {
           url: item.url,
           kind: item.kind,
           depth: item.entry?.depth ?? 0,
-          validators: null,
+          validators: item.validators ?? null,
         })),
       })),
     };
@@ -185,9 +209,10 @@ export class Crawl {
           if (queue.robotsFailures < this.config.robotsAttempts) queue.nextStartAt = Math.max(queue.nextStartAt, queue.robots.expiresAt);
         } else queue.robotsFailures = 0;
       } else {
-        const record = this.#applyPage(result, item.entry!.depth, now);
+        const record = this.#applyPage(result, item.entry!, now);
         if (fetcher !== undefined && record.outcome === 'fetched') fetcher.pagesFetched++;
-        records.push(record);
+        // A 304 leaves the previous page record standing (RFC 9111 section 4.3.4).
+        if (record.outcome !== 'not-modified') records.push(record);
       }
       if (fetcher !== undefined) fetcher.resultsApplied++;
       applied++;
@@ -226,11 +251,28 @@ export class Crawl {
 
   /** The next instant at which time alone changes something (a politeness wait ends, a lease runs out). */
   nextTimerAt(now: number): number | null {
-    const wake = this.#frontier.nextWakeAt(now);
-    const deadline = this.#leases.nextDeadline();
-    if (wake === null) return deadline;
-    if (deadline === null) return wake;
-    return Math.min(wake, deadline);
+    const times = [this.#frontier.nextWakeAt(now), this.#leases.nextDeadline(), this.#dueLater.peek()?.at ?? null];
+    let next: number | null = null;
+    for (const time of times) if (time !== null && (next === null || time < next)) next = time;
+    return next;
+  }
+
+  /** Puts URLs whose stored copy has expired back into the frontier (continuous mode). */
+  releaseDue(now: number): number {
+    let released = 0;
+    for (let due = this.#dueLater.peek(); due !== undefined && due.at <= now; due = this.#dueLater.peek()) {
+      this.#dueLater.pop();
+      const { url, hash, depth } = due.entry;
+      this.#frontier.push(this.#frontier.origin(due.origin), { url, hash, depth, seq: due.entry.seq, charged: false }, now);
+      released++;
+    }
+    return released;
+  }
+
+  /** Makes staged page records and cache records durable (one fsync each). */
+  commit(): void {
+    this.#archive.sync();
+    this.#cache.commit();
   }
 
   finished(): boolean {
@@ -257,23 +299,30 @@ export class Crawl {
       origins: this.#frontier.originCount,
       fetchers: [...this.#fetchers.values()].map((info) => ({ ...info, itemsLeased: leasedByFetcher.get(info.id) ?? 0 })),
       seenSet: this.#seen.stats(),
+      cacheTree: this.#cache.stats(),
       recentFetches: this.#recent.fetches(),
       recentErrors: this.#recent.errors(),
       config: { ...this.config, seeds: [...this.config.seeds] },
     };
   }
 
-  #applyPage(result: ItemResult, depth: number, now: number): PageRecord {
+  #applyPage(result: ItemResult, entry: QueuedUrl, now: number): PageRecord {
+    const depth = entry.depth;
     const outcome = classifyPageResult(result);
     const counters = this.#stats.counters;
     switch (outcome.kind) {
       case 'fetched':
         counters.pagesFetched++;
+        this.#cache.stage(entry.hash, recordAfterFullResponse(result, now));
         if (depth < this.config.maxDepth) this.#admitLinks(result.links, result.url, depth + 1, now);
         break;
-      case 'not-modified':
+      case 'not-modified': {
         counters.notModified++;
+        const previous = this.#cache.get(entry.hash);
+        counters.bytesSaved += previous?.bodyBytes ?? 0;
+        this.#cache.stage(entry.hash, recordAfterNotModified(previous, result, now));
         break;
+      }
       case 'redirect':
         counters.redirects++;
         if (outcome.target !== null && depth < this.config.maxDepth) this.#admitLinks([outcome.target], result.url, depth + 1, now);
@@ -357,3 +406,8 @@ export class Crawl {
     info.stats = stats;
   }
 }
+
+function originOfEntry(entry: QueuedUrl): string {
+  return new URL(entry.url).origin;
+}
+

@@ -2,6 +2,7 @@
  * Starting and stopping a queue server: data directory, token, archive, crawl, HTTP listener.
  * `startQueueServer` is what `petrel queue-server` runs and what tests start on port 0.
  */
+import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { crawlConfigSchema, type CrawlConfigInput } from './crawl-config.js';
@@ -10,7 +11,8 @@ import { CrawlService } from './crawl-service.js';
 import { dataPath, ensureDataDir, lockDataDir } from './data-dir.js';
 import { createApp } from './http-app.js';
 import { loadOrCreateToken, readTokenFile } from './auth.js';
-import { PageArchive } from './page-archive.js';
+import { PageArchive, readPageArchive } from './page-archive.js';
+import { CacheStore } from './cache-store.js';
 
 export interface QueueServerOptions {
   readonly dataDir: string;
@@ -36,11 +38,18 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
   ensureDataDir(options.dataDir);
   const releaseLock = lockDataDir(options.dataDir);
   let archive: PageArchive | null = null;
+  let cache: CacheStore | null = null;
   try {
     const tokenFile = options.tokenFile ?? dataPath(options.dataDir, 'token');
     const token = options.tokenFile === undefined ? loadOrCreateToken(tokenFile) : readTokenFile(tokenFile);
+    const known = await knownUrls(dataPath(options.dataDir, 'pages'));
     archive = PageArchive.open(dataPath(options.dataDir, 'pages'));
-    const service = new CrawlService(new Crawl(config, archive));
+    cache = CacheStore.open(dataPath(options.dataDir, 'cache'));
+    const crawl = new Crawl(config, archive, cache);
+    // A crawl on a data directory that holds an earlier pass is a recrawl of everything known.
+    const startedAt = Date.now();
+    for (const [url, depth] of known) crawl.admitKnown(url, depth, startedAt);
+    const service = new CrawlService(crawl);
     const finished = new Promise<void>((resolve) => service.once('finished', resolve));
     const server = createServer(createApp({ service, token }));
     server.keepAliveTimeout = 65_000;
@@ -50,6 +59,7 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
     const host = address.includes(':') ? `[${address}]` : address;
     service.start();
     const openArchive = archive;
+    const openCache = cache;
     let closed = false;
     return {
       url: `http://${host}:${port}`,
@@ -66,11 +76,13 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
           server.closeAllConnections();
         });
         openArchive.close();
+        openCache.close();
         releaseLock();
       },
     };
   } catch (error) {
     archive?.close();
+    cache?.close();
     releaseLock();
     throw error;
   }
@@ -85,3 +97,15 @@ function listen(server: Server, host: string, port: number): Promise<void> {
     });
   });
 }
+
+/** URLs requested in earlier passes, with their depth, from the page archive (shallowest wins). */
+async function knownUrls(archivePath: string): Promise<Map<string, number>> {
+  const known = new Map<string, number>();
+  if (!existsSync(archivePath)) return known;
+  for await (const record of readPageArchive(archivePath)) {
+    const depth = known.get(record.url);
+    if (depth === undefined || record.depth < depth) known.set(record.url, record.depth);
+  }
+  return known;
+}
+

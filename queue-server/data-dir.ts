@@ -3,6 +3,7 @@
  *
  *   fetcher.token   the fetcher API secret (mode 0600), created on first start unless one is given
  *   pages.jsonl     the page archive (page-archive.ts), append-only
+ *   cache.btree     cache validators per URL hash (cache-store.ts, B-Tree layout in btree/LAYOUT.md)
  *   LOCK            the pid of the queue server using the directory; a second one refuses to start
  *
  * Directory and files are private to the user (0700 / 0600).
@@ -13,6 +14,7 @@ import { join } from 'node:path';
 export const DATA_FILES = {
   token: 'fetcher.token',
   pages: 'pages.jsonl',
+  cache: 'cache.btree',
   lock: 'LOCK',
 } as const;
 

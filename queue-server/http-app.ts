@@ -63,9 +63,9 @@ export function createApp({ service, token }: AppOptions): express.Express {
     if (!res.headersSent && !res.writableEnded) res.json(response);
   });
 
-  app.post(ROUTES.results, requireToken, json, (req, res) => {
+  app.post(ROUTES.results, requireToken, json, async (req, res) => {
     const request = parseBody(resultsRequestSchema, req.body);
-    res.json(service.results(request));
+    res.json(await service.results(request));
   });
 
   app.post(ROUTES.heartbeat, requireToken, json, (req, res) => {

@@ -8,6 +8,7 @@
  * changes. A finished lease's id is remembered for a while (bounded) so that a late retry is
  * recognised as a duplicate rather than mistaken for an unknown lease.
  */
+import type { Validators } from '../shared/protocol.js';
 import type { QueuedUrl } from './frontier.js';
 
 export interface LeasedItem {
@@ -15,6 +16,8 @@ export interface LeasedItem {
   /** For pages, the frontier entry (returned as is if the lease expires); for robots.txt, null. */
   readonly entry: QueuedUrl | null;
   readonly url: string;
+  /** Sent with the item for a conditional request. */
+  readonly validators?: Validators | null;
   applied: boolean;
 }
 

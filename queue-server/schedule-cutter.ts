@@ -17,8 +17,12 @@
  *     expired lease was already counted, so it goes out even when the budget is spent.
  *  7. An origin whose robots.txt was unreachable waits (its `nextStartAt`) until robots.txt may be
  *     asked again; only after the last allowed attempt are its URLs denied (`robots-unreachable`).
+ *  8. A URL whose stored response is still fresh is not sent (`skippedFresh`); a stale one with
+ *     validators goes out with them, for a conditional request (cache-policy.ts).
  */
+import type { Validators } from '../shared/protocol.js';
 import type { NormalizedUrl } from '../shared/url-normalize.js';
+import type { CacheDecision } from './cache-policy.js';
 import type { Frontier, OriginQueue, QueuedUrl } from './frontier.js';
 import { robotsVerdict, type RobotsVerdict } from './robots.js';
 
@@ -32,6 +36,8 @@ export interface CutPolicy {
   concurrencyOf(queue: OriginQueue): number;
   delayOf(queue: OriginQueue): number;
   slotUrlsOf(queue: OriginQueue): number;
+  /** What the cache-validator store says of the URL (cache-policy.ts); absent: always fetch. */
+  cacheDecisionOf?(entry: QueuedUrl): CacheDecision;
 }
 
 export interface CutSlot {
@@ -40,6 +46,15 @@ export interface CutSlot {
   readonly startAfterMs: number;
   readonly delayMs: number;
   readonly entries: QueuedUrl[];
+  /** Per entry: validators for a conditional request, or null. */
+  readonly validators: (Validators | null)[];
+}
+
+export interface SkippedFresh {
+  readonly entry: QueuedUrl;
+  /** When the stored copy stops being fresh, ms since epoch. */
+  readonly until: number;
+  readonly savedBytes: number;
 }
 
 export interface DeniedUrl {
@@ -50,6 +65,8 @@ export interface DeniedUrl {
 export interface CutResult {
   readonly slots: CutSlot[];
   readonly denied: DeniedUrl[];
+  /** URLs not sent because their stored copy is still fresh. */
+  readonly skippedFresh: SkippedFresh[];
   /** Page URLs newly counted against the budget. */
   readonly charged: number;
 }
@@ -57,6 +74,7 @@ export interface CutResult {
 export function cutSchedule(frontier: Frontier, policy: CutPolicy, now: number): CutResult {
   const slots: CutSlot[] = [];
   const denied: DeniedUrl[] = [];
+  const skippedFresh: SkippedFresh[] = [];
   const touched: OriginQueue[] = [];
   let budget = policy.budget;
   let charged = 0;
@@ -70,7 +88,7 @@ export function cutSchedule(frontier: Frontier, policy: CutPolicy, now: number):
     if (queue.needsRobots(now)) {
       queue.robotsState = 'fetching';
       queue.slotsOut++;
-      slots.push({ queue, kind: 'robots', startAfterMs, delayMs: policy.delayOf(queue), entries: [] });
+      slots.push({ queue, kind: 'robots', startAfterMs, delayMs: policy.delayOf(queue), entries: [], validators: [] });
       continue;
     }
 
@@ -81,6 +99,7 @@ export function cutSchedule(frontier: Frontier, policy: CutPolicy, now: number):
     const setAside: QueuedUrl[] = [];
     for (let s = 0; s < slotCount; s++) {
       const entries: QueuedUrl[] = [];
+      const validators: (Validators | null)[] = [];
       while (entries.length < slotUrls) {
         // With the budget spent only URLs already counted (back from an expired lease) may go out.
         if (budget === 0 && queue.chargedQueued === 0) break;
@@ -95,20 +114,26 @@ export function cutSchedule(frontier: Frontier, policy: CutPolicy, now: number):
           denied.push({ entry, code: verdict.code });
           continue;
         }
+        const cached = policy.cacheDecisionOf?.(entry) ?? { kind: 'fetch' };
+        if (cached.kind === 'fresh') {
+          skippedFresh.push({ entry, until: cached.until, savedBytes: cached.savedBytes });
+          continue;
+        }
         if (!entry.charged) {
           entry.charged = true;
           charged++;
           if (budget !== null) budget--;
         }
         entries.push(entry);
+        validators.push(cached.kind === 'revalidate' ? cached.validators : null);
       }
       if (entries.length === 0) break;
       queue.slotsOut++;
-      slots.push({ queue, kind: 'page', startAfterMs: s === 0 ? startAfterMs : 0, delayMs: policy.delayOf(queue), entries });
+      slots.push({ queue, kind: 'page', startAfterMs: s === 0 ? startAfterMs : 0, delayMs: policy.delayOf(queue), entries, validators });
     }
     for (const entry of setAside) frontier.push(queue, entry, now);
   }
 
   for (const queue of touched) frontier.reconsider(queue, now);
-  return { slots, denied, charged };
+  return { slots, denied, skippedFresh, charged };
 }

@@ -16,6 +16,7 @@ import { Crawl } from '../queue-server/crawl.js';
 import { crawlConfigSchema, type CrawlConfigInput } from '../queue-server/crawl-config.js';
 import { CrawlService } from '../queue-server/crawl-service.js';
 import { createApp } from '../queue-server/http-app.js';
+import { CacheStore } from '../queue-server/cache-store.js';
 import { PageArchive } from '../queue-server/page-archive.js';
 import { claimResponseSchema, LIMITS, PROTOCOL_VERSION, ROUTES, type ClaimResponse, type ItemResult, type Schedule } from '../shared/protocol.js';
 
@@ -41,14 +42,16 @@ afterEach(async () => {
 function harness(config: CrawlConfigInput = {}, { realClock = false }: { realClock?: boolean } = {}): Harness {
   const dir = mkdtempSync(join(tmpdir(), 'petrel-http-app-'));
   const archive = PageArchive.open(join(dir, 'pages.jsonl'));
-  const crawl = new Crawl(crawlConfigSchema.parse({ delayMs: 0, bloomCapacity: 1000, ...config }), archive);
+  const cache = CacheStore.open(join(dir, 'cache.btree'));
+  const crawl = new Crawl(crawlConfigSchema.parse({ delayMs: 0, bloomCapacity: 1000, ...config }), archive, cache);
   const h: Harness = { service: undefined as unknown as CrawlService, archive, app: undefined as unknown as ReturnType<typeof createApp>, clock: T0 };
-  const service = new CrawlService(crawl, realClock ? Date.now : () => h.clock);
+  const service = new CrawlService(crawl, { clock: realClock ? Date.now : () => h.clock });
   service.start();
   Object.assign(h, { service, app: createApp({ service, token: TOKEN }) });
   cleanups.push(() => {
     service.close();
     archive.close();
+    cache.close();
     rmSync(dir, { recursive: true, force: true });
   });
   return h;
