@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Command, InvalidArgumentError } from 'commander';
-import { defaultFetcherName, Fetcher } from './fetcher.js';
+import { hostname } from 'node:os';
 
 export const FETCHER_DEFAULTS = {
   concurrency: 16,
@@ -48,7 +48,7 @@ export function fetcherCommand(version: string): Command {
     .requiredOption('--server <url>', 'queue server URL, e.g. http://127.0.0.1:7700')
     .option('--token-file <file>', 'file holding the fetcher API token (<data>/fetcher.token on the queue server); or set PETREL_TOKEN')
     .option('--concurrency <n>', 'hosts fetched at once by this process', integer('--concurrency', 1, 1024), FETCHER_DEFAULTS.concurrency)
-    .option('--name <name>', 'name shown in the queue server\'s fetcher table (default: <hostname>-<pid>)', defaultFetcherName())
+    .option('--name <name>', 'name shown in the queue server\'s fetcher table (default: <hostname>-<pid>)', `${hostname()}-${process.pid}`)
     .option('--contact <url-or-email>', 'contact put in the User-Agent so site owners can reach you, e.g. https://example.org/crawler')
     .option('--user-agent <string>', 'full User-Agent override (default: Petrel/<version> (+<contact>))')
     .option('--max-body-bytes <n>', 'body bytes kept per page after decompression; longer pages are cut and marked truncated', integer('--max-body-bytes', 1024), FETCHER_DEFAULTS.maxBodyBytes)
@@ -59,6 +59,8 @@ export function fetcherCommand(version: string): Command {
       const token = readToken(values.tokenFile);
       const name = values.name.slice(0, 64);
       const log = (message: string) => process.stderr.write(`petrel fetcher ${name}: ${message}\n`);
+      // Loaded here, not at the top: `petrel --help` and the other commands do not pay for undici and cheerio.
+      const { Fetcher } = await import('./fetcher.js');
       const fetcher = new Fetcher({
         serverUrl: checkServerUrl(values.server),
         token,

@@ -8,7 +8,6 @@
  * Life cycle: runs until the queue server answers a claim with `done` (a one-shot crawl ended) or
  * `stop()` is called; either way it finishes the slots it holds and delivers their results first.
  */
-import { hostname } from 'node:os';
 import type { Dispatcher } from 'undici';
 import { PROTOCOL_VERSION, type FetcherStats, type ItemResult, type Schedule } from '../shared/protocol.js';
 import { createCrawlAgent, TIMER_SLACK_MS, type DownloadOptions } from './download.js';
@@ -38,10 +37,6 @@ interface ActiveSchedule {
 
 const FLUSH_COUNT = 64;
 const FLUSH_DELAY_MS = 200;
-
-export function defaultFetcherName(): string {
-  return `${hostname()}-${process.pid}`;
-}
 
 export class Fetcher {
   readonly #options: FetcherOptions;

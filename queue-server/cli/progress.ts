@@ -2,7 +2,6 @@
  * Live progress for `petrel crawl`: follows the queue server's status stream (server-sent events)
  * and keeps one line on the terminal up to date; without a terminal, prints a line every 5 s.
  */
-import { request } from 'undici';
 import { ROUTES } from '../../shared/protocol.js';
 import type { CrawlStatus } from '../crawl.js';
 
@@ -31,6 +30,7 @@ export function followProgress(serverUrl: string, token: string, out: NodeJS.Wri
   };
   void (async () => {
     try {
+      const { request } = await import('undici');
       const response = await request(serverUrl + ROUTES.statusStream, {
         headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' },
         signal: controller.signal,

@@ -3,7 +3,6 @@
  * (`listening`, `finished`); messages for people go to stderr.
  */
 import { Command } from 'commander';
-import { startQueueServer } from '../daemon.js';
 import { addCrawlOptions, crawlConfigFrom, type CrawlOptionValues } from './crawl-options.js';
 import { fail, integerOption } from './options.js';
 
@@ -25,6 +24,8 @@ export function queueServerCommand(): Command {
     .option('--once', 'exit when nothing is due or leased (a one-shot crawl), telling fetchers they are done', false);
   addCrawlOptions(command);
   command.action(async (values: QueueServerValues) => {
+    // Loaded here, not at the top, so that other commands do not pay for express and the storage stack.
+    const { startQueueServer } = await import('../daemon.js');
     let server;
     try {
       server = await startQueueServer({
