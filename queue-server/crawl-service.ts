@@ -7,8 +7,15 @@ import { EventEmitter } from 'node:events';
 import type { ClaimRequest, ClaimResponse, HeartbeatRequest, ResultsRequest, ResultsResponse } from '../shared/protocol.js';
 import { Condition } from './condition.js';
 import type { Crawl, CrawlStatus } from './crawl.js';
+import type { CrawlConfig } from './crawl-config.js';
 
 export type Clock = () => number;
+
+/** What the admin has asked for: `active` hands out work, `paused` holds it, `stopped` dropped the queue. */
+export type ControlState = 'active' | 'paused' | 'stopped';
+
+/** The state shown to people: the crawl's own state, unless the admin paused or stopped it. */
+export type DisplayState = 'running' | 'idle' | 'paused' | 'stopped' | 'done';
 
 export class CrawlService extends EventEmitter<{ change: []; finished: [] }> {
   readonly crawl: Crawl;
@@ -18,6 +25,7 @@ export class CrawlService extends EventEmitter<{ change: []; finished: [] }> {
   #timerAt: number | null = null;
   #finishedEmitted = false;
   #closed = false;
+  #control: ControlState = 'active';
   #pendingCommit: Promise<void> | null = null;
   #lastCommitAt = 0;
   readonly #commitIntervalMs: number;
@@ -41,7 +49,7 @@ export class CrawlService extends EventEmitter<{ change: []; finished: [] }> {
       if (this.crawl.finished()) return { kind: 'done' };
       // A daemon shutting down sends fetchers away to retry, not home: it may be back soon.
       if (this.#closed) return { kind: 'wait' };
-      const schedule = this.crawl.claim(request, address, this.#clock());
+      const schedule = this.#control === 'active' ? this.crawl.claim(request, address, this.#clock()) : null;
       if (schedule !== null) {
         this.#afterChange(false);
         return { kind: 'schedule', schedule };
@@ -89,8 +97,51 @@ export class CrawlService extends EventEmitter<{ change: []; finished: [] }> {
     return unknown;
   }
 
-  status(): CrawlStatus {
-    return this.crawl.status(this.#clock());
+  status(): CrawlStatus & { displayState: DisplayState; control: ControlState } {
+    const status = this.crawl.status(this.#clock());
+    return { ...status, displayState: this.displayState(), control: this.#control };
+  }
+
+  displayState(): DisplayState {
+    if (this.#control !== 'active') return this.#control;
+    if (this.crawl.finished()) return 'done';
+    return this.crawl.state();
+  }
+
+  /** Holds all new work; leases out finish. */
+  pause(): void {
+    this.#control = 'paused';
+    this.#afterChange(false);
+  }
+
+  resume(): void {
+    this.#control = 'active';
+    this.#afterChange(true);
+  }
+
+  /** Ends the crawl: queued URLs are dropped (they stay known); leases out finish. */
+  stop(): number {
+    this.#control = 'stopped';
+    const dropped = this.crawl.dropQueued(this.#clock());
+    this.#afterChange(false);
+    return dropped;
+  }
+
+  inject(urls: readonly string[]): ReturnType<Crawl['inject']> {
+    const result = this.crawl.inject(urls, this.#clock());
+    this.#afterChange(true);
+    return result;
+  }
+
+  /** Starts a new crawl with these settings; refused while the current one is running (stop it first). */
+  restart(config: CrawlConfig): void {
+    if (this.#control === 'active' && this.crawl.state() === 'running') {
+      throw new Error('a crawl is running: stop it before starting another');
+    }
+    this.crawl.restart(config, this.#clock());
+    this.#control = 'active';
+    this.#finishedEmitted = false;
+    this.#afterChange(true);
   }
 
   get waitingClaims(): number {

@@ -56,13 +56,14 @@ export interface CrawlStatus extends CrawlSummary {
 }
 
 export class Crawl {
-  readonly config: CrawlConfig;
+  #config: CrawlConfig;
   readonly #frontier: Frontier;
-  readonly #seen: SeenSet;
+  #seen: SeenSet;
   readonly #leases = new LeaseTable(randomBytes(3).toString('hex'));
   readonly #stats = new CrawlStats();
   readonly #archive: PageArchive;
-  readonly #inScope: ScopeFilter;
+  #seeds: NormalizedUrl[];
+  #inScope: ScopeFilter;
   readonly #fetchers = new Map<string, FetcherInfo>();
   readonly #recent = new RecentEvents(100);
   readonly #cache: CacheStore;
@@ -71,23 +72,64 @@ export class Crawl {
   #pagesCharged = 0;
 
   constructor(config: CrawlConfig, archive: PageArchive, cache: CacheStore) {
-    this.config = config;
+    this.#config = config;
     this.#archive = archive;
     this.#cache = cache;
     this.#frontier = new Frontier({ concurrencyOf: (queue) => this.#concurrencyOf(queue) });
     this.#seen = new SeenSet({ capacity: config.bloomCapacity, falsePositiveRate: config.bloomFalsePositiveRate });
-    const seeds = config.seeds.map((seed) => {
-      const result = normalizeUrl(seed);
-      if (!result.ok) throw new Error(`seed is not a crawlable URL (${result.code}): ${seed.slice(0, 200)}`);
-      return result.url;
-    });
+    this.#seeds = config.seeds.map(mustBeSeed);
+    this.#inScope = makeScopeFilter(config.scope, this.#seeds);
+  }
+
+  get config(): CrawlConfig {
+    return this.#config;
+  }
+
+  /**
+   * Starts a new crawl in this queue server (admin page, API): new settings and seeds, a fresh page
+   * budget; what is already known stays known, queued URLs of the old crawl are dropped.
+   */
+  restart(config: CrawlConfig, now: number): void {
+    const seeds = config.seeds.map(mustBeSeed);
+    this.#config = config;
+    this.#seeds = seeds;
     this.#inScope = makeScopeFilter(config.scope, seeds);
+    this.#pagesCharged = 0;
+    this.#frontier.clear(now);
+    this.#seen = new SeenSet({ capacity: config.bloomCapacity, falsePositiveRate: config.bloomFalsePositiveRate });
+    this.seed(now);
+  }
+
+  /** Adds URLs to the running crawl as further seeds (depth 0, and they widen the scope). */
+  inject(urls: readonly string[], now: number): { admitted: number; rejected: { url: string; code: string }[] } {
+    const rejected: { url: string; code: string }[] = [];
+    let admitted = 0;
+    for (const url of urls) {
+      const result = normalizeUrl(url);
+      if (!result.ok) {
+        rejected.push({ url: url.slice(0, 200), code: result.code });
+        continue;
+      }
+      this.#seeds.push(result.url);
+      const before = this.#stats.counters.urlsDiscovered;
+      this.#admit(result.url, result.origin, 0, now);
+      if (this.#stats.counters.urlsDiscovered > before) admitted++;
+    }
+    this.#inScope = makeScopeFilter(this.#config.scope, this.#seeds);
+    this.#config = { ...this.#config, seeds: this.#seeds.map(String) };
+    this.#stats.start(now);
+    return { admitted, rejected };
+  }
+
+  /** Drops every queued URL (stop); leases out finish normally. */
+  dropQueued(now: number): number {
+    return this.#frontier.clear(now);
   }
 
   /** Admits the seeds at depth 0 (scope does not apply to them: they define it). */
   seed(now: number): void {
     this.#stats.start(now);
-    for (const seed of this.config.seeds) {
+    for (const seed of this.#config.seeds) {
       const result = normalizeUrl(seed);
       if (result.ok) this.#admit(result.url, result.origin, 0, now);
     }
@@ -96,7 +138,7 @@ export class Crawl {
   /** Admits a URL known from an earlier pass (a recrawl), if it is still in scope and depth. */
   admitKnown(url: string, depth: number, now: number): void {
     const result = normalizeUrl(url);
-    if (!result.ok || depth > this.config.maxDepth || !this.#inScope(result.url)) return;
+    if (!result.ok || depth > this.#config.maxDepth || !this.#inScope(result.url)) return;
     this.#stats.start(now);
     this.#admit(result.url, result.origin, depth, now);
   }
@@ -118,10 +160,10 @@ export class Crawl {
         capacity: request.capacity,
         liveFetchers: this.#liveFetchers(now),
         budget: this.#budgetLeft(),
-        userAgentToken: this.config.robotsToken,
+        userAgentToken: this.#config.robotsToken,
         concurrencyOf: (queue) => this.#concurrencyOf(queue),
         delayOf: (queue) => this.#delayOf(queue),
-        slotUrlsOf: () => this.config.slotUrls,
+        slotUrlsOf: () => this.#config.slotUrls,
         cacheDecisionOf: (entry) => cacheDecision(this.#cache.get(entry.hash), now),
       },
       now,
@@ -130,7 +172,7 @@ export class Crawl {
       this.#stats.counters.skippedFresh++;
       this.#stats.counters.bytesSaved += savedBytes;
       // A one-shot pass is done with a fresh URL; a continuous crawl takes it up again when it expires.
-      if (!this.config.once) this.#dueLater.push({ at: until, origin: originOfEntry(entry), entry });
+      if (!this.#config.once) this.#dueLater.push({ at: until, origin: originOfEntry(entry), entry });
     }
     this.#pagesCharged += cut.charged;
     for (const { entry, code } of cut.denied) {
@@ -150,10 +192,10 @@ export class Crawl {
           ? [{ kind: 'robots', entry: null, url: `${slot.queue.origin}/robots.txt`, applied: false }]
           : slot.entries.map((entry, i) => ({ kind: 'page', entry, url: entry.url, applied: false, validators: slot.validators[i] ?? null })),
     }));
-    const lease = this.#leases.issue(request.fetcherId, leasedSlots, now, this.config.leaseMs);
+    const lease = this.#leases.issue(request.fetcherId, leasedSlots, now, this.#config.leaseMs);
     return {
       id: lease.id,
-      leaseMs: this.config.leaseMs,
+      leaseMs: this.#config.leaseMs,
       slots: cut.slots.map((slot, index) => ({
         slot: index,
         origin: slot.queue.origin,
@@ -174,7 +216,7 @@ export class Crawl {
     let applied = 0;
     let duplicates = 0;
     const records: PageRecord[] = [];
-    const leaseActive = this.#leases.renew(request.scheduleId, request.fetcherId, now, this.config.leaseMs);
+    const leaseActive = this.#leases.renew(request.scheduleId, request.fetcherId, now, this.#config.leaseMs);
     const fetcher = this.#fetchers.get(request.fetcherId);
     if (fetcher !== undefined) fetcher.lastSeen = now;
     for (const result of request.results) {
@@ -198,7 +240,7 @@ export class Crawl {
       if (item.kind === 'robots') {
         queue.robots = rulesFromFetch(
           { origin: slot.origin, status: result.status, errorCode: result.error?.code ?? null, body: result.robotsTxt },
-          { userAgentToken: this.config.robotsToken, unreachableRetryMs: this.config.robotsUnreachableRetryMs },
+          { userAgentToken: this.#config.robotsToken, unreachableRetryMs: this.#config.robotsUnreachableRetryMs },
           now,
         );
         queue.robotsState = 'known';
@@ -206,7 +248,7 @@ export class Crawl {
         if (queue.robots.kind === 'deny-all') {
           queue.robotsFailures++;
           // Keep the origin's URLs and ask again later, until the attempts run out (then they are denied).
-          if (queue.robotsFailures < this.config.robotsAttempts) queue.nextStartAt = Math.max(queue.nextStartAt, queue.robots.expiresAt);
+          if (queue.robotsFailures < this.#config.robotsAttempts) queue.nextStartAt = Math.max(queue.nextStartAt, queue.robots.expiresAt);
         } else queue.robotsFailures = 0;
       } else {
         const record = this.#applyPage(result, item.entry!, now);
@@ -226,7 +268,7 @@ export class Crawl {
 
   heartbeat(request: HeartbeatRequest, address: string, now: number): string[] {
     this.#touchFetcher(request.fetcherId, request.name, address, request.stats, now);
-    return request.scheduleIds.filter((id) => !this.#leases.renew(id, request.fetcherId, now, this.config.leaseMs));
+    return request.scheduleIds.filter((id) => !this.#leases.renew(id, request.fetcherId, now, this.#config.leaseMs));
   }
 
   /** Returns expired leases' URLs to the frontier. Returns the number of leases expired. */
@@ -276,7 +318,7 @@ export class Crawl {
   }
 
   finished(): boolean {
-    return this.config.once && this.state() === 'idle';
+    return this.#config.once && this.state() === 'idle';
   }
 
   summary(now: number): CrawlSummary {
@@ -302,7 +344,7 @@ export class Crawl {
       cacheTree: this.#cache.stats(),
       recentFetches: this.#recent.fetches(),
       recentErrors: this.#recent.errors(),
-      config: { ...this.config, seeds: [...this.config.seeds] },
+      config: { ...this.config, seeds: [...this.#config.seeds] },
     };
   }
 
@@ -314,7 +356,7 @@ export class Crawl {
       case 'fetched':
         counters.pagesFetched++;
         this.#cache.stage(entry.hash, recordAfterFullResponse(result, now));
-        if (depth < this.config.maxDepth) this.#admitLinks(result.links, result.url, depth + 1, now);
+        if (depth < this.#config.maxDepth) this.#admitLinks(result.links, result.url, depth + 1, now);
         break;
       case 'not-modified': {
         counters.notModified++;
@@ -325,7 +367,7 @@ export class Crawl {
       }
       case 'redirect':
         counters.redirects++;
-        if (outcome.target !== null && depth < this.config.maxDepth) this.#admitLinks([outcome.target], result.url, depth + 1, now);
+        if (outcome.target !== null && depth < this.#config.maxDepth) this.#admitLinks([outcome.target], result.url, depth + 1, now);
         break;
       case 'error':
         this.#stats.countError(outcome.code);
@@ -346,7 +388,7 @@ export class Crawl {
 
   #admit(url: NormalizedUrl, origin: string, depth: number, now: number): void {
     const hash = urlHash(url);
-    if (this.#frontier.queued >= this.config.maxQueuedUrls) {
+    if (this.#frontier.queued >= this.#config.maxQueuedUrls) {
       // Bounded memory: the URL is not marked seen, so a later discovery can still admit it.
       if (!this.#seen.has(hash)) this.#stats.counters.frontierOverflow++;
       return;
@@ -377,20 +419,20 @@ export class Crawl {
   }
 
   #budgetLeft(): number | null {
-    return this.config.maxPages === null ? null : Math.max(0, this.config.maxPages - this.#pagesCharged);
+    return this.#config.maxPages === null ? null : Math.max(0, this.#config.maxPages - this.#pagesCharged);
   }
 
   #concurrencyOf(queue: OriginQueue): number {
-    return crawlDelayOf(queue.robots) === null ? this.config.hostConcurrency : 1;
+    return crawlDelayOf(queue.robots) === null ? this.#config.hostConcurrency : 1;
   }
 
   #delayOf(queue: OriginQueue): number {
-    return Math.max(this.config.delayMs, crawlDelayOf(queue.robots) ?? 0);
+    return Math.max(this.#config.delayMs, crawlDelayOf(queue.robots) ?? 0);
   }
 
   #liveFetchers(now: number): number {
     let live = 0;
-    for (const info of this.#fetchers.values()) if (now - info.lastSeen < this.config.leaseMs * 2) live++;
+    for (const info of this.#fetchers.values()) if (now - info.lastSeen < this.#config.leaseMs * 2) live++;
     return live;
   }
 
@@ -409,5 +451,11 @@ export class Crawl {
 
 function originOfEntry(entry: QueuedUrl): string {
   return new URL(entry.url).origin;
+}
+
+function mustBeSeed(seed: string): NormalizedUrl {
+  const result = normalizeUrl(seed);
+  if (!result.ok) throw new Error(`seed is not a crawlable URL (${result.code}): ${seed.slice(0, 200)}`);
+  return result.url;
 }
 

@@ -27,6 +27,7 @@ export interface RunningQueueServer {
   readonly url: string;
   readonly token: string;
   readonly tokenFile: string;
+  readonly adminTokenFile: string;
   readonly service: CrawlService;
   /** Resolves when a one-shot crawl has finished. */
   readonly finished: Promise<void>;
@@ -51,7 +52,9 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
     for (const [url, depth] of known) crawl.admitKnown(url, depth, startedAt);
     const service = new CrawlService(crawl);
     const finished = new Promise<void>((resolve) => service.once('finished', resolve));
-    const server = createServer(createApp({ service, token }));
+    const adminTokenFile = dataPath(options.dataDir, 'adminToken');
+    const adminToken = loadOrCreateToken(adminTokenFile);
+    const server = createServer(createApp({ service, token, adminToken }));
     server.keepAliveTimeout = 65_000;
     server.headersTimeout = 66_000;
     await listen(server, options.host ?? '127.0.0.1', options.port ?? 7700);
@@ -65,6 +68,7 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
       url: `http://${host}:${port}`,
       token,
       tokenFile,
+      adminTokenFile,
       service,
       finished,
       async close() {

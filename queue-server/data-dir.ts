@@ -2,6 +2,7 @@
  * The data directory: everything a queue server keeps on disk lives here.
  *
  *   fetcher.token   the fetcher API secret (mode 0600), created on first start unless one is given
+ *   admin.token     the admin page and control API secret (mode 0600), a different secret
  *   pages.jsonl     the page archive (page-archive.ts), append-only
  *   cache.btree     cache validators per URL hash (cache-store.ts, B-Tree layout in btree/LAYOUT.md)
  *   LOCK            the pid of the queue server using the directory; a second one refuses to start
@@ -13,6 +14,7 @@ import { join } from 'node:path';
 
 export const DATA_FILES = {
   token: 'fetcher.token',
+  adminToken: 'admin.token',
   pages: 'pages.jsonl',
   cache: 'cache.btree',
   lock: 'LOCK',

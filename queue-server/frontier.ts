@@ -124,6 +124,21 @@ export class Frontier {
     if (wasEmpty || (head !== undefined && queue.urls.peek() !== head)) this.reconsider(queue, now);
   }
 
+  /** Drops every queued URL (robots knowledge and slot accounting stay); returns how many. */
+  clear(now: number): number {
+    const dropped = this.#queued;
+    for (const queue of this.#origins.values()) {
+      queue.urls.clear();
+      queue.chargedQueued = 0;
+      this.reconsider(queue, now);
+    }
+    this.#queued = 0;
+    this.#chargedQueued = 0;
+    this.#eligible.clear();
+    this.#timed.clear();
+    return dropped;
+  }
+
   /** Takes the next URL of an origin, in breadth-first order. */
   take(queue: OriginQueue): QueuedUrl | undefined {
     const entry = queue.urls.pop();

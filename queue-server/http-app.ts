@@ -5,7 +5,8 @@
  * against the protocol schema and a bad one gets a 4xx with a clear message and changes nothing.
  */
 import express, { type NextFunction, type Request, type Response } from 'express';
-import type { z } from 'zod';
+import { z } from 'zod';
+import { crawlConfigSchema } from './crawl-config.js';
 import {
   claimRequestSchema,
   describeZodError,
@@ -19,10 +20,33 @@ import type { CrawlService } from './crawl-service.js';
 
 export interface AppOptions {
   readonly service: CrawlService;
+  /** The fetcher API secret (fetcher.token). */
   readonly token: string;
+  /** The admin secret (admin.token): crawl control, and status. */
+  readonly adminToken: string;
 }
 
-class HttpError extends Error {
+const injectSchema = z.object({ urls: z.array(z.string().min(1).max(LIMITS.urlChars)).min(1).max(1000) });
+
+export const CONTROL_ROUTES = {
+  pause: '/api/control/pause',
+  resume: '/api/control/resume',
+  stop: '/api/control/stop',
+  inject: '/api/control/inject',
+  crawl: '/api/control/crawl',
+} as const;
+
+/** The settings a person may choose when starting a crawl; the rest keep the queue server's values. */
+const crawlStartSchema = crawlConfigSchema
+  .pick({ seeds: true, scope: true, maxDepth: true, delayMs: true, hostConcurrency: true })
+  .partial({ scope: true, maxDepth: true, delayMs: true, hostConcurrency: true })
+  .extend({
+    seeds: z.array(z.string().min(1).max(LIMITS.urlChars)).max(1000),
+    maxPages: z.number().int().positive().nullable().optional(),
+  })
+  .strict();
+
+export class HttpError extends Error {
   readonly status: number;
   readonly code: string;
   constructor(status: number, code: string, message: string) {
@@ -32,7 +56,7 @@ class HttpError extends Error {
   }
 }
 
-export function createApp({ service, token }: AppOptions): express.Express {
+export function createApp({ service, token, adminToken }: AppOptions): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -53,7 +77,22 @@ export function createApp({ service, token }: AppOptions): express.Express {
     }
     next();
   };
+  const requireAdmin = (req: Request, _res: Response, next: NextFunction) => {
+    const presented = bearerToken(req.headers.authorization);
+    if (presented === null || !tokensEqual(presented, adminToken)) {
+      return next(new HttpError(401, 'unauthorized', 'missing or wrong admin bearer token'));
+    }
+    next();
+  };
+  const requireAnyToken = (req: Request, _res: Response, next: NextFunction) => {
+    const presented = bearerToken(req.headers.authorization);
+    if (presented === null || !(tokensEqual(presented, token) || tokensEqual(presented, adminToken))) {
+      return next(new HttpError(401, 'unauthorized', 'missing or wrong bearer token'));
+    }
+    next();
+  };
   const json = express.json({ limit: LIMITS.requestBodyBytes, inflate: true, strict: true });
+  const smallJson = express.json({ limit: 256 * 1024, strict: true });
 
   app.post(ROUTES.claim, requireToken, json, async (req, res) => {
     const request = parseBody(claimRequestSchema, req.body);
@@ -73,12 +112,41 @@ export function createApp({ service, token }: AppOptions): express.Express {
     res.json({ unknownScheduleIds: service.heartbeat(request, clientAddress(req)) });
   });
 
-  app.get(ROUTES.status, requireToken, (_req, res) => {
+  app.get(ROUTES.status, requireAnyToken, (_req, res) => {
     res.json(service.status());
   });
 
-  app.get(ROUTES.statusStream, requireToken, (req, res) => {
+  app.get(ROUTES.statusStream, requireAnyToken, (req, res) => {
     streamStatus(service, req, res);
+  });
+
+  // Crawl control: each control of the admin page is also an API route.
+  app.post(CONTROL_ROUTES.pause, requireAdmin, (_req, res) => {
+    service.pause();
+    res.json({ state: service.displayState() });
+  });
+  app.post(CONTROL_ROUTES.resume, requireAdmin, (_req, res) => {
+    service.resume();
+    res.json({ state: service.displayState() });
+  });
+  app.post(CONTROL_ROUTES.stop, requireAdmin, (_req, res) => {
+    const dropped = service.stop();
+    res.json({ state: service.displayState(), dropped });
+  });
+  app.post(CONTROL_ROUTES.inject, requireAdmin, smallJson, (req, res) => {
+    const { urls } = parseBody(injectSchema, req.body);
+    res.json(service.inject(urls));
+  });
+  app.post(CONTROL_ROUTES.crawl, requireAdmin, smallJson, (req, res) => {
+    const input = parseBody(crawlStartSchema, req.body);
+    if (input.seeds.length === 0) throw new HttpError(400, 'invalid-body', 'seeds: give at least one URL');
+    const config = crawlConfigSchema.parse({ ...service.crawl.config, ...input, maxPages: input.maxPages ?? null });
+    try {
+      service.restart(config);
+    } catch (error) {
+      throw new HttpError(409, 'crawl-running', (error as Error).message);
+    }
+    res.json({ state: service.displayState() });
   });
 
   app.use((_req, _res, next) => next(new HttpError(404, 'not-found', 'no such route')));

@@ -47,7 +47,7 @@ function harness(config: CrawlConfigInput = {}, { realClock = false }: { realClo
   const h: Harness = { service: undefined as unknown as CrawlService, archive, app: undefined as unknown as ReturnType<typeof createApp>, clock: T0 };
   const service = new CrawlService(crawl, { clock: realClock ? Date.now : () => h.clock });
   service.start();
-  Object.assign(h, { service, app: createApp({ service, token: TOKEN }) });
+  Object.assign(h, { service, app: createApp({ service, token: TOKEN, adminToken: 'admin-token-for-tests-0123456789' }) });
   cleanups.push(() => {
     service.close();
     archive.close();

@@ -39,7 +39,7 @@ export function queueServerCommand(): Command {
       fail((error as Error).message);
     }
     const running = server;
-    process.stdout.write(`${JSON.stringify({ event: 'listening', url: running.url, tokenFile: running.tokenFile, pid: process.pid })}\n`);
+    process.stdout.write(`${JSON.stringify({ event: 'listening', url: running.url, tokenFile: running.tokenFile, adminTokenFile: running.adminTokenFile, pid: process.pid })}\n`);
     process.stderr.write(`petrel queue-server listening on ${running.url} (fetcher token in ${running.tokenFile})\n`);
     let stopping = false;
     const stop = async (reason: string) => {
