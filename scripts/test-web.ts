@@ -5,6 +5,8 @@
  *   import { startTestWeb } from '../scripts/test-web.js';
  *   const web = await startTestWeb({ pagesPerHost: 30 });
  *   ... crawl web.seeds, compare with web.model.reachable(...) and web.log ...
+ *   web.setGeneration(1);   // some pages change, vanish, redirect, fail, or copy others: web.model.changes(1)
+ *   ... recrawl ...
  *   await web.close();
  *
  * Run directly, it is a CLI: `node dist/scripts/test-web.js --help`.
@@ -17,6 +19,7 @@ export type { HostRole } from './test-web/hosts.js';
 export type { TestWebOptions } from './test-web/options.js';
 export type { RequestLogEntry } from './test-web/request-log.js';
 export type { ModelLink, ModelPage, SiteModel } from './test-web/site-model.js';
+export type { GenerationChanges } from './test-web/generations.js';
 export type { ReachableOptions } from './test-web/reachable.js';
 export { startTestWeb, type TestWeb } from './test-web/start.js';
 export { PETREL_AGENT } from './test-web/robots.js';

@@ -38,6 +38,11 @@ export function nodeOfPath(path: string, count: number): number | null {
   return node < count ? node : null;
 }
 
+/** True when `node` has no children in the 4-ary tree, so no page depends on it to be reachable by tree links. */
+export function isTreeLeaf(node: number, count: number): boolean {
+  return node * TREE_FANOUT + 1 >= count;
+}
+
 export function graphLinks(opts: { host: number; node: number; count: number; hostCount: number }): GraphLink[] {
   const { host, node, count, hostCount } = opts;
   const rng = prng(`graph:${host}:${node}`);

@@ -2,7 +2,7 @@
 import type { HtmlDoc, HtmlLink, HtmlSection } from './html.js';
 import { prng } from './prng.js';
 import { htmlPage, type HtmlResource, type RedirectResource } from './resource.js';
-import { paragraphs, sentence } from './text.js';
+import { paragraphs, sentence, swapWords } from './text.js';
 
 /** Links no crawler may follow; on every page of normal hosts. */
 export const NEVER_FOLLOW_LINKS: readonly HtmlLink[] = [
@@ -40,6 +40,18 @@ export function simpleDoc(opts: SimpleDocOptions): HtmlDoc {
     links: opts.links,
     sections: () => (cached ??= sectionsOf(paragraphs(`text:${opts.textSeed}`, { minCount: 3, minChars }), opts.textSeed)),
   };
+}
+
+/** `doc` with a run of `count` words of its first paragraph swapped: a near duplicate (same links, title, canonical). */
+export function nearCopyDoc(doc: HtmlDoc, count: number): HtmlDoc {
+  let cached: readonly HtmlSection[] | undefined;
+  const swapped = (): HtmlSection[] => {
+    const [first, ...rest] = doc.sections();
+    if (first === undefined) throw new Error('nearCopyDoc: a document without prose');
+    const [paragraph = '', ...others] = first.paragraphs;
+    return [{ heading: first.heading, paragraphs: [swapWords(paragraph, count), ...others] }, ...rest];
+  };
+  return { ...doc, sections: () => (cached ??= swapped()) };
 }
 
 /** Groups paragraphs under headings, four to a section, as articles usually are. */

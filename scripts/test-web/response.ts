@@ -1,6 +1,7 @@
 /**
  * Resource -> HTTP response: status, headers and body bytes. Responses are deterministic: the body
- * depends only on the URL (and options), the ETag is a hash of the body, Last-Modified is a fixed date.
+ * depends only on the URL, the options and the generation, the ETag is a hash of the body, Last-Modified
+ * is a fixed date (a later fixed one for pages a generation changed, see `generations.ts`).
  * Only 200 responses carry validators and freshness headers, since only they can be revalidated.
  */
 import { createHash } from 'node:crypto';
@@ -11,7 +12,7 @@ import type { Resource } from './resource.js';
 /** RFC 9111 freshness, per host: fresh for an hour, stale at once, or stale through an old Expires. */
 export type CachePolicy = { kind: 'max-age'; seconds: number } | { kind: 'expires-in-past' };
 
-/** Every 200 response claims this modification date (IMF-fixdate, RFC 9110 §5.6.7). */
+/** Every 200 response of generation 0 claims this modification date (IMF-fixdate, RFC 9110 §5.6.7). */
 export const LAST_MODIFIED = 'Mon, 01 Jan 2024 00:00:00 GMT';
 const EXPIRED = 'Sat, 01 Jan 2000 00:00:00 GMT';
 
@@ -44,11 +45,13 @@ export function prepareResponse(resource: Resource, cache: CachePolicy): Prepare
   const headers: Record<string, string> = { 'Content-Type': contentTypeOf(resource) };
   let body: Buffer;
   let delayMs = 0;
+  let lastModified = LAST_MODIFIED;
   switch (resource.kind) {
     case 'html':
       body = Buffer.from(renderHtml(resource.doc), 'utf8');
       Object.assign(headers, resource.headers);
       delayMs = resource.delayMs;
+      lastModified = resource.lastModified;
       break;
     case 'redirect':
       // No link in the body: crawlers follow Location, never the body of a redirect.
@@ -62,7 +65,7 @@ export function prepareResponse(resource: Resource, cache: CachePolicy): Prepare
   headers['Content-Length'] = String(body.length);
   let validators: Validators | null = null;
   if (resource.status === 200) {
-    validators = { etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`, lastModified: LAST_MODIFIED };
+    validators = { etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`, lastModified };
     Object.assign(headers, cacheHeaders(validators, cache));
   }
   return { status: resource.status, headers, body, validators, delayMs };

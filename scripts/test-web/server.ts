@@ -4,7 +4,8 @@
  *
  *   arrive -> log.arrive()
  *   method not GET/HEAD -> 405
- *   target -> canonical URL -> site.resolve(path) -> prepareResponse
+ *   target -> canonical URL -> resource in the current generation (a flaky page's first requests: 500)
+ *     -> prepareResponse
  *   200 and validators match -> 304 (RFC 9110 §13.2.2), no body
  *   delayMs > 0 -> wait (cancelled if the client goes away or the web closes)
  *   headers, then body in chunks (HEAD: none)
@@ -13,6 +14,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { canonicalUrl } from './canonical.js';
 import { isNotModified } from './conditional.js';
+import type { GenerationState } from './generation-state.js';
 import { logClock, type RequestLog } from './request-log.js';
 import { cacheHeaders, prepareResponse, type PreparedResponse } from './response.js';
 import type { WebHost } from './web.js';
@@ -24,6 +26,8 @@ export interface ServerState {
   log: RequestLog;
   /** Pending delays of slow responses, cleared by close(). Owned by the TestWeb. */
   timers: Set<NodeJS.Timeout>;
+  /** Which generation is served, and flaky pages' failure counts. Owned by the TestWeb. */
+  generation: GenerationState;
 }
 
 export function handleRequest(host: WebHost, req: IncomingMessage, res: ServerResponse, state: ServerState): void {
@@ -72,7 +76,7 @@ export function handleRequest(host: WebHost, req: IncomingMessage, res: ServerRe
     res.end(method === 'HEAD' ? undefined : body);
     return;
   }
-  const prepared = prepareResponse(host.site.resolve(url.slice(host.origin.length)), host.cache);
+  const prepared = prepareResponse(state.generation.resolveRequest(host, url), host.cache);
   const conditional = { method, ifNoneMatch: headerOf(req, 'if-none-match'), ifModifiedSince: headerOf(req, 'if-modified-since') };
   const notModified = prepared.validators !== null && isNotModified(conditional, prepared.validators);
 

@@ -3,6 +3,7 @@
  * serves (never from a parallel description), so the model and the bytes cannot disagree.
  */
 import { canonicalUrl } from './canonical.js';
+import type { GenerationChanges } from './generations.js';
 import { isAllowed, policyFromResponse, type RobotsPolicy } from './robots.js';
 import { reachable, type ReachableOptions } from './reachable.js';
 import type { Resource } from './resource.js';
@@ -38,7 +39,8 @@ export interface SiteModel {
   /**
    * What the server answers for this URL (canonicalized first): for any URL on a test-web host, a page,
    * including 404 pages for unknown paths and robots.txt; undefined for URLs outside the test web.
-   * Generated on demand, so the infinite trap is fine.
+   * Generated on demand, so the infinite trap is fine. Describes the current generation; a flaky page
+   * is described as it answers once its failures are spent (200, generation-0 content), see changes().
    */
   page(url: string): ModelPage | undefined;
   /**
@@ -54,14 +56,26 @@ export interface SiteModel {
    * robots; includes nothing deeper than maxDepth.
    */
   reachable(opts: ReachableOptions): Map<string, number>;
+  /**
+   * What `generation` changes relative to generation 0 on the normal hosts (see generations.ts): ground
+   * truth for a recrawl. Empty lists, and every generated content page unchanged, for generation 0.
+   */
+  changes(generation: number): GenerationChanges;
 }
 
-export function createSiteModel(web: Web): SiteModel {
+export interface SiteModelOptions {
+  /** The generation page() and reachable() describe, read at every call. Default: always 0. */
+  generation?: () => number;
+}
+
+export function createSiteModel(web: Web, opts: SiteModelOptions = {}): SiteModel {
+  const generation = opts.generation ?? (() => 0);
   const policies = new Map<WebHost, RobotsPolicy>();
   const policyOf = (host: WebHost): RobotsPolicy => {
     let policy = policies.get(host);
     if (policy === undefined) {
-      const robots = host.site.resolve('/robots.txt');
+      // robots.txt is the same in every generation, so its policy is read once.
+      const robots = host.site.resolve('/robots.txt', 0);
       const body = robots.kind === 'file' ? robots.body.toString('utf8') : '';
       policy = policyFromResponse(robots.status, body);
       policies.set(host, policy);
@@ -74,7 +88,7 @@ export function createSiteModel(web: Web): SiteModel {
       const canonical = canonicalUrl(url);
       const located = canonical === null ? null : web.locate(canonical);
       if (canonical === null || located === null) return undefined;
-      return toModelPage(canonical, located.host.site.resolve(located.pathAndQuery));
+      return toModelPage(canonical, located.host.site.resolve(located.pathAndQuery, generation()));
     },
     robotsAllows(url) {
       const canonical = canonicalUrl(url);
@@ -83,6 +97,7 @@ export function createSiteModel(web: Web): SiteModel {
       return isAllowed(policyOf(located.host), located.pathAndQuery);
     },
     reachable: (opts) => reachable(model, opts),
+    changes: (n) => web.changes(n),
   };
   return model;
 }

@@ -1,9 +1,10 @@
 /**
  * startTestWeb: validate options, bind every host, build the web for the port we got, and hand back
- * the handle tests use (origins, seeds, model, log, close). Building the web is separate from listening,
- * so nothing here depends on which port the kernel picked, except the URLs themselves.
+ * the handle tests use (origins, seeds, model, log, generation, close). Building the web is separate
+ * from listening, so nothing here depends on which port the kernel picked, except the URLs themselves.
  */
 import { closeServers, listenAll } from './bind.js';
+import { GenerationState } from './generation-state.js';
 import { HOST_ROLES, planHosts, type HostRole } from './hosts.js';
 import { validateOptions, type TestWebOptions } from './options.js';
 import { RequestLog, type RequestLogEntry } from './request-log.js';
@@ -24,7 +25,19 @@ export interface TestWeb {
   seeds: string[];
   /** Every request, in order of arrival (see request-log.ts). */
   log: RequestLogEntry[];
+  /** Describes the current generation; `model.changes(n)` says what generation n changes. */
   model: SiteModel;
+  /**
+   * Which version of the web is served: 0 at start. Assigning it is setGeneration(). See
+   * scripts/test-web/generations.ts for what generation 1 (and every later one, the same) changes.
+   */
+  generation: number;
+  /**
+   * Serves generation `n` (a non-negative integer; RangeError otherwise) from the next request on,
+   * and restarts the failure count of every flaky page, even when `n` is the current generation.
+   * Requests already being answered are not affected.
+   */
+  setGeneration(n: number): void;
   clearLog(): void;
   close(): Promise<void>;
 }
@@ -34,7 +47,7 @@ const BIND_ATTEMPTS = 5;
 export async function startTestWeb(opts: TestWebOptions = {}): Promise<TestWeb> {
   const options = validateOptions(opts);
   const plans = planHosts({ normalHosts: options.hosts, profile: options.profile });
-  const state: ServerState = { log: new RequestLog(), timers: new Set() };
+  const state: ServerState = { log: new RequestLog(), timers: new Set(), generation: new GenerationState() };
   let web: Web | null = null;
   const { port, servers } = await listenAll(plans.map((plan) => plan.address), { port: options.port, attempts: BIND_ATTEMPTS }, (index, req, res) => {
     const host = web?.hosts[index];
@@ -59,7 +72,14 @@ export async function startTestWeb(opts: TestWebOptions = {}): Promise<TestWeb> 
     get log() {
       return state.log.entries;
     },
-    model: createSiteModel(web),
+    model: createSiteModel(web, { generation: () => state.generation.current }),
+    get generation() {
+      return state.generation.current;
+    },
+    set generation(n: number) {
+      state.generation.set(n);
+    },
+    setGeneration: (n) => state.generation.set(n),
     clearLog: () => state.log.clear(),
     close() {
       closing ??= (async () => {

@@ -64,3 +64,23 @@ function paragraphPool(): readonly string[] {
   }
   return pool;
 }
+
+/**
+ * `text` with a run of `count` consecutive words, from the middle on, swapped for other words of the
+ * vocabulary (an edited phrase); only bare lowercase words are swapped, so capitals and punctuation
+ * stay. Makes near duplicates: a page and its near copy differ in these words only, and a run changes
+ * fewer word shingles than scattered words would, which keeps simhashes close.
+ */
+export function swapWords(text: string, count: number): string {
+  const words = text.split(' ');
+  const bare = (i: number): boolean => /^[a-z]+$/.test(words[i] ?? '');
+  let start = Math.floor(words.length / 2);
+  const runAt = (at: number): boolean => Array.from({ length: count }, (_, k) => bare(at + k)).every(Boolean);
+  while (start + count <= words.length && !runAt(start)) start++;
+  if (start + count > words.length) throw new Error(`swapWords: no run of ${count} bare words in the second half of the text`);
+  for (let k = start; k < start + count; k++) {
+    // The vocabulary has no repeated word, so the next one always differs.
+    words[k] = WORDS[(WORDS.indexOf(words[k] ?? '') + 1) % WORDS.length] ?? 'petrel';
+  }
+  return words.join(' ');
+}

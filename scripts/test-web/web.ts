@@ -3,6 +3,7 @@
  * a canonical URL to (host, path). Shared by the server and the model.
  */
 import type { WebContext } from './context.js';
+import { generationChanges, type GenerationChanges } from './generations.js';
 import { addressHosts, type HostAddress, type HostPlan, type Profile, type SpecialRole } from './hosts.js';
 import { normalSite } from './normal-site.js';
 import type { HostSite } from './resource.js';
@@ -18,6 +19,8 @@ export interface Web {
   hosts: readonly WebHost[];
   /** Finds the host of a canonical URL; null for URLs outside the test web. */
   locate(canonicalUrl: string): { host: WebHost; pathAndQuery: string } | null;
+  /** What differs from generation 0 in `generation`, on every normal host (see generations.ts). */
+  changes(generation: number): GenerationChanges;
 }
 
 export interface WebOptions {
@@ -60,5 +63,6 @@ export function buildWeb(plans: readonly HostPlan[], port: number, opts: WebOpti
       if (match === null || host === undefined) return null;
       return { host, pathAndQuery: match[2] ?? '/' };
     },
+    changes: (generation) => generationChanges(normalOrigins, opts.pagesPerHost, generation),
   };
 }
