@@ -9,7 +9,7 @@
  *  - A 2xx replaces the record, a 304 updates it from the 304's own headers (RFC 9111 section 4.3.4:
  *    headers present in the 304 replace the stored ones; the rest stand), `no-store` removes it.
  */
-import { freshnessOf } from '../shared/freshness.js';
+import { freshnessOf, parseHttpDate } from '../shared/freshness.js';
 import type { CacheHeaders, ItemResult, Validators } from '../shared/protocol.js';
 import type { CacheRecord } from './cache-record.js';
 
@@ -49,14 +49,14 @@ export function recordAfterNotModified(previous: CacheRecord | null, result: Ite
 function recordFrom(headers: CacheHeaders, result: ItemResult, bodyBytes: number, now: number): CacheRecord | null {
   const freshness = freshnessOf(headers, result.fetchedAt, result.fetchedAt + result.durationMs);
   if (!freshness.storable) return null;
-  const date = headers.date === null ? null : Date.parse(headers.date);
+  const date = parseHttpDate(headers.date, now);
   return {
     etag: headers.etag,
     lastModified: headers.lastModified,
     cacheControl: headers.cacheControl,
     expires: headers.expires,
     freshUntil: now + Math.max(0, freshness.lifetimeMs - freshness.ageMs),
-    date: date === null || Number.isNaN(date) ? null : date,
+    date,
     storedAt: now,
     bodyBytes,
   };

@@ -29,7 +29,7 @@ export interface CacheRecord {
   readonly lastModified: string | null;
   readonly cacheControl: string | null;
   readonly expires: string | null;
-  /** ms since epoch (queue server clock); at or before it the stored response is fresh. */
+  /** ms since epoch (queue server clock); before it the stored response is fresh. */
   readonly freshUntil: number;
   readonly date: number | null;
   readonly storedAt: number;

@@ -45,14 +45,39 @@ function deltaSeconds(value: string | null | undefined): number | null {
   return Math.min(Number(value), 2 ** 31);
 }
 
-/** An HTTP-date (RFC 9110 section 5.6.7), or null. */
-export function parseHttpDate(value: string | null): number | null {
+const MONTHS = ['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec'];
+const IMF_FIXDATE = /^[A-Za-z]{3}, (\d{2}) ([A-Za-z]{3}) (\d{4}) (\d{2}):(\d{2}):(\d{2}) GMT$/;
+const RFC850_DATE = /^[A-Za-z]{6,9}, (\d{2})-([A-Za-z]{3})-(\d{2}) (\d{2}):(\d{2}):(\d{2}) GMT$/;
+const ASCTIME_DATE = /^[A-Za-z]{3} ([A-Za-z]{3}) ( \d|\d{2}) (\d{2}):(\d{2}):(\d{2}) (\d{4})$/;
+
+/**
+ * An HTTP-date (RFC 9110 section 5.6.7) as ms since epoch, or null. The three forms a recipient must
+ * accept: IMF-fixdate, the obsolete RFC 850 form and asctime, all in UTC (asctime names no zone and
+ * still means UTC). A two-digit RFC 850 year more than 50 years after `now` is in the past century.
+ * Anything else, such as "0" or "Never", is not a date (RFC 9111 section 5.3: an invalid Expires means
+ * already expired).
+ */
+export function parseHttpDate(value: string | null, now: number = Date.now()): number | null {
   if (value === null) return null;
-  const trimmed = value.trim();
-  // Date.parse also accepts plain numbers and partial dates; HTTP dates always name a weekday or a month.
-  if (!/[A-Za-z]{3}/.test(trimmed)) return null;
-  const time = Date.parse(trimmed);
-  return Number.isNaN(time) ? null : time;
+  const text = value.trim();
+  let parts: { day: string; month: string; year: number; time: [string, string, string] };
+  let match: RegExpExecArray | null;
+  if ((match = IMF_FIXDATE.exec(text)) !== null) {
+    parts = { day: match[1]!, month: match[2]!, year: Number(match[3]), time: [match[4]!, match[5]!, match[6]!] };
+  } else if ((match = RFC850_DATE.exec(text)) !== null) {
+    const thisYear = new Date(now).getUTCFullYear();
+    let year = Math.floor(thisYear / 100) * 100 + Number(match[3]);
+    if (year > thisYear + 50) year -= 100;
+    parts = { day: match[1]!, month: match[2]!, year, time: [match[4]!, match[5]!, match[6]!] };
+  } else if ((match = ASCTIME_DATE.exec(text)) !== null) {
+    parts = { day: match[2]!.trim(), month: match[1]!, year: Number(match[6]), time: [match[3]!, match[4]!, match[5]!] };
+  } else return null;
+  const month = MONTHS.indexOf(parts.month.toLowerCase());
+  const [hour, minute, second] = parts.time.map(Number) as [number, number, number];
+  if (month < 0 || hour > 23 || minute > 59 || second > 60) return null;
+  const time = Date.UTC(parts.year, month, Number(parts.day), hour, minute, second);
+  // Date.UTC rolls over (Feb 30 becomes Mar 2): such a date is not a date.
+  return new Date(time).getUTCDate() === Number(parts.day) ? time : null;
 }
 
 export function freshnessOf(headers: CacheHeaders, requestTime: number, responseTime: number): Freshness {
@@ -61,7 +86,7 @@ export function freshnessOf(headers: CacheHeaders, requestTime: number, response
   const noCache = directives.has('no-cache');
   const mustRevalidate = directives.has('must-revalidate');
 
-  const date = parseHttpDate(headers.date) ?? responseTime;
+  const date = parseHttpDate(headers.date, responseTime) ?? responseTime;
   const apparentAge = Math.max(0, responseTime - date);
   const ageValue = (deltaSeconds(headers.age?.trim()) ?? 0) * 1000;
   const correctedAgeValue = ageValue + Math.max(0, responseTime - requestTime);
@@ -71,7 +96,7 @@ export function freshnessOf(headers: CacheHeaders, requestTime: number, response
   const maxAge = directives.has('max-age') ? deltaSeconds(directives.get('max-age')) : null;
   if (maxAge !== null) lifetimeMs = maxAge * 1000;
   else if (headers.expires !== null) {
-    const expires = parseHttpDate(headers.expires);
+    const expires = parseHttpDate(headers.expires, responseTime);
     lifetimeMs = expires === null ? 0 : Math.max(0, expires - date);
   }
   if (noCache) lifetimeMs = 0;
