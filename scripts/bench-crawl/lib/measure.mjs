@@ -70,6 +70,8 @@ export async function measure(run) {
     cpuS: time.userS + time.sysS,
     largestProcessRssKb: time.maxRssKb,
     processes,
+    /** pid of the time wrapper: the crawler's own main process is its child. */
+    wrapperPid: child.pid,
     loadBefore,
     /** CPU s the whole machine spent during the run, every process of every user (from /proc/stat). */
     machineCpuS,

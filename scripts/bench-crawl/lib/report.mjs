@@ -18,12 +18,15 @@ export function resultRow(peer, own, tally, measured, expected) {
     /** CPU s as of the last sample (up to 100 ms short); the tree's exact total is cpuS. */
     cpuS: record.cpuS,
     samples: record.samples,
+    main: record.ppid === measured.wrapperPid,
   }));
   // Helpers that live for a moment (Crawlee runs `ps` every few seconds to watch its memory) would
   // inflate a plain sum of peaks, since they never run at the same time: they count once, as the
   // largest of them, and are listed apart.
-  const processes = all.filter((p) => p.samples >= TRANSIENT_SAMPLES);
-  const transient = all.filter((p) => p.samples < TRANSIENT_SAMPLES);
+  // The crawler's main process is never a helper, however short the crawl.
+  const isTransient = (p) => p.samples < TRANSIENT_SAMPLES && !p.main;
+  const processes = all.filter((p) => !isTransient(p));
+  const transient = all.filter(isTransient);
   const transientPeakMb = Math.max(0, ...transient.map((p) => p.peakRssMb));
   const pages = tally.distinctPages;
   const wallS = measured.wallMs / 1000;
