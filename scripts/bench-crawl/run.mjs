@@ -134,8 +134,12 @@ try {
     allRuns,
     profile,
   };
-  writeFileSync(join(outDir, 'latest.json'), `${JSON.stringify(report, null, 2)}\n`);
-  say(`\nwrote ${join(outDir, 'latest.json')}`);
+  // latest.json is overwritten; the dated copy keeps earlier runs for comparison.
+  const text = `${JSON.stringify(report, null, 2)}\n`;
+  const dated = join(outDir, `run-${report.createdAt.replace(/[:.]/g, '-')}.json`);
+  writeFileSync(join(outDir, 'latest.json'), text);
+  writeFileSync(dated, text);
+  say(`\nwrote ${join(outDir, 'latest.json')} (and ${dated})`);
 } finally {
   await web.close();
 }
