@@ -11,6 +11,7 @@ import { Agent, request, type Dispatcher } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canonicalUrl, startTestWeb, type ModelPage, type TestWeb } from '../scripts/test-web.js';
 import { planHosts } from '../scripts/test-web/hosts.js';
+import { EVIL_TITLE } from '../scripts/test-web/main-extras.js';
 import { buildWeb } from '../scripts/test-web/web.js';
 import { createSiteModel } from '../scripts/test-web/site-model.js';
 
@@ -58,8 +59,9 @@ function crudeParse(html: string, pageUrl: string): { title: string | null; meta
     links.push({ url: `${url.origin}${path}${url.search}`, nofollow: (attr(tag, 'rel') ?? '').split(/\s+/).includes('nofollow') });
   }
   const metaTag = /<meta\s+name="robots"[^>]*>/.exec(html)?.[0];
+  const title = /<title>([^<]*)<\/title>/.exec(html)?.[1];
   return {
-    title: /<title>([^<]*)<\/title>/.exec(html)?.[1] ?? null,
+    title: title === undefined ? null : unescape(title),
     metaRobots: metaTag === undefined ? null : attr(metaTag, 'content'),
     links,
   };
@@ -218,6 +220,13 @@ describe('test web, full profile', () => {
     const json = await get(`${main}/files/data.json`);
     expect(JSON.parse(json.body.toString()).index).toBe(`${main}/index.html`);
 
+    // The evil title is escaped in the HTML; a parser reads it back as the literal text.
+    const evil = await get(`${main}/evil.html`);
+    expect(evil.status).toBe(200);
+    expect(evil.body.toString()).toContain('<title>&lt;script&gt;window.__pwned=1&lt;/script&gt;&lt;img src=x onerror="window.__pwned=2"&gt;</title>');
+    expect(crudeParse(evil.body.toString(), `${main}/evil.html`).title).toBe(EVIL_TITLE);
+    expect(modelPage(web, `${main}/evil.html`).title).toBe(EVIL_TITLE);
+
     const full = await get(`${main}/index.html`);
     const head = await get(`${main}/index.html`, { method: 'HEAD' });
     expect(head.status).toBe(200);
@@ -322,7 +331,7 @@ describe('test web, full profile', () => {
 
   it('reachable() with a host-only scope is finite and leaves out nofollow, robots-disallowed and foreign URLs', () => {
     const reach = web.model.reachable({ seeds: web.seeds, inScope: onHost(main), maxDepth: 50 });
-    expect(reach.size).toBe(45);
+    expect(reach.size).toBe(46);
     expect([...reach.keys()].every(onHost(main))).toBe(true);
     expect(reach.has(`${main}/hidden/nofollow-only.html`)).toBe(false);
     expect(reach.has(`${main}/meta/behind-nofollow.html`)).toBe(false);

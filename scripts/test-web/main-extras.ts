@@ -11,6 +11,8 @@
  *   /slow.html                    answers after `slowMs`
  *   /large.html                   ~3 MB of HTML, over a typical 2 MB body limit
  *   /files/image.png /files/doc.pdf /files/data.json
+ *   /evil.html                    its <title> carries markup and script (EVIL_TITLE), escaped in the HTML:
+ *                                 whatever shows page titles must show it as text and run nothing
  */
 import type { WebContext } from './context.js';
 import type { HtmlDoc, HtmlLink, HtmlSection } from './html.js';
@@ -18,6 +20,9 @@ import { jsonBytes, pdfBytes, pngBytes } from './files.js';
 import { errorPage, link, NEVER_FOLLOW_LINKS, redirect, simpleDoc } from './pages.js';
 import { htmlPage, type HtmlResource, type Resource } from './resource.js';
 import { paragraphs } from './text.js';
+
+/** The title of /evil.html, as a crawler extracts it: markup that would run if put into a page as HTML. */
+export const EVIL_TITLE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">';
 
 /** Prose characters of /large.html: a little over 3 MiB of HTML once marked up. */
 const LARGE_PAGE_CHARS = 3 * 1024 * 1024;
@@ -64,6 +69,7 @@ export function mainExtras(ctx: WebContext, origin: string): MainExtras {
     ['/files/image.png', () => ({ kind: 'file', status: 200, contentType: 'image/png', body: pngBytes() })],
     ['/files/doc.pdf', () => ({ kind: 'file', status: 200, contentType: 'application/pdf', body: pdfBytes() })],
     ['/files/data.json', () => ({ kind: 'file', status: 200, contentType: 'application/json', body: jsonBytes(origin) })],
+    ['/evil.html', () => page('/evil.html', EVIL_TITLE)],
   ]);
 
   const indexLinks: HtmlLink[] = [
@@ -81,6 +87,7 @@ export function mainExtras(ctx: WebContext, origin: string): MainExtras {
     link('/files/image.png', 'An image'),
     link('/files/doc.pdf', 'A PDF'),
     link('/files/data.json', 'Some JSON'),
+    link('/evil.html', 'A page whose title carries markup'),
   ];
   for (const [role, special] of Object.entries(ctx.specialOrigins)) indexLinks.push(link(`${special}/index.html`, `Special host: ${role}`));
 
