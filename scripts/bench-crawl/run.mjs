@@ -12,7 +12,8 @@
  *   3. for each crawler: clear the server's log, run it under GNU time and the /proc sampler, tally the
  *      server's log, and check the crawler got every page;
  *   4. print the table and the ratios, write out/latest.json;
- *   5. with --profile, run Petrel again with --cpu-prof and print the top functions of each process.
+ *   5. with --profile, run Petrel again under V8's CPU profiler (the equivalent of --cpu-prof, through a
+ *      preload) and print the top functions of each process.
  */
 import { fork, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -37,7 +38,8 @@ Options:
   --only LIST        comma-separated subset of: ${PEERS.map((p) => p.name).join(',')} (default: all)
   --repeat N         run each crawler N times, interleaved; the table shows each one's cleanest run (least
                      CPU used by everything else on the machine), the JSON keeps every run (default 1)
-  --profile          afterwards, run Petrel once more with --cpu-prof and print each process's top functions
+  --profile          afterwards, run Petrel once more under the CPU profiler (like --cpu-prof) and print
+                     each process's top functions; .cpuprofile files go to out/profile/
   --top N            functions per process in the profile (default 15)
   --timeout-s N      give up on one crawler after this long (default 1800)
   --petrel-root DIR  the Petrel checkout whose dist/ is benchmarked (default: the one holding this script),
@@ -171,7 +173,7 @@ async function runPeer(peer, { extraEnv, label }) {
   return { row, measured };
 }
 
-/** Petrel again under --cpu-prof; profiles are kept in out/profile/ for DevTools. */
+/** Petrel again under the CPU profiler; profiles are kept in out/profile/ for DevTools. */
 async function profilePetrel() {
   const profileDir = join(outDir, 'profile');
   rmSync(profileDir, { recursive: true, force: true });

@@ -13,7 +13,9 @@ import { join } from 'node:path';
  * long the crawl took (excluding what it does not count, e.g. start-up), and its full report.
  *
  * @typedef {{ origins: string[], seeds: string[], hostConcurrency: number, fetchers: number,
- *             root: string, here: string, dir: string, logDir: string }} PeerContext
+ *             root: string, here: string, dir: string, logDir: string,
+ *             extraEnv?: Record<string, string> }} PeerContext
+ * root: the Petrel checkout (a snapshot of its dist/); here: this folder; logDir: out/.
  */
 
 export const PETREL_CLI = ['dist', 'queue-server', 'cli', 'petrel.js'];
