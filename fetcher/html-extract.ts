@@ -18,9 +18,11 @@
  *  - canonical: `<link rel="canonical" href>`, resolved and normalized.
  *  - language: `<html lang>`, else `<meta http-equiv="content-language">`.
  *  - excerpt: the visible text (not script, style, noscript, template), whitespace collapsed.
+ *  - simhash: 64-bit fingerprint of the first 64 K characters of that text, for near duplicates.
  */
 import { load } from 'cheerio/slim';
 import { LIMITS, type PageData } from '../shared/protocol.js';
+import { simhash } from '../shared/simhash.js';
 import { normalizeUrl } from '../shared/url-normalize.js';
 
 export interface ExtractedPage {
@@ -36,6 +38,7 @@ interface DomNode {
   children?: DomNode[];
 }
 
+const SIMHASH_TEXT_CHARS = 64 * 1024;
 const SKIP_TEXT = new Set(['script', 'style', 'noscript', 'template', 'head', 'title']);
 /** Elements whose boundaries separate words in the excerpt. */
 const BLOCK = new Set(['p', 'div', 'li', 'ul', 'ol', 'br', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'tr', 'td', 'th', 'section', 'article', 'header', 'footer', 'nav', 'main', 'aside', 'blockquote', 'pre', 'dt', 'dd', 'table', 'form', 'hr']);
@@ -56,7 +59,8 @@ export function extractPage(html: string, pageUrl: string, maxLinks: number = LI
   let nofollow = false;
   const hrefs: string[] = [];
   let text = '';
-  const textBudget = LIMITS.excerptChars * 2;
+  // Text is kept for the excerpt and for the near-duplicate fingerprint (simhash), up to this much.
+  const textBudget = SIMHASH_TEXT_CHARS;
 
   // Each stack entry is a node and whether text inside it is invisible.
   const stack: { node: DomNode; hidden: boolean }[] = [{ node: root, hidden: false }];
@@ -122,17 +126,19 @@ export function extractPage(html: string, pageUrl: string, maxLinks: number = LI
     }
   }
   const canonical = canonicalHref === null ? null : normalizeUrl(canonicalHref.trim(), baseUrl);
+  const visibleText = collapse(text);
 
   return {
     page: {
       title: title === null ? null : bound(collapse(title), LIMITS.titleChars),
       description: description === null ? null : bound(collapse(description), LIMITS.descriptionChars),
       language: boundLanguage(language ?? contentLanguage),
-      excerpt: bound(collapse(text), LIMITS.excerptChars),
+      excerpt: bound(visibleText, LIMITS.excerptChars),
       canonical: canonical?.ok === true ? canonical.url : null,
       noindex,
       nofollow,
       outlinks: links.length,
+      simhash: visibleText.length === 0 ? null : simhash(visibleText),
     },
     links,
   };

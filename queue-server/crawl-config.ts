@@ -31,6 +31,15 @@ export const crawlConfigSchema = z.object({
   bloomFalsePositiveRate: z.number().gt(0).lt(0.5).default(0.001),
   /** URLs waiting in the frontier at most; further discoveries are counted in frontierOverflow. */
   maxQueuedUrls: z.number().int().min(1).default(2_000_000),
+  /** Retries of a failed URL (5xx, timeout, connection error) before it is gone; the n-th waits retryBaseMs * 2^(n-1). */
+  maxRetries: z.number().int().min(0).max(20).default(3),
+  retryBaseMs: z.number().int().nonnegative().default(30_000),
+  /** Adaptive refetch interval (continuous mode): first interval and bounds, ms. Nutch: 30 d, 1 min, 90 d. */
+  initialIntervalMs: z.number().int().positive().default(30 * 24 * 3600 * 1000),
+  minIntervalMs: z.number().int().positive().default(60 * 1000),
+  maxIntervalMs: z.number().int().positive().default(90 * 24 * 3600 * 1000),
+  /** Crawl order: breadth-first, or page importance (OPIC cash shared from a page to its outlinks). */
+  order: z.enum(['bfs', 'opic']).default('bfs'),
   /** Exit when nothing is due or leased (one-shot `petrel crawl`); otherwise keep serving. */
   once: z.boolean().default(false),
 });

@@ -25,3 +25,27 @@ export function readPass(path: string): CrawlPass | null {
 export function writePass(path: string, pass: CrawlPass): void {
   writeFileAtomic(path, `${JSON.stringify(pass)}\n`);
 }
+
+/**
+ * Whether a known URL is due when the queue server starts (or a pass begins). Pure.
+ *  - Continuous mode: due when its next fetch time has come.
+ *  - A pass (one-shot crawl): URLs waiting for a first fetch or a retry are due at their time; URLs
+ *    fetched before this pass began are due now (a new pass recrawls everything known: the cache
+ *    decides between skipping, revalidating and fetching); URLs gone or robots-denied keep their
+ *    rare recheck time; URLs already visited in this pass are done.
+ * Returns the time it is due (possibly in the future), or null when it is not due in this pass.
+ */
+export function dueAt(record: { status: string; nextFetchAt: number; lastFetchAt: number | null }, pass: CrawlPass | null, once: boolean, now: number): number | null {
+  if (!once || pass === null) return record.nextFetchAt;
+  switch (record.status) {
+    case 'unfetched':
+    case 'retry':
+      return record.nextFetchAt;
+    case 'gone':
+    case 'robots_denied':
+      return record.nextFetchAt <= now ? record.nextFetchAt : null;
+    default:
+      return (record.lastFetchAt ?? 0) < pass.startedAt ? now : null;
+  }
+}
+

@@ -1,44 +1,49 @@
 /**
- * The crawl: the queue server's in-process owner of the frontier, the seen-set, robots rules, leases,
- * counters and the page archive. It is driven by three inputs only (claims, results, heartbeats) plus
- * the passage of time, which the caller reports through `now` (ms since epoch) and `tick`.
+ * The crawl: the queue server's owner of the frontier, the seen-set, the crawl database, robots
+ * rules, leases, counters and the page archive. It is driven by three inputs (claims, results,
+ * heartbeats) plus the passage of time, which the caller reports as `now` (ms since epoch).
  *
- * Data path: admit (seed or link) -> frontier -> cutSchedule -> lease -> fetcher -> applyResults ->
- * archive + admit links -> frontier. HTTP, timers and waiting live in http-app.ts and daemon.ts.
+ * Data path: admit (seed or link) -> crawl db record + frontier -> cutSchedule -> lease -> fetcher ->
+ * applyResults -> crawl db transition (crawldb/transition.ts), cache record, page record, links
+ * admitted -> frontier. On start, `load` rebuilds the frontier and seen-set from the crawl database:
+ * what was leased when the previous process died is simply due again. HTTP, timers and waiting live
+ * in http-app.ts and crawl-service.ts.
  */
 import { randomBytes } from 'node:crypto';
-import { LIMITS, type ClaimRequest, type HeartbeatRequest, type ItemResult, type ResultsRequest, type ResultsResponse, type Schedule, type FetcherStats } from '../shared/protocol.js';
-import { urlHash } from '../shared/url-hash.js';
+import { LIMITS, type ClaimRequest, type HeartbeatRequest, type ItemResult, type ResultsRequest, type ResultsResponse, type Schedule } from '../shared/protocol.js';
+import { urlHash, urlHashHex, type UrlHash } from '../shared/url-hash.js';
 import { normalizeUrl, type NormalizedUrl } from '../shared/url-normalize.js';
-import { CrawlStats, type CrawlSummary } from './crawl-stats.js';
+import { cacheDecision, recordAfterFullResponse, recordAfterNotModified } from './cache-policy.js';
+import type { CacheStore } from './cache-store.js';
 import type { CrawlConfig } from './crawl-config.js';
-import { Frontier, type OriginQueue } from './frontier.js';
+import { dueAt, type CrawlPass } from './crawl-pass.js';
+import { CrawlStats, type CrawlSummary } from './crawl-stats.js';
+import { relationsOf, type CrawlDb } from './crawldb/crawl-db.js';
+import type { FetchSchedulePolicy } from './crawldb/fetch-schedule.js';
+import { newCrawlDbRecord, type CrawlDbRecord, type CrawlDbStatus } from './crawldb/record.js';
+import { applyFetch } from './crawldb/transition.js';
+import { FetcherRegistry, type FetcherInfo } from './fetcher-registry.js';
+import { Frontier, type OriginQueue, type QueuedUrl } from './frontier.js';
 import { LeaseTable, type LeasedSlot } from './leases.js';
-import { classifyPageResult, pageRecordOf, type PageRecord } from './outcome.js';
+import { classifyPageResult, crawlDbOutcomeOf, pageRecordOf, type PageRecord } from './outcome.js';
 import type { PageArchive } from './page-archive.js';
+import { RetryAfterBudget } from './retry-after.js';
+import { RecentEvents, type RecentError, type RecentFetch } from './recent-events.js';
+import type { HostsOverview } from './host-activity.js';
 import { crawlDelayOf, rulesFromFetch } from './robots.js';
+import type { RobotsStore } from './robots-store.js';
 import { cutSchedule } from './schedule-cutter.js';
 import { makeScopeFilter, type ScopeFilter } from './scope.js';
 import { SeenSet } from './seen-set.js';
-import { RecentEvents, type RecentError, type RecentFetch } from './recent-events.js';
-import { cacheDecision, recordAfterFullResponse, recordAfterNotModified } from './cache-policy.js';
-import type { CacheStore } from './cache-store.js';
-import { MinHeap } from './heap.js';
-import type { QueuedUrl } from './frontier.js';
+import { UrlPlacement } from './url-placement.js';
 
 export type CrawlState = 'running' | 'idle';
 
-export interface FetcherInfo {
-  readonly id: string;
-  name: string;
-  address: string;
-  firstSeen: number;
-  lastSeen: number;
-  /** As the fetcher last reported them. */
-  stats: FetcherStats;
-  /** Counted here as its results are applied. */
-  resultsApplied: number;
-  pagesFetched: number;
+export interface CrawlStores {
+  readonly archive: PageArchive;
+  readonly cache: CacheStore;
+  readonly crawlDb: CrawlDb;
+  readonly robots: RobotsStore | null;
 }
 
 export interface CrawlStatus extends CrawlSummary {
@@ -46,43 +51,74 @@ export interface CrawlStatus extends CrawlSummary {
   frontierSize: number;
   leasesOut: number;
   itemsLeased: number;
+  waitingUrls: number;
   origins: number;
+  urlsByStatus: Record<CrawlDbStatus, number>;
   fetchers: (FetcherInfo & { itemsLeased: number })[];
   seenSet: ReturnType<SeenSet['stats']>;
   cacheTree: ReturnType<CacheStore['stats']>;
+  crawlDbTree: ReturnType<CrawlDb['stats']>;
+  pass: CrawlPass | null;
   recentFetches: RecentFetch[];
   recentErrors: RecentError[];
+  hosts: HostsOverview;
   config: Omit<CrawlConfig, 'seeds'> & { seeds: string[] };
 }
 
 export class Crawl {
   #config: CrawlConfig;
+  readonly #stores: CrawlStores;
+  readonly #schedule: FetchSchedulePolicy;
   readonly #frontier: Frontier;
   #seen: SeenSet;
   readonly #leases = new LeaseTable(randomBytes(3).toString('hex'));
   readonly #stats = new CrawlStats();
-  readonly #archive: PageArchive;
   #seeds: NormalizedUrl[];
   #inScope: ScopeFilter;
-  readonly #fetchers = new Map<string, FetcherInfo>();
+  readonly #fetchers = new FetcherRegistry();
   readonly #recent = new RecentEvents(100);
-  readonly #cache: CacheStore;
-  /** Fresh URLs skipped in continuous mode, due again when their stored copy expires. */
-  readonly #dueLater = new MinHeap<{ at: number; origin: string; entry: QueuedUrl }>((a, b) => a.at < b.at);
+  readonly #placement = new UrlPlacement();
+  readonly #retryAfter = new RetryAfterBudget();
+  #pass: CrawlPass | null;
   #pagesCharged = 0;
 
-  constructor(config: CrawlConfig, archive: PageArchive, cache: CacheStore) {
+  constructor(config: CrawlConfig, stores: CrawlStores, schedule: FetchSchedulePolicy, pass: CrawlPass | null) {
     this.#config = config;
-    this.#archive = archive;
-    this.#cache = cache;
+    this.#stores = stores;
+    this.#schedule = schedule;
+    this.#pass = pass;
     this.#frontier = new Frontier({ concurrencyOf: (queue) => this.#concurrencyOf(queue) });
-    this.#seen = new SeenSet({ capacity: config.bloomCapacity, falsePositiveRate: config.bloomFalsePositiveRate });
+    this.#seen = this.#newSeenSet();
     this.#seeds = config.seeds.map(mustBeSeed);
     this.#inScope = makeScopeFilter(config.scope, this.#seeds);
   }
 
   get config(): CrawlConfig {
     return this.#config;
+  }
+
+  get pass(): CrawlPass | null {
+    return this.#pass;
+  }
+
+  /**
+   * Rebuilds the seen-set and frontier from the crawl database (queue server start). URLs that were
+   * out on lease when the previous process stopped have no committed result, so they are due again.
+   */
+  load(now: number): number {
+    return this.#stores.crawlDb.load((hash, record) => {
+      this.#seen.addIfNew(hash);
+      const at = dueAt(record, this.#pass, this.#config.once, now);
+      if (at === null) return;
+      if (at > now) this.#placement.later(hash, at);
+      else this.#queueKnown(hash, record, now);
+    });
+  }
+
+  /** Admits the seeds at depth 0 (scope does not apply to them: they define it). */
+  seed(now: number): void {
+    this.#stats.start(now);
+    for (const seed of this.#seeds) this.#admit(seed, new URL(seed).origin, 0, 1, now);
   }
 
   /**
@@ -95,8 +131,14 @@ export class Crawl {
     this.#seeds = seeds;
     this.#inScope = makeScopeFilter(config.scope, seeds);
     this.#pagesCharged = 0;
-    this.#frontier.clear(now);
-    this.#seen = new SeenSet({ capacity: config.bloomCapacity, falsePositiveRate: config.bloomFalsePositiveRate });
+    this.dropQueued(now);
+    this.#seen = this.#newSeenSet();
+    for (const seed of seeds) {
+      const hash = urlHash(seed);
+      const record = this.#stores.crawlDb.get(hash);
+      if (record !== null) this.#seen.addIfNew(hash);
+      if (record !== null && this.#placement.pendingEntry(hash) === undefined) this.#queueKnown(hash, record, now);
+    }
     this.seed(now);
   }
 
@@ -111,9 +153,7 @@ export class Crawl {
         continue;
       }
       this.#seeds.push(result.url);
-      const before = this.#stats.counters.urlsDiscovered;
-      this.#admit(result.url, result.origin, 0, now);
-      if (this.#stats.counters.urlsDiscovered > before) admitted++;
+      if (this.#admit(result.url, result.origin, 0, 1, now)) admitted++;
     }
     this.#inScope = makeScopeFilter(this.#config.scope, this.#seeds);
     this.#config = { ...this.#config, seeds: this.#seeds.map(String) };
@@ -121,63 +161,55 @@ export class Crawl {
     return { admitted, rejected };
   }
 
-  /** Drops every queued URL (stop); leases out finish normally. */
+  /** Drops every queued URL (stop); they stay known in the crawl database. Leases out finish. */
   dropQueued(now: number): number {
+    this.#placement.dropQueued();
     return this.#frontier.clear(now);
-  }
-
-  /** Admits the seeds at depth 0 (scope does not apply to them: they define it). */
-  seed(now: number): void {
-    this.#stats.start(now);
-    for (const seed of this.#config.seeds) {
-      const result = normalizeUrl(seed);
-      if (result.ok) this.#admit(result.url, result.origin, 0, now);
-    }
-  }
-
-  /** Admits a URL known from an earlier pass (a recrawl), if it is still in scope and depth. */
-  admitKnown(url: string, depth: number, now: number): void {
-    const result = normalizeUrl(url);
-    if (!result.ok || depth > this.#config.maxDepth || !this.#inScope(result.url)) return;
-    this.#stats.start(now);
-    this.#admit(result.url, result.origin, depth, now);
   }
 
   /** `running` while any URL is due or leased, `idle` when none is. */
   state(): CrawlState {
     if (this.#leases.size > 0) return 'running';
+    if (this.#config.once && this.#placement.waiting > 0) return 'running';
     if (this.#frontier.queued === 0) return 'idle';
     if (this.#budgetLeft() === 0 && this.#frontier.chargedQueued === 0) return 'idle';
     return 'running';
   }
 
+  finished(): boolean {
+    return this.#config.once && this.state() === 'idle';
+  }
+
   /** Cuts a schedule for the fetcher, or returns null when nothing may start now. */
   claim(request: ClaimRequest, address: string, now: number): Schedule | null {
-    this.#touchFetcher(request.fetcherId, request.name, address, request.stats, now);
+    this.#fetchers.touch(request.fetcherId, request.name, address, request.stats, now);
     const cut = cutSchedule(
       this.#frontier,
       {
         capacity: request.capacity,
-        liveFetchers: this.#liveFetchers(now),
+        liveFetchers: this.#fetchers.live(now, this.#config.leaseMs * 2),
         budget: this.#budgetLeft(),
         userAgentToken: this.#config.robotsToken,
         concurrencyOf: (queue) => this.#concurrencyOf(queue),
         delayOf: (queue) => this.#delayOf(queue),
         slotUrlsOf: () => this.#config.slotUrls,
-        cacheDecisionOf: (entry) => cacheDecision(this.#cache.get(entry.hash), now),
+        cacheDecisionOf: (entry) => cacheDecision(this.#stores.cache.get(entry.hash), now),
       },
       now,
     );
+    this.#pagesCharged += cut.charged;
     for (const { entry, until, savedBytes } of cut.skippedFresh) {
       this.#stats.counters.skippedFresh++;
       this.#stats.counters.bytesSaved += savedBytes;
-      // A one-shot pass is done with a fresh URL; a continuous crawl takes it up again when it expires.
-      if (!this.#config.once) this.#dueLater.push({ at: until, origin: originOfEntry(entry), entry });
+      this.#placement.settled(entry);
+      // A pass is done with a fresh URL; a continuous crawl takes it up again when it expires.
+      if (!this.#config.once) this.#placement.later(entry.hash, until);
     }
-    this.#pagesCharged += cut.charged;
     for (const { entry, code } of cut.denied) {
       this.#stats.counters.robotsDenied++;
       this.#recent.error({ url: entry.url, code, at: now });
+      this.#placement.settled(entry);
+      this.#record(entry.hash, this.#recordOf(entry), { kind: 'robots-denied' }, now);
     }
     if (cut.slots.length === 0) {
       this.#checkFinished(now);
@@ -190,7 +222,10 @@ export class Crawl {
       items:
         slot.kind === 'robots'
           ? [{ kind: 'robots', entry: null, url: `${slot.queue.origin}/robots.txt`, applied: false }]
-          : slot.entries.map((entry, i) => ({ kind: 'page', entry, url: entry.url, applied: false, validators: slot.validators[i] ?? null })),
+          : slot.entries.map((entry, i) => {
+              entry.leased = true;
+              return { kind: 'page', entry, url: entry.url, applied: false, validators: slot.validators[i] ?? null };
+            }),
     }));
     const lease = this.#leases.issue(request.fetcherId, leasedSlots, now, this.#config.leaseMs);
     return {
@@ -201,13 +236,7 @@ export class Crawl {
         origin: slot.queue.origin,
         startAfterMs: slot.startAfterMs,
         delayMs: slot.delayMs,
-        items: leasedSlots[index]!.items.map((item, i) => ({
-          i,
-          url: item.url,
-          kind: item.kind,
-          depth: item.entry?.depth ?? 0,
-          validators: item.validators ?? null,
-        })),
+        items: leasedSlots[index]!.items.map((item, i) => ({ i, url: item.url, kind: item.kind, depth: item.entry?.depth ?? 0, validators: item.validators ?? null })),
       })),
     };
   }
@@ -221,53 +250,53 @@ export class Crawl {
     if (fetcher !== undefined) fetcher.lastSeen = now;
     for (const result of request.results) {
       const found = this.#leases.lookup(request.scheduleId, result.slot, result.i);
-      if (found.kind === 'duplicate') {
-        duplicates++;
-        this.#stats.counters.duplicateResults++;
-        continue;
-      }
-      if (found.kind !== 'ok') {
-        this.#stats.counters.lateResults++;
-        continue;
-      }
-      const { lease, slot, item } = found;
-      if (lease.fetcherId !== request.fetcherId || item.url !== result.url) {
-        this.#stats.counters.lateResults++;
-        continue;
-      }
-      this.#countRequest(result);
-      const queue = this.#frontier.origin(slot.origin);
-      if (item.kind === 'robots') {
-        queue.robots = rulesFromFetch(
-          { origin: slot.origin, status: result.status, errorCode: result.error?.code ?? null, body: result.robotsTxt },
-          { userAgentToken: this.#config.robotsToken, unreachableRetryMs: this.#config.robotsUnreachableRetryMs },
-          now,
-        );
-        queue.robotsState = 'known';
-        this.#stats.counters.robotsRequests++;
-        if (queue.robots.kind === 'deny-all') {
-          queue.robotsFailures++;
-          // Keep the origin's URLs and ask again later, until the attempts run out (then they are denied).
-          if (queue.robotsFailures < this.#config.robotsAttempts) queue.nextStartAt = Math.max(queue.nextStartAt, queue.robots.expiresAt);
-        } else queue.robotsFailures = 0;
+      let entry: QueuedUrl;
+      if (found.kind === 'ok') {
+        const { lease, slot, item } = found;
+        if (lease.fetcherId !== request.fetcherId || item.url !== result.url) {
+          this.#stats.counters.lateResults++;
+          continue;
+        }
+        this.#countRequest(result);
+        const queue = this.#frontier.origin(slot.origin);
+        const { slotDone } = this.#leases.markApplied(lease, slot, item);
+        if (item.kind === 'robots') this.#applyRobots(queue, result, now);
+        if (slotDone) this.#finishSlot(queue, now);
+        if (item.kind === 'robots') {
+          applied++;
+          continue;
+        }
+        entry = item.entry!;
       } else {
-        const record = this.#applyPage(result, item.entry!, now);
-        if (fetcher !== undefined && record.outcome === 'fetched') fetcher.pagesFetched++;
-        // A 304 leaves the previous page record standing (RFC 9111 section 4.3.4).
-        if (record.outcome !== 'not-modified') records.push(record);
+        // No live lease: a retried post (duplicate), or results held across a queue server restart.
+        const orphan = found.kind === 'duplicate' ? undefined : this.#orphanEntry(result);
+        if (orphan === undefined) {
+          duplicates++;
+          this.#stats.counters.duplicateResults++;
+          continue;
+        }
+        this.#countRequest(result);
+        orphan.settled = true;
+        entry = orphan;
       }
-      if (fetcher !== undefined) fetcher.resultsApplied++;
+      entry.leased = false;
+      this.#placement.settled(entry);
+      const record = this.#applyPage(result, entry, now);
+      if (fetcher !== undefined) {
+        fetcher.resultsApplied++;
+        if (record.outcome === 'fetched') fetcher.pagesFetched++;
+      }
+      // A 304 leaves the previous page record standing (RFC 9111 section 4.3.4).
+      if (record.outcome !== 'not-modified') records.push(record);
       applied++;
-      const { slotDone } = this.#leases.markApplied(lease, slot, item);
-      if (slotDone) this.#finishSlot(queue, now);
     }
-    this.#archive.append(records);
+    this.#stores.archive.append(records);
     this.#checkFinished(now);
     return { applied, duplicates, leaseActive };
   }
 
   heartbeat(request: HeartbeatRequest, address: string, now: number): string[] {
-    this.#touchFetcher(request.fetcherId, request.name, address, request.stats, now);
+    this.#fetchers.touch(request.fetcherId, request.name, address, request.stats, now);
     return request.scheduleIds.filter((id) => !this.#leases.renew(id, request.fetcherId, now, this.#config.leaseMs));
   }
 
@@ -282,7 +311,10 @@ export class Crawl {
         for (const item of slot.items) {
           if (item.applied) continue;
           if (item.kind === 'robots') queue.robotsState = 'unknown';
-          else this.#frontier.push(queue, item.entry!, now);
+          else if (item.entry!.settled !== true) {
+            item.entry!.leased = false;
+            this.#frontier.push(queue, item.entry!, now);
+          }
         }
         queue.slotsOut--;
         this.#frontier.reconsider(queue, now);
@@ -291,112 +323,210 @@ export class Crawl {
     return expired.length;
   }
 
-  /** The next instant at which time alone changes something (a politeness wait ends, a lease runs out). */
+  /** The next instant at which time alone changes something (a politeness wait ends, a lease runs out, a URL falls due). */
   nextTimerAt(now: number): number | null {
-    const times = [this.#frontier.nextWakeAt(now), this.#leases.nextDeadline(), this.#dueLater.peek()?.at ?? null];
+    const times = [this.#frontier.nextWakeAt(now), this.#leases.nextDeadline(), this.#placement.nextDueAt()];
     let next: number | null = null;
     for (const time of times) if (time !== null && (next === null || time < next)) next = time;
     return next;
   }
 
-  /** Puts URLs whose stored copy has expired back into the frontier (continuous mode). */
+  /** Queues the URLs whose time has come (retry backoff over, next fetch time reached). */
   releaseDue(now: number): number {
     let released = 0;
-    for (let due = this.#dueLater.peek(); due !== undefined && due.at <= now; due = this.#dueLater.peek()) {
-      this.#dueLater.pop();
-      const { url, hash, depth } = due.entry;
-      this.#frontier.push(this.#frontier.origin(due.origin), { url, hash, depth, seq: due.entry.seq, charged: false }, now);
-      released++;
+    for (const hash of this.#placement.takeDue(now)) {
+      const record = this.#stores.crawlDb.get(hash);
+      if (record === null || this.#placement.pendingEntry(hash) !== undefined) continue;
+      const at = this.#config.once ? record.nextFetchAt : record.nextFetchAt;
+      if (at > now) continue; // a newer schedule for this URL superseded this entry
+      if (this.#queueKnown(hash, record, now)) released++;
     }
     return released;
   }
 
-  /** Makes staged page records and cache records durable (one fsync each). */
+  /** Makes everything applied so far durable: page records, then cache records, then the crawl database. */
   commit(): void {
-    this.#archive.sync();
-    this.#cache.commit();
+    this.#stores.archive.sync();
+    this.#stores.cache.commit();
+    this.#stores.crawlDb.commit();
   }
 
-  finished(): boolean {
-    return this.#config.once && this.state() === 'idle';
-  }
-
-  summary(now: number): CrawlSummary {
-    return this.#stats.summary(now);
+  summary(now: number): CrawlSummary & { urlsByStatus: Record<CrawlDbStatus, number> } {
+    return { ...this.#stats.summary(now), urlsByStatus: this.#stores.crawlDb.countsByStatus() };
   }
 
   status(now: number): CrawlStatus {
     const leasedByFetcher = new Map<string, number>();
     let itemsLeased = 0;
+    const activeOrigins = new Set<string>();
     for (const lease of this.#leases.values()) {
       itemsLeased += lease.remaining;
+      for (const slot of lease.slots) if (slot.remaining > 0) activeOrigins.add(slot.origin);
       leasedByFetcher.set(lease.fetcherId, (leasedByFetcher.get(lease.fetcherId) ?? 0) + lease.remaining);
     }
     return {
       state: this.state(),
-      ...this.#stats.summary(now),
+      ...this.summary(now),
       frontierSize: this.#frontier.queued,
       leasesOut: this.#leases.size,
       itemsLeased,
+      waitingUrls: this.#placement.waiting,
       origins: this.#frontier.originCount,
-      fetchers: [...this.#fetchers.values()].map((info) => ({ ...info, itemsLeased: leasedByFetcher.get(info.id) ?? 0 })),
+      fetchers: this.#fetchers.list().map((info) => ({ ...info, itemsLeased: leasedByFetcher.get(info.id) ?? 0 })),
       seenSet: this.#seen.stats(),
-      cacheTree: this.#cache.stats(),
+      cacheTree: this.#stores.cache.stats(),
+      crawlDbTree: this.#stores.crawlDb.stats(),
+      pass: this.#pass,
       recentFetches: this.#recent.fetches(),
       recentErrors: this.#recent.errors(),
-      config: { ...this.config, seeds: [...this.#config.seeds] },
+      hosts: this.#recent.hosts(activeOrigins, this.#frontier),
+      config: { ...this.#config, seeds: [...this.#config.seeds] },
     };
+  }
+
+  #applyRobots(queue: OriginQueue, result: ItemResult, now: number): void {
+    const fetched = { origin: queue.origin, status: result.status, errorCode: result.error?.code ?? null, body: result.robotsTxt };
+    queue.robots = rulesFromFetch(fetched, { userAgentToken: this.#config.robotsToken, unreachableRetryMs: this.#config.robotsUnreachableRetryMs }, now);
+    queue.robotsState = 'known';
+    this.#stats.counters.robotsRequests++;
+    this.#stores.robots?.save({ ...fetched, fetchedAt: now });
+    if (queue.robots.kind === 'deny-all') {
+      queue.robotsFailures++;
+      // Keep the origin's URLs and ask again later, until the attempts run out (then they are denied).
+      if (queue.robotsFailures < this.#config.robotsAttempts) queue.nextStartAt = Math.max(queue.nextStartAt, queue.robots.expiresAt);
+    } else queue.robotsFailures = 0;
   }
 
   #applyPage(result: ItemResult, entry: QueuedUrl, now: number): PageRecord {
     const depth = entry.depth;
     const outcome = classifyPageResult(result);
     const counters = this.#stats.counters;
+    const cache = this.#stores.cache;
     switch (outcome.kind) {
       case 'fetched':
         counters.pagesFetched++;
-        this.#cache.stage(entry.hash, recordAfterFullResponse(result, now));
-        if (depth < this.#config.maxDepth) this.#admitLinks(result.links, result.url, depth + 1, now);
+        cache.stage(entry.hash, recordAfterFullResponse(result, now));
+        if (depth < this.#config.maxDepth) this.#admitLinks(result.links, result.url, depth + 1, this.#recordOf(entry).score, now);
         break;
       case 'not-modified': {
         counters.notModified++;
-        const previous = this.#cache.get(entry.hash);
+        const previous = cache.get(entry.hash);
         counters.bytesSaved += previous?.bodyBytes ?? 0;
-        this.#cache.stage(entry.hash, recordAfterNotModified(previous, result, now));
+        cache.stage(entry.hash, recordAfterNotModified(previous, result, now));
         break;
       }
       case 'redirect':
         counters.redirects++;
-        if (outcome.target !== null && depth < this.#config.maxDepth) this.#admitLinks([outcome.target], result.url, depth + 1, now);
+        if (outcome.target !== null && depth < this.#config.maxDepth) this.#admitLinks([outcome.target], result.url, depth + 1, 0, now);
         break;
       case 'error':
         this.#stats.countError(outcome.code);
         this.#recent.error({ url: result.url, code: outcome.code, at: now });
         break;
     }
-    this.#recent.fetch({ url: result.url, status: result.status, bytes: result.bytes, at: now, durationMs: result.durationMs });
+    this.#recent.fetch({ url: result.url, status: result.status, title: result.page?.title ?? null, bytes: result.bytes, at: now, durationMs: result.durationMs });
+
+    const simhash = outcome.kind === 'fetched' ? (result.page?.simhash ?? null) : null;
+    const relations = relationsOf(this.#stores.crawlDb, entry.hash, {
+      url: entry.url,
+      signature: outcome.kind === 'fetched' ? result.signature : null,
+      simhash,
+      canonical: result.page?.canonical ?? null,
+      redirectTo: outcome.kind === 'redirect' ? outcome.target : null,
+    });
+    const retryAfterMs = this.#retryAfter.honour(urlHashHex(entry.hash), result.retryAfterMs);
+    if (retryAfterMs !== null) {
+      // 429 and 503 with Retry-After slow the whole host down, not only this URL.
+      const queue = this.#frontier.origin(new URL(entry.url).origin);
+      queue.nextStartAt = Math.max(queue.nextStartAt, now + retryAfterMs);
+      this.#frontier.reconsider(queue, now);
+    }
+    const fetchOutcome = crawlDbOutcomeOf({ ...result, retryAfterMs }, outcome, { ...relations, freshUntil: cache.get(entry.hash)?.freshUntil ?? null, simhash });
+    const next = this.#record(entry.hash, this.#recordOf(entry), fetchOutcome, now);
+    if (next.status === 'retry' || !this.#config.once) this.#placement.later(entry.hash, next.nextFetchAt);
     return pageRecordOf(result, depth, outcome);
   }
 
-  #admitLinks(links: readonly string[], base: string, depth: number, now: number): void {
-    for (const link of links.length > LIMITS.linksPerPage ? links.slice(0, LIMITS.linksPerPage) : links) {
+  #record(hash: UrlHash, old: CrawlDbRecord, outcome: Parameters<typeof applyFetch>[1], now: number): CrawlDbRecord {
+    const { record } = applyFetch(old, outcome, now, this.#schedule);
+    this.#stores.crawlDb.put(hash, record);
+    return record;
+  }
+
+  #recordOf(entry: QueuedUrl): CrawlDbRecord {
+    return this.#stores.crawlDb.get(entry.hash) ?? newCrawlDbRecord(entry.url, entry.depth, 0, Date.now(), this.#schedule);
+  }
+
+  /** A result without a lease is applied if its URL is queued and not out on another lease. */
+  #orphanEntry(result: ItemResult): QueuedUrl | undefined {
+    const normalized = normalizeUrl(result.url);
+    if (!normalized.ok || normalized.url !== result.url) return undefined;
+    const entry = this.#placement.pendingEntry(urlHash(normalized.url));
+    return entry !== undefined && entry.leased !== true && entry.settled !== true ? entry : undefined;
+  }
+
+  #admitLinks(links: readonly string[], base: string, depth: number, parentScore: number, now: number): void {
+    const capped = links.length > LIMITS.linksPerPage ? links.slice(0, LIMITS.linksPerPage) : links;
+    // OPIC: a page's importance is shared out equally among its outlinks.
+    const share = capped.length > 0 ? parentScore / capped.length : 0;
+    for (const link of capped) {
       const result = normalizeUrl(link, base);
       if (!result.ok || !this.#inScope(result.url)) continue;
-      this.#admit(result.url, result.origin, depth, now);
+      this.#admit(result.url, result.origin, depth, share, now);
     }
   }
 
-  #admit(url: NormalizedUrl, origin: string, depth: number, now: number): void {
+  /** Admits a newly discovered URL; returns false when it was already known. */
+  #admit(url: NormalizedUrl, origin: string, depth: number, score: number, now: number): boolean {
     const hash = urlHash(url);
+    if (this.#seen.has(hash)) {
+      if (score > 0) this.#addScore(hash, score);
+      return false;
+    }
     if (this.#frontier.queued >= this.#config.maxQueuedUrls) {
       // Bounded memory: the URL is not marked seen, so a later discovery can still admit it.
-      if (!this.#seen.has(hash)) this.#stats.counters.frontierOverflow++;
-      return;
+      this.#stats.counters.frontierOverflow++;
+      return false;
     }
-    if (!this.#seen.addIfNew(hash)) return;
+    this.#seen.addIfNew(hash);
     this.#stats.counters.urlsDiscovered++;
     this.#stats.resume();
-    this.#frontier.add(origin, url, hash, depth, now);
+    this.#stores.crawlDb.put(hash, newCrawlDbRecord(url, depth, score, now, this.#schedule));
+    this.#loadRobots(origin, now);
+    this.#placement.pending(this.#frontier.add(origin, url, hash, depth, now, this.#priorityOf(depth, score)));
+    return true;
+  }
+
+  /** Frontier order: breadth-first by depth, or page importance (higher OPIC score first). */
+  #priorityOf(depth: number, score: number): number {
+    return this.#config.order === 'opic' ? -score : depth;
+  }
+
+  #addScore(hash: UrlHash, score: number): void {
+    const record = this.#stores.crawlDb.get(hash);
+    if (record !== null) this.#stores.crawlDb.put(hash, { ...record, score: record.score + score });
+  }
+
+  /** Puts a URL known from the crawl database into the frontier; false when out of scope or too deep. */
+  #queueKnown(hash: UrlHash, record: CrawlDbRecord, now: number): boolean {
+    const normalized = normalizeUrl(record.url);
+    if (!normalized.ok || record.depth > this.#config.maxDepth || !(this.#inScope(normalized.url) || this.#seeds.includes(normalized.url))) return false;
+    this.#loadRobots(normalized.origin, now);
+    this.#placement.pending(this.#frontier.add(normalized.origin, normalized.url, hash, record.depth, now, this.#priorityOf(record.depth, record.score)));
+    return true;
+  }
+
+  /** The first time an origin is met in this process, its robots.txt may already be on disk. */
+  #loadRobots(origin: string, now: number): void {
+    const queue = this.#frontier.origin(origin);
+    if (queue.robotsState !== 'unknown' || queue.robotsLoaded) return;
+    queue.robotsLoaded = true;
+    const stored = this.#stores.robots?.load(origin);
+    if (stored === undefined || stored === null) return;
+    const rules = rulesFromFetch(stored, { userAgentToken: this.#config.robotsToken, unreachableRetryMs: this.#config.robotsUnreachableRetryMs }, stored.fetchedAt);
+    if (rules.expiresAt <= now || rules.kind === 'deny-all') return;
+    queue.robots = rules;
+    queue.robotsState = 'known';
   }
 
   #countRequest(result: ItemResult): void {
@@ -430,27 +560,9 @@ export class Crawl {
     return Math.max(this.#config.delayMs, crawlDelayOf(queue.robots) ?? 0);
   }
 
-  #liveFetchers(now: number): number {
-    let live = 0;
-    for (const info of this.#fetchers.values()) if (now - info.lastSeen < this.#config.leaseMs * 2) live++;
-    return live;
+  #newSeenSet(): SeenSet {
+    return new SeenSet({ capacity: this.#config.bloomCapacity, falsePositiveRate: this.#config.bloomFalsePositiveRate });
   }
-
-  #touchFetcher(id: string, name: string, address: string, stats: FetcherStats, now: number): void {
-    let info = this.#fetchers.get(id);
-    if (info === undefined) {
-      info = { id, name, address, firstSeen: now, lastSeen: now, stats, resultsApplied: 0, pagesFetched: 0 };
-      this.#fetchers.set(id, info);
-    }
-    info.name = name;
-    info.address = address;
-    info.lastSeen = now;
-    info.stats = stats;
-  }
-}
-
-function originOfEntry(entry: QueuedUrl): string {
-  return new URL(entry.url).origin;
 }
 
 function mustBeSeed(seed: string): NormalizedUrl {
@@ -458,4 +570,3 @@ function mustBeSeed(seed: string): NormalizedUrl {
   if (!result.ok) throw new Error(`seed is not a crawlable URL (${result.code}): ${seed.slice(0, 200)}`);
   return result.url;
 }
-

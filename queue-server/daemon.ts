@@ -2,16 +2,19 @@
  * Starting and stopping a queue server: data directory, token, archive, crawl, HTTP listener.
  * `startQueueServer` is what `petrel queue-server` runs and what tests start on port 0.
  */
-import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { crawlConfigSchema, type CrawlConfigInput } from './crawl-config.js';
-import { Crawl } from './crawl.js';
+import { crawlConfigSchema, type CrawlConfig, type CrawlConfigInput } from './crawl-config.js';
+import { Crawl, type CrawlStores } from './crawl.js';
+import { nextPass, readPass, writePass } from './crawl-pass.js';
+import { CrawlDb } from './crawldb/crawl-db.js';
+import { DEFAULT_FETCH_SCHEDULE, type FetchSchedulePolicy } from './crawldb/fetch-schedule.js';
+import { RobotsStore } from './robots-store.js';
 import { CrawlService } from './crawl-service.js';
 import { dataPath, ensureDataDir, lockDataDir } from './data-dir.js';
 import { createApp } from './http-app.js';
 import { loadOrCreateToken, readTokenFile } from './auth.js';
-import { PageArchive, readPageArchive } from './page-archive.js';
+import { PageArchive } from './page-archive.js';
 import { CacheStore } from './cache-store.js';
 
 export interface QueueServerOptions {
@@ -38,22 +41,28 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
   const config = crawlConfigSchema.parse(options.crawl);
   ensureDataDir(options.dataDir);
   const releaseLock = lockDataDir(options.dataDir);
-  let archive: PageArchive | null = null;
-  let cache: CacheStore | null = null;
+  let stores: OpenStores | null = null;
   try {
     const tokenFile = options.tokenFile ?? dataPath(options.dataDir, 'token');
     const token = options.tokenFile === undefined ? loadOrCreateToken(tokenFile) : readTokenFile(tokenFile);
-    const known = await knownUrls(dataPath(options.dataDir, 'pages'));
-    archive = PageArchive.open(dataPath(options.dataDir, 'pages'));
-    cache = CacheStore.open(dataPath(options.dataDir, 'cache'));
-    const crawl = new Crawl(config, archive, cache);
-    // A crawl on a data directory that holds an earlier pass is a recrawl of everything known.
-    const startedAt = Date.now();
-    for (const [url, depth] of known) crawl.admitKnown(url, depth, startedAt);
-    const service = new CrawlService(crawl);
-    const finished = new Promise<void>((resolve) => service.once('finished', resolve));
     const adminTokenFile = dataPath(options.dataDir, 'adminToken');
     const adminToken = loadOrCreateToken(adminTokenFile);
+    stores = openStores(options.dataDir);
+    const now = Date.now();
+    // A one-shot crawl resumes its pass if the last one did not finish, else starts a new pass,
+    // which recrawls everything known (crawl-pass.ts). A continuous crawl has no passes.
+    const passFile = dataPath(options.dataDir, 'pass');
+    const pass = config.once ? nextPass(readPass(passFile), now).pass : null;
+    if (pass !== null) writePass(passFile, pass);
+    const crawl = new Crawl(config, stores, fetchScheduleOf(config), pass);
+    crawl.load(now);
+    const service = new CrawlService(crawl);
+    const finished = new Promise<void>((resolve) =>
+      service.once('finished', () => {
+        if (pass !== null) writePass(passFile, { ...pass, finishedAt: Date.now() });
+        resolve();
+      }),
+    );
     const server = createServer(createApp({ service, token, adminToken }));
     server.keepAliveTimeout = 65_000;
     server.headersTimeout = 66_000;
@@ -61,8 +70,8 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
     const { address, port } = server.address() as AddressInfo;
     const host = address.includes(':') ? `[${address}]` : address;
     service.start();
-    const openArchive = archive;
-    const openCache = cache;
+    crawl.commit();
+    const open = stores;
     let closed = false;
     return {
       url: `http://${host}:${port}`,
@@ -79,17 +88,57 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
           server.close(() => resolve());
           server.closeAllConnections();
         });
-        openArchive.close();
-        openCache.close();
+        open.close();
         releaseLock();
       },
     };
   } catch (error) {
-    archive?.close();
-    cache?.close();
+    stores?.close();
     releaseLock();
     throw error;
   }
+}
+
+interface OpenStores extends CrawlStores {
+  close(): void;
+}
+
+/** Opens every store of the data directory; closing commits what is staged. */
+export function openStores(dataDir: string): OpenStores {
+  const archive = PageArchive.open(dataPath(dataDir, 'pages'));
+  const opened: { close(): void }[] = [archive];
+  try {
+    const cache = CacheStore.open(dataPath(dataDir, 'cache'));
+    opened.push(cache);
+    const crawlDb = CrawlDb.open(dataPath(dataDir, 'crawlDb'));
+    opened.push(crawlDb);
+    const robots = new RobotsStore(dataPath(dataDir, 'robots'));
+    return {
+      archive,
+      cache,
+      crawlDb,
+      robots,
+      close() {
+        // The crawl database last: it is the authority on what is done (see ARCHITECTURE.md).
+        for (const store of opened) store.close();
+      },
+    };
+  } catch (error) {
+    for (const store of opened) store.close();
+    throw error;
+  }
+}
+
+export function fetchScheduleOf(config: CrawlConfig): FetchSchedulePolicy {
+  return {
+    ...DEFAULT_FETCH_SCHEDULE,
+    retryBaseMs: config.retryBaseMs,
+    maxRetries: config.maxRetries,
+    initialIntervalMs: config.initialIntervalMs,
+    minIntervalMs: config.minIntervalMs,
+    maxIntervalMs: config.maxIntervalMs,
+    goneRecheckMs: config.maxIntervalMs,
+  };
 }
 
 function listen(server: Server, host: string, port: number): Promise<void> {
@@ -101,15 +150,3 @@ function listen(server: Server, host: string, port: number): Promise<void> {
     });
   });
 }
-
-/** URLs requested in earlier passes, with their depth, from the page archive (shallowest wins). */
-async function knownUrls(archivePath: string): Promise<Map<string, number>> {
-  const known = new Map<string, number>();
-  if (!existsSync(archivePath)) return known;
-  for await (const record of readPageArchive(archivePath)) {
-    const depth = known.get(record.url);
-    if (depth === undefined || record.depth < depth) known.set(record.url, record.depth);
-  }
-  return known;
-}
-

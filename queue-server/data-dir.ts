@@ -5,6 +5,9 @@
  *   admin.token     the admin page and control API secret (mode 0600), a different secret
  *   pages.jsonl     the page archive (page-archive.ts), append-only
  *   cache.btree     cache validators per URL hash (cache-store.ts, B-Tree layout in btree/LAYOUT.md)
+ *   crawldb.btree   the crawl database, one record per known URL (crawldb/), 16 KiB pages
+ *   robots/         robots.txt fetches per origin (robots-store.ts)
+ *   pass.json       the current crawl pass of one-shot crawls (crawl-pass.ts)
  *   LOCK            the pid of the queue server using the directory; a second one refuses to start
  *
  * Directory and files are private to the user (0700 / 0600).
@@ -17,6 +20,9 @@ export const DATA_FILES = {
   adminToken: 'admin.token',
   pages: 'pages.jsonl',
   cache: 'cache.btree',
+  crawlDb: 'crawldb.btree',
+  robots: 'robots',
+  pass: 'pass.json',
   lock: 'LOCK',
 } as const;
 

@@ -2,7 +2,8 @@
  * The frontier: URLs admitted to the crawl and not yet handed out, one queue per origin, plus the two
  * readiness queues that let a schedule be cut without scanning every origin.
  *
- *   origin queues        MinHeap of QueuedUrl by (depth, seq): breadth-first within an origin
+ *   origin queues        MinHeap of QueuedUrl by (priority, seq): the depth for breadth-first order,
+ *                        minus the OPIC score for page-importance order (the score when queued)
  *   eligible             origins with work, a free slot and nothing to wait for, by their head URL
  *   timed                origins with work and a free slot that may start again at `nextStartAt`
  *   (neither)            origins at their concurrency limit, or waiting for their robots.txt
@@ -23,17 +24,23 @@ export interface QueuedUrl {
   readonly url: NormalizedUrl;
   readonly hash: UrlHash;
   readonly depth: number;
-  /** Admission order: ties in depth go first-come first-served. */
+  /** Lower goes first: the depth (breadth-first) or minus the page-importance score (OPIC). */
+  readonly priority: number;
+  /** Admission order: ties in priority go first-come first-served. */
   readonly seq: number;
   /** True once the URL counted against --max-pages, so a re-leased URL is not counted twice. */
   charged: boolean;
+  /** Out on a lease now. */
+  leased?: boolean;
+  /** Its result arrived by another way (after a restart): skip it when it comes up. */
+  settled?: boolean;
 }
 
 export type RobotsState = 'unknown' | 'fetching' | 'known';
 
 export class OriginQueue {
   readonly origin: string;
-  readonly urls = new MinHeap<QueuedUrl>((a, b) => a.depth < b.depth || (a.depth === b.depth && a.seq < b.seq));
+  readonly urls = new MinHeap<QueuedUrl>((a, b) => a.priority < b.priority || (a.priority === b.priority && a.seq < b.seq));
   slotsOut = 0;
   /** Queued URLs already counted against --max-pages (back from an expired lease). */
   chargedQueued = 0;
@@ -42,6 +49,8 @@ export class OriginQueue {
   /** Earliest start of the next slot, ms since epoch (politeness at concurrency 1). */
   nextStartAt = 0;
   robotsState: RobotsState = 'unknown';
+  /** The robots.txt kept on disk was consulted (once per process). */
+  robotsLoaded = false;
   robots: RobotsRules | null = null;
   version = 0;
 
@@ -57,7 +66,7 @@ export class OriginQueue {
 interface HeapEntry {
   readonly queue: OriginQueue;
   readonly version: number;
-  readonly depth: number;
+  readonly priority: number;
   readonly seq: number;
   readonly at: number;
 }
@@ -69,11 +78,13 @@ export interface FrontierPolicy {
 
 export class Frontier {
   readonly #origins = new Map<string, OriginQueue>();
-  readonly #eligible = new MinHeap<HeapEntry>((a, b) => a.depth < b.depth || (a.depth === b.depth && a.seq < b.seq));
+  readonly #eligible = new MinHeap<HeapEntry>((a, b) => a.priority < b.priority || (a.priority === b.priority && a.seq < b.seq));
   readonly #timed = new MinHeap<HeapEntry>((a, b) => a.at < b.at);
   readonly #policy: FrontierPolicy;
   #queued = 0;
   #chargedQueued = 0;
+  /** Origins whose queue is not empty (for the admin page's waiting hosts). */
+  #queuedOrigins = 0;
   #seq = 0;
 
   constructor(policy: FrontierPolicy) {
@@ -88,6 +99,16 @@ export class Frontier {
   /** Queued URLs already counted against --max-pages: they are due even when the budget is spent. */
   get chargedQueued(): number {
     return this.#chargedQueued;
+  }
+
+  /** Origins with at least one queued URL. */
+  get queuedOrigins(): number {
+    return this.#queuedOrigins;
+  }
+
+  /** URLs of the origin waiting in its queue; 0 for an origin never seen. */
+  queuedOf(origin: string): number {
+    return this.#origins.get(origin)?.urls.size ?? 0;
   }
 
   get originCount(): number {
@@ -107,8 +128,11 @@ export class Frontier {
     return this.#origins.values();
   }
 
-  add(origin: string, url: NormalizedUrl, hash: UrlHash, depth: number, now: number): void {
-    this.push(this.origin(origin), { url, hash, depth, seq: this.#seq++, charged: false }, now);
+  /** Queues a URL; `priority` defaults to its depth (breadth-first). */
+  add(origin: string, url: NormalizedUrl, hash: UrlHash, depth: number, now: number, priority: number = depth): QueuedUrl {
+    const entry: QueuedUrl = { url, hash, depth, priority, seq: this.#seq++, charged: false };
+    this.push(this.origin(origin), entry, now);
+    return entry;
   }
 
   /** Puts a URL back (lease expired), keeping its place in line. */
@@ -117,6 +141,7 @@ export class Frontier {
     const head = queue.urls.peek();
     queue.urls.push(entry);
     this.#queued++;
+    if (wasEmpty) this.#queuedOrigins++;
     if (entry.charged) {
       queue.chargedQueued++;
       this.#chargedQueued++;
@@ -134,6 +159,7 @@ export class Frontier {
     }
     this.#queued = 0;
     this.#chargedQueued = 0;
+    this.#queuedOrigins = 0;
     this.#eligible.clear();
     this.#timed.clear();
     return dropped;
@@ -144,6 +170,7 @@ export class Frontier {
     const entry = queue.urls.pop();
     if (entry === undefined) return undefined;
     this.#queued--;
+    if (queue.urls.size === 0) this.#queuedOrigins--;
     if (entry.charged) {
       queue.chargedQueued--;
       this.#chargedQueued--;
@@ -158,7 +185,7 @@ export class Frontier {
     if (head === undefined) return;
     if (queue.robotsState === 'fetching') return;
     if (queue.slotsOut >= this.#policy.concurrencyOf(queue)) return;
-    const entry = { queue, version: queue.version, depth: head.depth, seq: head.seq, at: queue.nextStartAt };
+    const entry = { queue, version: queue.version, priority: head.priority, seq: head.seq, at: queue.nextStartAt };
     if (queue.nextStartAt > now) this.#timed.push(entry);
     else this.#eligible.push(entry);
   }

@@ -4,6 +4,7 @@
  * transport failure (`timeout`, `connection-refused`, ...), `http-NNN` for an HTTP error status.
  */
 import type { ItemResult } from '../shared/protocol.js';
+import type { FetchOutcome } from './crawldb/transition.js';
 
 export type PageOutcome =
   | { readonly kind: 'fetched' }
@@ -67,4 +68,27 @@ export function pageRecordOf(result: ItemResult, depth: number, outcome: PageOut
     truncated: result.truncated,
     fetchedAt: result.fetchedAt,
   };
+}
+
+/** The fetch outcome the crawl database's transition function takes (crawldb/transition.ts). */
+export function crawlDbOutcomeOf(
+  result: ItemResult,
+  outcome: PageOutcome,
+  found: { duplicateOf: string | null; canonicalOf: string | null; redirectTarget: string | null; freshUntil: number | null; simhash: string | null },
+): FetchOutcome {
+  const status = result.status;
+  switch (outcome.kind) {
+    case 'fetched':
+      return { kind: 'success', status: status ?? 200, signature: result.signature, simhash: found.simhash, duplicateOf: found.duplicateOf, canonicalOf: found.canonicalOf, freshUntil: found.freshUntil };
+    case 'not-modified':
+      return { kind: 'not-modified', freshUntil: found.freshUntil };
+    case 'redirect':
+      if (status === 301 || status === 302 || status === 303 || status === 307 || status === 308) return { kind: 'redirect', status, target: found.redirectTarget };
+      return { kind: 'denied', status: status ?? 300 };
+    case 'error':
+      if (status === null) return { kind: 'transient', code: outcome.code, status: null, retryAfterMs: null };
+      if (status === 404 || status === 410) return { kind: 'gone', status };
+      if (status === 429 || status >= 500) return { kind: 'transient', code: outcome.code, status, retryAfterMs: result.retryAfterMs };
+      return { kind: 'denied', status };
+  }
 }

@@ -105,6 +105,7 @@ export function cutSchedule(frontier: Frontier, policy: CutPolicy, now: number):
         if (budget === 0 && queue.chargedQueued === 0) break;
         const entry = frontier.take(queue);
         if (entry === undefined) break;
+        if (entry.settled === true) continue;
         if (!entry.charged && budget === 0) {
           setAside.push(entry);
           continue;

@@ -127,6 +127,8 @@ export const pageDataSchema = z.object({
   noindex: z.boolean(),
   nofollow: z.boolean(),
   outlinks: nonNegativeInt,
+  /** 64-bit simhash of the page's visible text (shared/simhash.ts), 16 hex digits. */
+  simhash: z.string().regex(/^[0-9a-f]{16}$/).nullable(),
 });
 export type PageData = z.infer<typeof pageDataSchema>;
 

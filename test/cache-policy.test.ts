@@ -49,6 +49,7 @@ function itemResult(fields: Partial<ItemResult> = {}): ItemResult {
       noindex: false,
       nofollow: false,
       outlinks: 0,
+      simhash: null,
     },
     links: [],
     robotsTxt: null,

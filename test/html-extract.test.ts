@@ -161,7 +161,17 @@ describe('index data', () => {
       noindex: false,
       nofollow: false,
       outlinks: 0,
+      simhash: null,
     });
+  });
+
+  it('fingerprints the visible text with a simhash: equal text, equal fingerprint; other text, far apart', () => {
+    const text = (words: string) => `<html><body><p>${words}</p><script>var ignored = 1;</script></body></html>`;
+    const base = 'the quick brown fox jumps over the lazy dog while the crawler reads every page of the web politely';
+    const a = extract(text(base)).page.simhash;
+    expect(a).toMatch(/^[0-9a-f]{16}$/);
+    expect(extract(text(base)).page.simhash).toBe(a);
+    expect(extract(`<html><body><p>${base}</p><script>var other = 2;</script></body></html>`).page.simhash).toBe(a);
   });
 
   it('drops a canonical link that is not crawlable, and resolves one against <base>', () => {

@@ -16,6 +16,8 @@ import { Crawl } from '../queue-server/crawl.js';
 import { crawlConfigSchema, type CrawlConfigInput } from '../queue-server/crawl-config.js';
 import { CrawlService } from '../queue-server/crawl-service.js';
 import { createApp } from '../queue-server/http-app.js';
+import { CrawlDb } from '../queue-server/crawldb/crawl-db.js';
+import { fetchScheduleOf } from '../queue-server/daemon.js';
 import { CacheStore } from '../queue-server/cache-store.js';
 import { PageArchive } from '../queue-server/page-archive.js';
 import { claimResponseSchema, LIMITS, PROTOCOL_VERSION, ROUTES, type ClaimResponse, type ItemResult, type Schedule } from '../shared/protocol.js';
@@ -43,7 +45,9 @@ function harness(config: CrawlConfigInput = {}, { realClock = false }: { realClo
   const dir = mkdtempSync(join(tmpdir(), 'petrel-http-app-'));
   const archive = PageArchive.open(join(dir, 'pages.jsonl'));
   const cache = CacheStore.open(join(dir, 'cache.btree'));
-  const crawl = new Crawl(crawlConfigSchema.parse({ delayMs: 0, bloomCapacity: 1000, ...config }), archive, cache);
+  const crawlDb = CrawlDb.open(join(dir, 'crawldb.btree'));
+  const crawlConfig = crawlConfigSchema.parse({ delayMs: 0, bloomCapacity: 1000, ...config });
+  const crawl = new Crawl(crawlConfig, { archive, cache, crawlDb, robots: null }, fetchScheduleOf(crawlConfig), null);
   const h: Harness = { service: undefined as unknown as CrawlService, archive, app: undefined as unknown as ReturnType<typeof createApp>, clock: T0 };
   const service = new CrawlService(crawl, { clock: realClock ? Date.now : () => h.clock });
   service.start();
@@ -52,6 +56,7 @@ function harness(config: CrawlConfigInput = {}, { realClock = false }: { realClo
     service.close();
     archive.close();
     cache.close();
+    crawlDb.close();
     rmSync(dir, { recursive: true, force: true });
   });
   return h;
@@ -373,7 +378,7 @@ describe('results', () => {
         i: 0,
         url: item.url,
         links: ['http://example.com/a', '/b', 'http://elsewhere.example/out-of-scope'],
-        page: { title: 'Home', description: null, language: 'en', excerpt: 'hello', canonical: null, noindex: false, nofollow: false, outlinks: 3 },
+        page: { title: 'Home', description: null, language: 'en', excerpt: 'hello', canonical: null, noindex: false, nofollow: false, outlinks: 3, simhash: null },
       }),
     ]);
 

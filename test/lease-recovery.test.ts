@@ -26,7 +26,7 @@ describe('a fetcher killed mid-lease', () => {
     const mainHost = new URL(main).host;
     const server = startPetrel([
       'queue-server', '--data', join(dataDir, 'data'), '--port', '0', '--once', '--seed', `${main}/index.html`,
-      '--scope', 'prefix', '--max-depth', '3', '--delay-ms', '150', '--lease-ms', '1500', '--slot-urls', '8',
+      '--scope', 'prefix', '--max-depth', '3', '--delay-ms', '150', '--lease-ms', '1500', '--slot-urls', '8', '--max-retries', '0',
     ]);
     const listening = await waitForEvent(server, 'listening');
     const fetcherArgs = (name: string) => ['fetcher', '--server', String(listening.url), '--token-file', String(listening.tokenFile), '--name', name, '--concurrency', '2'];
@@ -49,7 +49,8 @@ describe('a fetcher killed mid-lease', () => {
     expect([...requested.keys()].sort()).toEqual([...expected.keys()].sort());
     // Only what the dead fetcher held can have been requested twice: at most one slot per unit of
     // its concurrency, 8 URLs each, and never more than it had requested before it died.
-    const repeats = [...requested.values()].filter((count) => count > 1).length;
+    const retriedAfter = new Set(pageRequests(web.log).filter((entry) => entry.status === 503).map(urlOf));
+    const repeats = [...requested].filter(([url, count]) => count > 1 && !retriedAfter.has(url)).length;
     expect(repeats).toBeLessThanOrEqual(Math.min(2 * 8, requestsBeforeKill));
     expect((await survivor.output).code).toBe(0);
   }, 90_000);

@@ -13,7 +13,7 @@ const LEASE_MS = 60_000;
 
 function entry(href: string, seq: number): QueuedUrl {
   const url = mustNormalize(href);
-  return { url, hash: urlHash(url), depth: 1, seq, charged: true };
+  return { url, hash: urlHash(url), depth: 1, priority: 1, seq, charged: true };
 }
 
 /** One robots slot and one slot of `pages` page URLs. */

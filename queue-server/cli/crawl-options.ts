@@ -26,6 +26,12 @@ export function addCrawlOptions(command: Command): Command {
     .option('--robots-attempts <n>', 'robots.txt fetches that may find a host unreachable in a row before its URLs are given up as robots-unreachable', integerOption('--robots-attempts', 1, 100), defaults.robotsAttempts)
     .option('--slot-urls <n>', 'URLs of one host handed to a fetcher in one go', integerOption('--slot-urls', 1, 1000), defaults.slotUrls)
     .option('--max-queued-urls <n>', 'URLs waiting in the frontier at most (memory bound); more are counted as frontierOverflow', integerOption('--max-queued-urls', 1), defaults.maxQueuedUrls)
+    .addOption(new Option('--order <order>', 'crawl order: bfs (breadth-first by depth) or opic (page importance: each page shares its score among its outlinks)').choices(['bfs', 'opic']).default(defaults.order))
+    .option('--max-retries <n>', 'retries of a URL that failed (5xx, timeout, connection error) before it is gone', integerOption('--max-retries', 0, 20), defaults.maxRetries)
+    .option('--retry-base-ms <ms>', 'wait before the first retry; each further retry waits twice as long', integerOption('--retry-base-ms', 0), defaults.retryBaseMs)
+    .option('--min-interval-ms <ms>', 'continuous mode: shortest refetch interval of a page that keeps changing', integerOption('--min-interval-ms', 1), defaults.minIntervalMs)
+    .option('--initial-interval-ms <ms>', 'continuous mode: refetch interval of a newly fetched page (then +40 % when unchanged, -20 % when changed)', integerOption('--initial-interval-ms', 1), defaults.initialIntervalMs)
+    .option('--max-interval-ms <ms>', 'continuous mode: longest refetch interval; gone and robots-denied URLs are rechecked this rarely', integerOption('--max-interval-ms', 1), defaults.maxIntervalMs)
     .option('--expected-urls <n>', 'URLs the seen-set\'s Bloom filter is first sized for (it grows beyond)', integerOption('--expected-urls', 1000), defaults.bloomCapacity);
 }
 
@@ -42,6 +48,12 @@ export interface CrawlOptionValues {
   slotUrls: number;
   maxQueuedUrls: number;
   expectedUrls: number;
+  order: 'bfs' | 'opic';
+  maxRetries: number;
+  retryBaseMs: number;
+  minIntervalMs: number;
+  initialIntervalMs: number;
+  maxIntervalMs: number;
 }
 
 export function crawlConfigFrom(values: CrawlOptionValues, once: boolean): CrawlConfigInput {
@@ -58,6 +70,12 @@ export function crawlConfigFrom(values: CrawlOptionValues, once: boolean): Crawl
     slotUrls: values.slotUrls,
     maxQueuedUrls: values.maxQueuedUrls,
     bloomCapacity: values.expectedUrls,
+    order: values.order,
+    maxRetries: values.maxRetries,
+    retryBaseMs: values.retryBaseMs,
+    minIntervalMs: values.minIntervalMs,
+    initialIntervalMs: values.initialIntervalMs,
+    maxIntervalMs: values.maxIntervalMs,
     once,
   };
 }
@@ -70,5 +88,7 @@ export function crawlArgsFrom(values: CrawlOptionValues): string[] {
   if (values.maxPages !== undefined) args.push('--max-pages', String(values.maxPages));
   args.push('--lease-ms', String(values.leaseMs), '--robots-retry-ms', String(values.robotsRetryMs), '--robots-attempts', String(values.robotsAttempts));
   args.push('--slot-urls', String(values.slotUrls), '--max-queued-urls', String(values.maxQueuedUrls), '--expected-urls', String(values.expectedUrls));
+  args.push('--order', values.order, '--max-retries', String(values.maxRetries), '--retry-base-ms', String(values.retryBaseMs));
+  args.push('--min-interval-ms', String(values.minIntervalMs), '--initial-interval-ms', String(values.initialIntervalMs), '--max-interval-ms', String(values.maxIntervalMs));
   return args;
 }

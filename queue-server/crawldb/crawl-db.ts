@@ -1,0 +1,138 @@
+/**
+ * The crawl database: one CrawlDbRecord per known URL, keyed by the 8-byte URL hash, in its own
+ * B-Tree (`crawldb.btree`, 16 KiB pages so a 2,048-character URL fits), written through a stage and
+ * committed with each group of result batches. It is the authority on what is known and what is done;
+ * the frontier and seen-set in memory are rebuilt from it when the queue server starts.
+ *
+ * Alongside, in memory and rebuilt from the records on start: counts by status, and the two indexes
+ * that find duplicates (exact: body signature; near: 64-bit simhash within a few bits). Memory: the
+ * indexes hold one entry per fetched page.
+ */
+import { urlHash, urlHashHex, type UrlHash } from '../../shared/url-hash.js';
+import { normalizeUrl } from '../../shared/url-normalize.js';
+import { StagedTree, hexOf } from '../staged-tree.js';
+import { NearDuplicateIndex, SignatureIndex } from './near-duplicates.js';
+import { CRAWL_STATUSES, decodeCrawlDbRecord, encodeCrawlDbRecord, type CrawlDbRecord, type CrawlDbStatus } from './record.js';
+
+export const CRAWLDB_PAGE_SIZE = 16 * 1024;
+
+export class CrawlDb {
+  readonly #tree: StagedTree<CrawlDbRecord>;
+  readonly #counts = new Map<CrawlDbStatus, number>(CRAWL_STATUSES.map((status) => [status, 0]));
+  readonly #signatures = new SignatureIndex();
+  readonly #near = new NearDuplicateIndex();
+
+  private constructor(tree: StagedTree<CrawlDbRecord>) {
+    this.#tree = tree;
+  }
+
+  static open(path: string, options: { cachePages?: number } = {}): CrawlDb {
+    return new CrawlDb(CrawlDbTree.openFile(path, options));
+  }
+
+  get(hash: UrlHash): CrawlDbRecord | null {
+    return this.#tree.get(hash);
+  }
+
+  /** Stages a new or changed record and keeps counts and duplicate indexes in step. */
+  put(hash: UrlHash, record: CrawlDbRecord): void {
+    const previous = this.#tree.get(hash);
+    const key = hexOf(hash);
+    if (previous !== null) this.#forget(key, previous);
+    this.#remember(key, record);
+    this.#tree.stage(hash, record);
+  }
+
+  /** The URL (hash, 16 hex) of another page with this exact body signature, if any. */
+  exactDuplicateOf(signature: string, self: UrlHash): string | null {
+    return this.#signatures.find(signature, hexOf(self));
+  }
+
+  /** The URL (hash, 16 hex) of another page whose simhash is within NEAR_DUPLICATE_DISTANCE bits. */
+  nearDuplicateOf(simhash: string, self: UrlHash): string | null {
+    return this.#near.findNear(simhash, hexOf(self));
+  }
+
+  commit(): void {
+    this.#tree.commit();
+  }
+
+  /** Reads every committed record once (on start): rebuilds counts and indexes, hands each to `visit`. */
+  load(visit: (hash: UrlHash, record: CrawlDbRecord) => void): number {
+    let loaded = 0;
+    for (const [hash, record] of this.#tree.entries()) {
+      this.#remember(hexOf(hash), record);
+      visit(hash, record);
+      loaded++;
+    }
+    return loaded;
+  }
+
+  countsByStatus(): Record<CrawlDbStatus, number> {
+    return Object.fromEntries(this.#counts) as Record<CrawlDbStatus, number>;
+  }
+
+  get size(): number {
+    let total = 0;
+    for (const count of this.#counts.values()) total += count;
+    return total;
+  }
+
+  stats(): ReturnType<StagedTree<CrawlDbRecord>['stats']> {
+    return this.#tree.stats();
+  }
+
+  check(): ReturnType<StagedTree<CrawlDbRecord>['check']> {
+    return this.#tree.check();
+  }
+
+  entries(): IterableIterator<[UrlHash, CrawlDbRecord]> {
+    return this.#tree.entries();
+  }
+
+  close(): void {
+    this.#tree.close();
+  }
+
+  #remember(key: string, record: CrawlDbRecord): void {
+    this.#counts.set(record.status, (this.#counts.get(record.status) ?? 0) + 1);
+    if (record.status === 'fetched' || record.status === 'notmodified') {
+      if (record.signature !== null) this.#signatures.add(record.signature, key);
+      if (record.simhash !== null) this.#near.add(key, record.simhash);
+    }
+  }
+
+  #forget(key: string, record: CrawlDbRecord): void {
+    this.#counts.set(record.status, (this.#counts.get(record.status) ?? 1) - 1);
+    if (record.signature !== null) this.#signatures.remove(record.signature, key);
+    if (record.simhash !== null) this.#near.remove(key, record.simhash);
+  }
+}
+
+class CrawlDbTree extends StagedTree<CrawlDbRecord> {
+  static openFile(path: string, options: { cachePages?: number }): StagedTree<CrawlDbRecord> {
+    return new CrawlDbTree(StagedTree.openTree(path, { pageSize: CRAWLDB_PAGE_SIZE, cachePages: options.cachePages ?? 1024 }), {
+      encode: encodeCrawlDbRecord,
+      decode: decodeCrawlDbRecord,
+    });
+  }
+}
+
+/** What a fetched page is to the others: the URL it duplicates, the URL it names as canonical, and a redirect's target, as 16-hex URL hashes. */
+export function relationsOf(
+  crawlDb: CrawlDb,
+  self: UrlHash,
+  page: { url: string; signature: string | null; simhash: string | null; canonical: string | null; redirectTo: string | null },
+): { duplicateOf: string | null; canonicalOf: string | null; redirectTarget: string | null } {
+  const selfHex = hexOf(self);
+  const duplicate =
+    (page.signature !== null ? crawlDb.exactDuplicateOf(page.signature, self) : null) ?? (page.simhash !== null ? crawlDb.nearDuplicateOf(page.simhash, self) : null);
+  const canonical = page.canonical === null ? null : normalizeUrl(page.canonical);
+  const canonicalOf = canonical?.ok === true && canonical.url !== page.url ? urlHashHex(urlHash(canonical.url)) : null;
+  const target = page.redirectTo === null ? null : normalizeUrl(page.redirectTo, page.url);
+  return {
+    duplicateOf: duplicate === selfHex ? null : duplicate,
+    canonicalOf,
+    redirectTarget: target?.ok === true ? urlHashHex(urlHash(target.url)) : null,
+  };
+}
