@@ -1,0 +1,226 @@
+/**
+ * Every change a fetch makes to a crawl database record, in one pure function (Nutch's
+ * CrawlDbReducer.reduce, applied per result as it arrives instead of per updatedb job). The caller
+ * classifies the fetch result into a FetchOutcome, looks up duplicates (SignatureIndex,
+ * NearDuplicateIndex) and the canonical URL's hash, and stores the record returned.
+ *
+ * Resulting status, by outcome (and old status where it matters):
+ *
+ *   outcome                                   old status          new status     modified  interval      next fetch at
+ *   ----------------------------------------  ------------------  -------------  --------  ------------  -------------------------------
+ *   success, canonicalOf or duplicateOf set   any                 duplicate      cmp       kept          max(now + interval, freshUntil)
+ *   success, signature = stored one           any but gone        notmodified    false     adapt(false)  max(now + interval', freshUntil)
+ *   success, signature != stored one          any but gone        fetched        true      adapt(true)   max(now + interval', freshUntil)
+ *   success, nothing to compare (*)           any                 fetched        null      kept          max(now + interval, freshUntil)
+ *   not-modified (304)                        duplicate           duplicate      false     kept          max(now + interval, freshUntil)
+ *   not-modified (304)                        any other           notmodified    false     adapt(false)  max(now + interval', freshUntil)
+ *   redirect 301, 308                         any                 redir_perm     null      kept          now + interval
+ *   redirect 302, 303, 307                    any                 redir_temp     null      kept          now + interval
+ *   gone 404, 410                             any                 gone           null      kept          now + goneRecheckMs
+ *   denied (other 4xx: 401, 403, ...)         any                 gone           null      kept          now + goneRecheckMs
+ *   transient with retryAfterMs (429/503)     any                 retry          null      kept          now + retryAfterMs
+ *   transient, retries + 1 <= maxRetries      any                 retry          null      kept          now + retryBaseMs * 2^(retries'-1)
+ *   transient, retries + 1 > maxRetries       any                 gone           null      kept          now + goneRecheckMs
+ *   robots-denied                             any                 robots_denied  null      kept          now + goneRecheckMs
+ *
+ *   (*) no stored signature, no new signature, or the old status is gone: a page that was gone and
+ *       answers again is new content (fetched), even with the body it had before it went.
+ *   cmp: true, false or null exactly as the three success rows below it would say.
+ *   adapt(m): adaptInterval(interval, m) (+40 % unchanged, -20 % changed, clamped); interval' is the result.
+ *   retries': the retries after this failure (old retries + 1). Both waits of a transient failure are
+ *       capped at maxIntervalMs (only a policy with many retries, or a Retry-After of months, reaches it).
+ *   canonicalOf wins over duplicateOf when both are set: the site's own statement beats our guess.
+ *
+ * Other fields, by outcome:
+ *
+ *   field              success (fetched, notmodified, duplicate)   304        redirect  gone, denied  transient                 robots-denied
+ *   -----------------  ------------------------------------------  ---------  --------  ------------  ------------------------  -------------
+ *   retries            0                                           0          0         0             +1, at most maxRetries+1  0
+ *                                                                                                     (unchanged with Retry-After)
+ *   firstFetchAt       now if null                                 same       same      same          same                      kept
+ *   lastFetchAt        now                                         now        now       now           now                       kept
+ *   lastHttpStatus     status                                      304        status    status        status (null: no answer)  kept
+ *   errorCode          null                                        null       null      http-NNN      code                      robots-disallowed
+ *   modifiedAt         now, kept when modified is false            kept       kept      kept          kept                      kept
+ *   signature, simhash the new ones                                kept       kept      kept          kept                      kept
+ *   duplicateOf        the target when duplicate, else null        kept if    null      null          null                      null
+ *                                                                  duplicate
+ *   redirectTo         null                                        null       target    null          null                      null
+ *
+ * Invariants every result keeps (the property tests check them): nextFetchAt >= now; the interval lies
+ * in [minIntervalMs, maxIntervalMs] (every transition clamps it, so a changed policy applies at the next
+ * fetch); nextFetchAt is never before freshUntil when one is given; retries <= maxRetries + 1;
+ * duplicateOf is set only on duplicates, redirectTo only on redirects.
+ *
+ * Differences from Nutch, on purpose: a transient failure leaves status `retry` (Nutch: db_unfetched),
+ * the retry wait grows exponentially (Nutch: one day), a gone page is rechecked after goneRecheckMs
+ * (Nutch: interval * 1.5), a Retry-After does not spend a retry, and a first fetch leaves the interval
+ * as it was (Nutch's STATUS_UNKNOWN does the same).
+ */
+import { adaptInterval, clampInterval, nextFetchAt, retryDelayMs, type FetchSchedulePolicy } from './fetch-schedule.js';
+import type { CrawlDbRecord } from './record.js';
+
+export type FetchOutcome =
+  | {
+      kind: 'success';
+      status: number;
+      /** 16 hex xxHash64 of the body; null without a body. */
+      signature: string | null;
+      /** 16 hex simhash of the page text; null when there is no text. */
+      simhash: string | null;
+      /** hash of another URL with the same signature or a near simhash, found by the caller */
+      duplicateOf: string | null;
+      /** hash of the canonical URL when the page names another URL as canonical */
+      canonicalOf: string | null;
+      /** ms since epoch: the response is fresh until then (RFC 9111 section 4.2); null: unknown. */
+      freshUntil: number | null;
+    }
+  | { kind: 'not-modified'; freshUntil: number | null }
+  | { kind: 'redirect'; status: 301 | 302 | 303 | 307 | 308; target: string | null /* hash */ }
+  | { kind: 'gone'; status: 404 | 410 }
+  | { kind: 'denied'; status: number /* other 4xx: 401, 403, ... */ }
+  | { kind: 'transient'; code: string; status: number | null /* 5xx, 429, or null for timeouts and connection errors */; retryAfterMs: number | null }
+  | { kind: 'robots-denied' };
+
+export interface Transition {
+  record: CrawlDbRecord;
+  /** content changed? null when not applicable */
+  modified: boolean | null;
+}
+
+/** The error code recorded for a URL that robots.txt disallows (the same code queue-server/robots.ts uses). */
+export const ROBOTS_DENIED_CODE = 'robots-disallowed';
+
+export function applyFetch(old: CrawlDbRecord, outcome: FetchOutcome, now: number, policy: FetchSchedulePolicy): Transition {
+  const interval = clampInterval(old.fetchIntervalMs, policy);
+  const maxStoredRetries = policy.maxRetries + 1;
+  /** Fields every outcome that sent a request sets the same way. */
+  const requested = {
+    firstFetchAt: old.firstFetchAt ?? now,
+    lastFetchAt: now,
+    fetchIntervalMs: interval,
+    duplicateOf: null,
+    redirectTo: null,
+  };
+
+  switch (outcome.kind) {
+    case 'success': {
+      const comparable = old.status !== 'gone' && old.signature !== null && outcome.signature !== null;
+      const modified = comparable ? old.signature !== outcome.signature : null;
+      const original = outcome.canonicalOf ?? outcome.duplicateOf;
+      const content = {
+        ...old,
+        ...requested,
+        retries: 0,
+        lastHttpStatus: outcome.status,
+        errorCode: null,
+        modifiedAt: modified === false ? old.modifiedAt : now,
+        signature: outcome.signature,
+        simhash: outcome.simhash,
+      };
+      if (original !== null) {
+        return {
+          record: { ...content, status: 'duplicate', duplicateOf: original, nextFetchAt: nextFetchAt(now, interval, outcome.freshUntil) },
+          modified,
+        };
+      }
+      const adapted = modified === null ? interval : adaptInterval(interval, modified, policy);
+      return {
+        record: {
+          ...content,
+          status: modified === false ? 'notmodified' : 'fetched',
+          fetchIntervalMs: adapted,
+          nextFetchAt: nextFetchAt(now, adapted, outcome.freshUntil),
+        },
+        modified,
+      };
+    }
+
+    case 'not-modified': {
+      // RFC 9110 section 15.4.5: the stored response is still the page; signature and modifiedAt stand.
+      const base = { ...old, ...requested, retries: 0, lastHttpStatus: 304, errorCode: null };
+      if (old.status === 'duplicate') {
+        // Same content as when it was found to duplicate its original: it still does.
+        return {
+          record: { ...base, status: 'duplicate', duplicateOf: old.duplicateOf, nextFetchAt: nextFetchAt(now, interval, outcome.freshUntil) },
+          modified: false,
+        };
+      }
+      const adapted = adaptInterval(interval, false, policy);
+      return {
+        record: { ...base, status: 'notmodified', fetchIntervalMs: adapted, nextFetchAt: nextFetchAt(now, adapted, outcome.freshUntil) },
+        modified: false,
+      };
+    }
+
+    case 'redirect':
+      return {
+        record: {
+          ...old,
+          ...requested,
+          status: outcome.status === 301 || outcome.status === 308 ? 'redir_perm' : 'redir_temp',
+          redirectTo: outcome.target,
+          retries: 0,
+          lastHttpStatus: outcome.status,
+          errorCode: null,
+          nextFetchAt: now + interval,
+        },
+        modified: null,
+      };
+
+    case 'gone':
+    case 'denied':
+      return {
+        record: {
+          ...old,
+          ...requested,
+          status: 'gone',
+          retries: 0,
+          lastHttpStatus: outcome.status,
+          errorCode: `http-${outcome.status}`,
+          nextFetchAt: now + policy.goneRecheckMs,
+        },
+        modified: null,
+      };
+
+    case 'transient': {
+      const failed = { ...old, ...requested, lastHttpStatus: outcome.status, errorCode: outcome.code };
+      if (outcome.retryAfterMs !== null) {
+        // The server asked for a pause (RFC 9110 section 10.2.3): honour it, without spending a retry.
+        const wait = Math.min(policy.maxIntervalMs, Math.max(0, outcome.retryAfterMs));
+        return {
+          record: { ...failed, status: 'retry', retries: Math.min(old.retries, maxStoredRetries), nextFetchAt: now + wait },
+          modified: null,
+        };
+      }
+      const retries = Math.min(old.retries + 1, maxStoredRetries);
+      if (retries > policy.maxRetries) {
+        return { record: { ...failed, status: 'gone', retries, nextFetchAt: now + policy.goneRecheckMs }, modified: null };
+      }
+      return { record: { ...failed, status: 'retry', retries, nextFetchAt: now + retryDelayMs(retries, policy) }, modified: null };
+    }
+
+    case 'robots-denied':
+      // No request was sent: fetch times and the last HTTP status stay as they were.
+      return {
+        record: {
+          ...old,
+          status: 'robots_denied',
+          fetchIntervalMs: interval,
+          duplicateOf: null,
+          redirectTo: null,
+          retries: 0,
+          errorCode: ROBOTS_DENIED_CODE,
+          nextFetchAt: now + policy.goneRecheckMs,
+        },
+        modified: null,
+      };
+
+    default:
+      return unreachable(outcome);
+  }
+}
+
+function unreachable(outcome: never): never {
+  throw new Error(`unknown fetch outcome ${JSON.stringify(outcome)}`);
+}
