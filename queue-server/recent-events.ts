@@ -1,11 +1,16 @@
 /**
  * The most recent fetches and errors, for the status API and the admin page: two ring buffers of a
- * fixed size, so memory stays bounded however long the crawl runs. Strings are already bounded by
- * the protocol's limits.
+ * fixed size, so memory stays bounded however long the crawl runs, and the busiest hosts (a bounded
+ * tally, host-activity.ts) counted from the same fetches. Strings are already bounded by the
+ * protocol's limits; they come from the web and are untrusted (the admin page shows them as text).
  */
+import { HostTally, type HostsOverview, type QueuedByOrigin } from './host-activity.js';
+
 export interface RecentFetch {
   readonly url: string;
   readonly status: number | null;
+  /** The page's <title>, as extracted; null when it has none or is not HTML. */
+  readonly title: string | null;
   readonly bytes: number;
   readonly durationMs: number;
   /** ms since epoch */
@@ -43,6 +48,7 @@ class Ring<T> {
 export class RecentEvents {
   readonly #fetches: Ring<RecentFetch>;
   readonly #errors: Ring<RecentError>;
+  readonly #hosts = new HostTally();
 
   constructor(size: number) {
     this.#fetches = new Ring(size);
@@ -51,6 +57,7 @@ export class RecentEvents {
 
   fetch(event: RecentFetch): void {
     this.#fetches.push(event);
+    this.#hosts.count(new URL(event.url).origin, { error: event.status === null || event.status >= 400, bytes: event.bytes }, event.at);
   }
 
   error(event: RecentError): void {
@@ -63,5 +70,10 @@ export class RecentEvents {
 
   errors(): RecentError[] {
     return this.#errors.newestFirst();
+  }
+
+  /** Active and waiting hosts and the busiest ones; `activeOrigins` are the origins with a slot out now. */
+  hosts(activeOrigins: ReadonlySet<string>, frontier: QueuedByOrigin): HostsOverview {
+    return this.#hosts.overview(activeOrigins, frontier);
   }
 }
