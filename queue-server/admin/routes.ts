@@ -1,0 +1,182 @@
+/**
+ * The admin page's routes, mounted at /admin by http-app.ts. Programs use the bearer-token API
+ * (/api/status, /api/control/*); browsers use these, authenticated by a session cookie:
+ *
+ *   GET  /admin                 the page (index.html), or a redirect to the login form
+ *   GET  /admin/login           the login form                      POST /admin/login   token -> cookie
+ *   POST /admin/logout          ends the session
+ *   GET  /admin/api/session     the session's CSRF token, for the page's script
+ *   GET  /admin/api/status      the status JSON                     GET  /admin/api/stream  the same, live (SSE)
+ *   GET  /admin/api/history     pages fetched over the last minutes, for the chart
+ *   POST /admin/api/{pause,resume,stop,inject,crawl}   crawl control (crawl-control.ts, as the bearer routes)
+ *   GET  /admin/static/...      the page's script, style sheet and uPlot (served from this package)
+ *
+ * Every POST passes three checks, in order: same origin (security.ts), a live session, and the
+ * session's CSRF token in `X-CSRF-Token` (login, which has no session yet, only the first). Every
+ * response carries the security headers of security.ts.
+ */
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import { z } from 'zod';
+import { tokensEqual } from '../auth.js';
+import { CONTROL_ACTIONS, runControl } from '../crawl-control.js';
+import type { CrawlService } from '../crawl-service.js';
+import { HttpError } from '../http-errors.js';
+import { streamStatus } from '../status-stream.js';
+import { CounterHistory } from './counter-history.js';
+import { loginPage, type LoginMessage } from './login-page.js';
+import { clearedSessionCookie, cookieValue, requireSameOrigin, securityHeaders, SESSION_COOKIE, sessionCookie } from './security.js';
+import { SessionStore, type Session } from './sessions.js';
+
+export const ADMIN_BASE = '/admin';
+
+export const ADMIN_ROUTES = {
+  page: '/admin',
+  login: '/admin/login',
+  logout: '/admin/logout',
+  session: '/admin/api/session',
+  status: '/admin/api/status',
+  stream: '/admin/api/stream',
+  history: '/admin/api/history',
+  control: (action: (typeof CONTROL_ACTIONS)[number]) => `/admin/api/${action}`,
+} as const;
+
+export const CSRF_HEADER = 'x-csrf-token';
+
+const STATIC_DIR = fileURLToPath(new URL('./static/', import.meta.url));
+const require = createRequire(import.meta.url);
+const VENDOR_FILES: Record<string, string> = {
+  'uplot.js': require.resolve('uplot/dist/uPlot.esm.js'),
+  'uplot.css': require.resolve('uplot/dist/uPlot.min.css'),
+};
+
+export interface AdminOptions {
+  readonly service: CrawlService;
+  readonly adminToken: string;
+  readonly sessions?: SessionStore;
+  /** ms since epoch; the sessions' idle time is measured with it. */
+  readonly clock?: () => number;
+}
+
+/** Pages-fetched samples for the chart are at least this far apart, ms. */
+const HISTORY_GAP_MS = 1000;
+
+const loginSchema = z.object({ token: z.string().min(1).max(512) });
+const LOGIN_MESSAGES = new Set<LoginMessage>(['wrong-token', 'logged-out', 'expired']);
+
+/** A request that passed the session check. */
+type SessionRequest = Request & { session?: Session; sessionCookie?: string };
+
+export function adminRouter(options: AdminOptions): Router {
+  if (!existsSync(`${STATIC_DIR}index.html`)) {
+    throw new Error(`admin page assets missing in ${STATIC_DIR}: run \`npm run build\` (it copies queue-server/admin/static)`);
+  }
+  const { service, adminToken } = options;
+  const sessions = options.sessions ?? new SessionStore();
+  const clock = options.clock ?? Date.now;
+  const router = express.Router();
+  const json = express.json({ limit: 256 * 1024, strict: true });
+  const form = express.urlencoded({ extended: false, limit: 4096, parameterLimit: 10 });
+
+  router.use(securityHeaders);
+
+  // Pages fetched over time: one sample at most a second after the crawl changes; no change, no timer.
+  const history = new CounterHistory();
+  history.record(clock(), service.crawl.summary(clock()).pagesFetched);
+  let sampleTimer: NodeJS.Timeout | null = null;
+  service.on('change', () => {
+    if (sampleTimer !== null) return;
+    sampleTimer = setTimeout(() => {
+      sampleTimer = null;
+      history.record(clock(), service.crawl.summary(clock()).pagesFetched);
+    }, HISTORY_GAP_MS);
+    sampleTimer.unref();
+  });
+
+  const sessionOf = (req: Request): Session | null => sessions.use(cookieValue(req.headers.cookie, SESSION_COOKIE), clock());
+
+  /** API routes: a live session or 401 (the page then goes to the login form). */
+  const requireSession = (req: SessionRequest, _res: Response, next: NextFunction) => {
+    const session = sessionOf(req);
+    if (session === null) return next(new HttpError(401, 'no-session', 'log in first: no live admin session (it ended, or this browser never logged in)'));
+    req.session = session;
+    req.sessionCookie = cookieValue(req.headers.cookie, SESSION_COOKIE);
+    next();
+  };
+  const requireCsrf = (req: SessionRequest, _res: Response, next: NextFunction) => {
+    const presented = req.headers[CSRF_HEADER];
+    if (typeof presented !== 'string' || req.session === undefined || !tokensEqual(presented, req.session.csrfToken)) {
+      return next(new HttpError(403, 'csrf', `missing or wrong ${CSRF_HEADER} header: reload the admin page`));
+    }
+    next();
+  };
+
+  router.get('/', (req, res) => {
+    if (sessionOf(req) === null) return res.redirect(303, ADMIN_ROUTES.login);
+    res.set('Content-Type', 'text/html; charset=utf-8');
+    res.sendFile('index.html', { root: STATIC_DIR, cacheControl: false, lastModified: false, etag: false });
+  });
+
+  router.get('/login', (req, res) => {
+    if (sessionOf(req) !== null) return res.redirect(303, ADMIN_ROUTES.page);
+    const asked = typeof req.query.m === 'string' ? (req.query.m as LoginMessage) : null;
+    res.type('html').send(loginPage(asked !== null && LOGIN_MESSAGES.has(asked) ? asked : null));
+  });
+
+  router.post('/login', requireSameOrigin, form, json, (req, res) => {
+    const wantsJson = req.is('application/json') === 'application/json';
+    const parsed = loginSchema.safeParse(req.body);
+    if (!parsed.success || !tokensEqual(parsed.data.token.trim(), adminToken)) {
+      if (wantsJson) throw new HttpError(401, 'wrong-token', 'that is not the admin token');
+      return res.status(401).type('html').send(loginPage('wrong-token'));
+    }
+    const { cookieValue: value, session } = sessions.create(clock());
+    res.set('Set-Cookie', sessionCookie(value, { secure: req.secure }));
+    if (wantsJson) return res.json({ csrfToken: session.csrfToken });
+    res.redirect(303, ADMIN_ROUTES.page);
+  });
+
+  router.post('/logout', requireSameOrigin, requireSession, requireCsrf, (req: SessionRequest, res) => {
+    sessions.delete(req.sessionCookie);
+    res.set('Set-Cookie', clearedSessionCookie(req.secure));
+    res.json({ loggedOut: true });
+  });
+
+  router.get('/api/session', requireSession, (req: SessionRequest, res) => {
+    res.json({ csrfToken: req.session!.csrfToken, idleMs: sessions.idleMs });
+  });
+
+  const snapshot = () => ({ ...service.status(), serverNow: clock() });
+
+  router.get('/api/status', requireSession, (_req, res) => {
+    res.json(snapshot());
+  });
+
+  router.get('/api/history', requireSession, (_req, res) => {
+    res.json({ pagesFetched: history.samples(), serverNow: clock() });
+  });
+
+  router.get('/api/stream', requireSession, (req: SessionRequest, res) => {
+    const cookie = req.sessionCookie;
+    // An open page's stream keeps its session alive; a logout (or expiry) ends the stream.
+    streamStatus(service, req, res, { snapshot, pingEvents: true, retryMs: 2000, stillAllowed: () => sessions.use(cookie, clock()) !== null });
+  });
+
+  for (const action of CONTROL_ACTIONS) {
+    router.post(`/api/${action}`, requireSameOrigin, requireSession, requireCsrf, json, (req, res) => {
+      res.json(runControl(service, action, req.body));
+    });
+  }
+
+  router.get('/static/vendor/:file', (req, res, next) => {
+    const file = VENDOR_FILES[req.params.file];
+    if (file === undefined) return next();
+    res.sendFile(file, { cacheControl: false, lastModified: false, etag: false });
+  });
+  router.use('/static', express.static(STATIC_DIR, { index: false, redirect: false, cacheControl: false, etag: false, lastModified: false, dotfiles: 'ignore' }));
+
+  router.use('/api', (_req, _res, next) => next(new HttpError(404, 'not-found', 'no such admin API route')));
+  return router;
+}
