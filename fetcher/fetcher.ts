@@ -82,9 +82,10 @@ export class Fetcher {
     return reason;
   }
 
-  /** Stops claiming; held slots are finished and delivered. */
+  /** Stops claiming (a claim waiting at the queue server is abandoned); held slots are finished and delivered. */
   stop(): void {
     this.#stopClaiming = true;
+    this.#claimAbort.abort();
     this.#wakeClaimLoop?.();
   }
 
@@ -95,6 +96,7 @@ export class Fetcher {
   }
 
   #stopClaiming = false;
+  readonly #claimAbort = new AbortController();
 
   async #claimLoop(): Promise<'done' | 'stopped'> {
     while (!this.#stopClaiming) {
@@ -112,7 +114,7 @@ export class Fetcher {
           capacity: this.#free,
           waitMs: this.#options.claimWaitMs,
           stats: this.#currentStats(),
-        });
+        }, this.#claimAbort.signal);
       } catch (error) {
         if (error instanceof StoppedError) return 'stopped';
         throw error;

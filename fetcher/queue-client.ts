@@ -62,8 +62,9 @@ export class QueueClient {
     this.#pool = new Pool(this.#origin, { connections: 4, keepAliveTimeout: 60_000, headersTimeout: 90_000, bodyTimeout: 90_000 });
   }
 
-  claim(request: ClaimRequest): Promise<ClaimResponse> {
-    return this.#post(ROUTES.claim, request, claimResponseSchema, 'claim');
+  /** `signal` abandons this claim only (the fetcher stops claiming); the client stays usable. */
+  claim(request: ClaimRequest, signal?: AbortSignal): Promise<ClaimResponse> {
+    return this.#post(ROUTES.claim, request, claimResponseSchema, 'claim', signal);
   }
 
   results(request: ResultsRequest): Promise<ResultsResponse> {
@@ -78,7 +79,8 @@ export class QueueClient {
     await this.#pool.close();
   }
 
-  async #post<T extends z.ZodType>(route: string, body: unknown, schema: T, what: string): Promise<z.infer<T>> {
+  async #post<T extends z.ZodType>(route: string, body: unknown, schema: T, what: string, callSignal?: AbortSignal): Promise<z.infer<T>> {
+    const signal = callSignal === undefined ? this.#options.signal : AbortSignal.any([this.#options.signal, callSignal]);
     const json = Buffer.from(JSON.stringify(body));
     const compressed = json.length > GZIP_THRESHOLD;
     const payload = compressed ? gzipSync(json) : json;
@@ -88,14 +90,14 @@ export class QueueClient {
     };
     if (compressed) headers['content-encoding'] = 'gzip';
     for (let attempt = 1; ; attempt++) {
-      if (this.#options.signal.aborted) throw new StoppedError();
+      if (signal.aborted) throw new StoppedError();
       try {
         const response = await this.#pool.request({
           path: this.#basePath + route,
           method: 'POST',
           headers,
           body: payload,
-          signal: this.#options.signal,
+          signal,
         });
         const text = await response.body.text();
         if (response.statusCode >= 500) throw new QueueServerError(response.statusCode, 'server-error', text.slice(0, 200));
@@ -107,10 +109,10 @@ export class QueueClient {
         if (!parsed.success) throw new QueueServerError(response.statusCode, 'bad-response', 'response does not match the protocol');
         return parsed.data;
       } catch (error) {
-        if (this.#options.signal.aborted) throw new StoppedError();
+        if (signal.aborted) throw new StoppedError();
         if (error instanceof QueueServerError && error.status < 500) throw error;
         this.#options.onRetry?.(what, attempt, error);
-        await backoff(attempt, this.#options.signal);
+        await backoff(attempt, signal);
       }
     }
   }

@@ -76,7 +76,7 @@ describe('a queue server killed with SIGKILL again and again', () => {
       kills++;
       server = startPetrel(serverArgs);
       const restarted = server;
-      const outcome = await Promise.race([waitForEvent(restarted, 'listening').then(() => null), restarted.output]);
+      const outcome = await Promise.race([waitForEvent(restarted, 'listening', 60_000).then(() => null), restarted.output]);
       if (outcome !== null) throw new Error(`queue server did not restart after kill ${kills}: exit ${outcome.code}\n${outcome.stderr}`);
     }
     finished ??= await waitForEvent(server, 'finished', 90_000);

@@ -38,8 +38,14 @@ export class CrawlDb {
   put(hash: UrlHash, record: CrawlDbRecord): void {
     const previous = this.#tree.get(hash);
     const key = hexOf(hash);
-    if (previous !== null) this.#forget(key, previous);
-    this.#remember(key, record);
+    if (previous !== null) this.#counts.set(previous.status, (this.#counts.get(previous.status) ?? 1) - 1);
+    this.#counts.set(record.status, (this.#counts.get(record.status) ?? 0) + 1);
+    // An original keeps its place (its age) in the indexes while its fingerprints stay the same.
+    const unchanged = previous !== null && isOriginal(previous) === isOriginal(record) && previous.signature === record.signature && previous.simhash === record.simhash;
+    if (!unchanged) {
+      if (previous !== null) this.#unindex(key, previous);
+      this.#index(key, record);
+    }
     this.#tree.stage(hash, record);
   }
 
@@ -96,17 +102,24 @@ export class CrawlDb {
 
   #remember(key: string, record: CrawlDbRecord): void {
     this.#counts.set(record.status, (this.#counts.get(record.status) ?? 0) + 1);
-    if (record.status === 'fetched' || record.status === 'notmodified') {
-      if (record.signature !== null) this.#signatures.add(record.signature, key);
-      if (record.simhash !== null) this.#near.add(key, record.simhash);
-    }
+    this.#index(key, record);
   }
 
-  #forget(key: string, record: CrawlDbRecord): void {
-    this.#counts.set(record.status, (this.#counts.get(record.status) ?? 1) - 1);
+  /** Only originals are indexed, so a duplicate never points at another duplicate. */
+  #index(key: string, record: CrawlDbRecord): void {
+    if (!isOriginal(record)) return;
+    if (record.signature !== null) this.#signatures.add(record.signature, key);
+    if (record.simhash !== null) this.#near.add(key, record.simhash);
+  }
+
+  #unindex(key: string, record: CrawlDbRecord): void {
     if (record.signature !== null) this.#signatures.remove(record.signature, key);
     if (record.simhash !== null) this.#near.remove(key, record.simhash);
   }
+}
+
+function isOriginal(record: CrawlDbRecord): boolean {
+  return record.status === 'fetched' || record.status === 'notmodified';
 }
 
 class CrawlDbTree extends StagedTree<CrawlDbRecord> {
