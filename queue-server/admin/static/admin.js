@@ -50,9 +50,10 @@ function setText(id, text) {
   const node = $(id);
   const value = String(text);
   if (node.textContent !== value) {
+    const first = node.textContent === '–';
     node.textContent = value;
     const stat = node.closest('.stat');
-    if (stat !== null) {
+    if (stat !== null && !first) {
       stat.classList.remove('changed');
       void stat.offsetWidth; // restart the flash animation
       stat.classList.add('changed');
@@ -156,7 +157,7 @@ function makeChart() {
       scales: {
         x: { time: true, range: (_u, min, max) => (max === null ? [Date.now() / 1000 - CHART_MIN_SPAN_S, Date.now() / 1000] : [Math.min(min, max - CHART_MIN_SPAN_S), max]) },
         y: { range: (_u, _min, max) => [0, Math.max(1, Math.ceil(max * 1.15))] } },
-      axes: [{ ...axis, space: 60 }, { ...axis, size: 44 }],
+      axes: [{ ...axis, space: 60, values: (_u, splits) => splits.map(timeLabel) }, { ...axis, size: 44 }],
       series: [{}, { label: 'pages/s', stroke: accent, width: 2, fill: `${accent}22`, points: { show: false }, spanGaps: false }],
     },
     chartData,
@@ -204,6 +205,13 @@ async function loadHistory() {
   }
   for (const sample of samples) if (sample.t >= now - 2 * RATE_WINDOW_MS) pagesMeter.add(sample.t, sample.v);
   if (chart !== null) chart.setData(chartData);
+}
+
+/** A time axis label: 14:05 on the minute, :30 between. */
+function timeLabel(seconds) {
+  const d = new Date(seconds * 1000);
+  const two = (n) => String(n).padStart(2, '0');
+  return d.getSeconds() === 0 ? `${two(d.getHours())}:${two(d.getMinutes())}` : `:${two(d.getSeconds())}`;
 }
 
 /** One point a second: the current rate, or a gap while the stream is down. */
