@@ -32,6 +32,7 @@ const crawlStartSchema = z
     maxPages: z.number().int().positive().nullable().optional(),
     delayMs: z.number().int().nonnegative().max(3_600_000).optional(),
     hostConcurrency: z.number().int().min(1).max(256).optional(),
+    order: crawlConfigSchema.shape.order.unwrap().optional(),
   })
   .strict();
 
@@ -79,6 +80,7 @@ function startCrawl(service: CrawlService, body: unknown): ControlResult {
     maxPages: input.maxPages === undefined ? current.maxPages : input.maxPages,
     delayMs: input.delayMs ?? current.delayMs,
     hostConcurrency: input.hostConcurrency ?? current.hostConcurrency,
+    order: input.order ?? current.order,
   });
   try {
     service.restart(config);

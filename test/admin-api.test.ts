@@ -288,10 +288,10 @@ describe('admin control routes (session and CSRF)', () => {
     expect(injected.body).toEqual({ state: 'running', admitted: 1, rejected: [{ url: 'mailto:x@example.org', code: expect.any(String) }] });
     expect(h.server.service.status().frontierSize).toBe(2);
     expect((await adminPost('/admin/api/stop', auth).expect(200)).body).toEqual({ state: 'stopped', dropped: 2 });
-    const started = await adminPost('/admin/api/crawl', auth, { seeds: ['http://127.0.0.1:9/new.html'], scope: 'prefix', maxDepth: 2, maxPages: 10 }).expect(200);
+    const started = await adminPost('/admin/api/crawl', auth, { seeds: ['http://127.0.0.1:9/new.html'], scope: 'prefix', maxDepth: 2, maxPages: 10, order: 'opic' }).expect(200);
     expect(started.body).toEqual({ state: 'running' });
     const { config } = h.server.service.status();
-    expect(config).toMatchObject({ seeds: ['http://127.0.0.1:9/new.html'], scope: 'prefix', maxDepth: 2, maxPages: 10 });
+    expect(config).toMatchObject({ seeds: ['http://127.0.0.1:9/new.html'], scope: 'prefix', maxDepth: 2, maxPages: 10, order: 'opic' });
     // Settings left out keep the queue server's values, not the schema defaults.
     expect(config).toMatchObject({ delayMs: 250, hostConcurrency: 2 });
   });
@@ -314,6 +314,7 @@ describe('admin control routes (session and CSRF)', () => {
     ['crawl with a fractional depth', 'crawl', { seeds: [SEED], maxDepth: 1.5 }, 'invalid-body', 'maxDepth'],
     ['crawl with host concurrency 0', 'crawl', { seeds: [SEED], hostConcurrency: 0 }, 'invalid-body', 'hostConcurrency'],
     ['crawl with an unknown setting', 'crawl', { seeds: [SEED], once: true }, 'invalid-body', 'once'],
+    ['crawl with an unknown order', 'crawl', { seeds: [SEED], order: 'random' }, 'invalid-body', 'order'],
   ])('answers %s with 400 naming the field, changing nothing', async (_name, action, body, code, field) => {
     const auth = await login();
     await adminPost('/admin/api/stop', auth).expect(200);

@@ -238,6 +238,9 @@ function render(status) {
     if (meter === undefined) fetcherMeters.set(f.id, (meter = new RateMeter()));
     meter.add(now, f.pagesFetched);
   }
+  // Fetchers the queue server forgot are forgotten here too.
+  const known = new Set(status.fetchers.map((f) => f.id));
+  for (const id of fetcherMeters.keys()) if (!known.has(id)) fetcherMeters.delete(id);
   renderHeader(status);
   renderCounters(status, now);
   renderStatusCodes(status);
@@ -440,6 +443,7 @@ function renderControls(status) {
     $('f-hostConcurrency').value = String(c.hostConcurrency);
     $('f-maxDepth').value = c.maxDepth >= Number.MAX_SAFE_INTEGER ? '' : String(c.maxDepth);
     $('f-maxPages').value = c.maxPages === null ? '' : String(c.maxPages);
+    if (c.order !== undefined) $('f-order').value = c.order;
   }
 }
 
@@ -589,6 +593,7 @@ function wireControls() {
       scope: $('f-scope').value,
       maxDepth: optionalInteger('f-maxDepth'),
       maxPages: optionalInteger('f-maxPages'),
+      order: $('f-order').value,
     };
     const delay = optionalInteger('f-delayMs');
     const concurrency = optionalInteger('f-hostConcurrency');
