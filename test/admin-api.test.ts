@@ -73,6 +73,11 @@ function sessionCookieOf(res: request.Response): string {
   return cookie.split(';')[0]!;
 }
 
+/** The same token with its first character changed: wrong, and as long as the right one. */
+function otherFirstChar(token: string): string {
+  return `${token[0] === 'A' ? 'B' : 'A'}${token.slice(1)}`;
+}
+
 function adminPost(path: string, auth: { cookie: string; csrf: string }, body: unknown = {}) {
   return request(h.app).post(path).set('Origin', h.origin).set('Cookie', auth.cookie).set('X-CSRF-Token', auth.csrf).send(body as object);
 }
@@ -154,7 +159,7 @@ describe('login and sessions', () => {
     await request(h.app).post('/admin/login').set('Origin', 'https://evil.example').set('Sec-Fetch-Site', 'same-origin').type('form').send({ token: h.adminToken }).expect(403);
   });
 
-  it.each([['/admin/api/status'], ['/admin/api/session'], ['/admin/api/stream']])('refuses GET %s without a live session: 401 no-session', async (path) => {
+  it.each([['/admin/api/status'], ['/admin/api/session'], ['/admin/api/stream'], ['/admin/api/history']])('refuses GET %s without a live session: 401 no-session', async (path) => {
     const none = await request(h.app).get(path).expect(401);
     expect(none.body.error.code).toBe('no-session');
     expectSecurityHeaders(none);
@@ -171,6 +176,17 @@ describe('login and sessions', () => {
     expect(typeof res.body.serverNow).toBe('number');
     expect(res.body.config.seeds).toEqual([SEED]);
     expectSecurityHeaders(res);
+    const history = await request(h.app).get('/admin/api/history').set('Cookie', auth.cookie).expect(200);
+    expect(history.body.pagesFetched).toEqual([[expect.any(Number), 0]]);
+  });
+
+  it('logging in again replaces the browser\'s earlier session', async () => {
+    const first = await login();
+    const again = await request(h.app).post('/admin/login').set('Origin', h.origin).set('Cookie', first.cookie).type('form').send({ token: h.adminToken }).expect(303);
+    const second = sessionCookieOf(again);
+    expect(second).not.toBe(first.cookie);
+    await request(h.app).get('/admin/api/status').set('Cookie', first.cookie).expect(401);
+    await request(h.app).get('/admin/api/status').set('Cookie', second).expect(200);
   });
 
   it('logout ends the session: the cookie no longer works, and the cookie is cleared', async () => {
@@ -263,7 +279,7 @@ describe('admin control routes (session and CSRF)', () => {
     const before = h.server.service.status();
     const missing = await request(h.app).post(`/admin/api/${action}`).set('Origin', h.origin).set('Cookie', auth.cookie).send(bodies[action]).expect(403);
     expect(missing.body.error.code).toBe('csrf');
-    expect((await adminPost(`/admin/api/${action}`, { ...auth, csrf: `${auth.csrf.slice(0, -1)}A` }, bodies[action]).expect(403)).body.error.code).toBe('csrf');
+    expect((await adminPost(`/admin/api/${action}`, { ...auth, csrf: otherFirstChar(auth.csrf) }, bodies[action]).expect(403)).body.error.code).toBe('csrf');
     expect((await adminPost(`/admin/api/${action}`, { ...auth, csrf: other.csrf }, bodies[action]).expect(403)).body.error.code).toBe('csrf');
     expect((await adminPost(`/admin/api/${action}`, { ...auth, csrf: '' }, bodies[action]).expect(403)).body.error.code).toBe('csrf');
     expect(h.server.service.status().control).toBe(before.control);

@@ -132,6 +132,8 @@ export function adminRouter(options: AdminOptions): Router {
       if (wantsJson) throw new HttpError(401, 'wrong-token', 'that is not the admin token');
       return res.status(401).type('html').send(loginPage('wrong-token'));
     }
+    // A login replaces this browser's earlier session, if any.
+    sessions.delete(cookieValue(req.headers.cookie, SESSION_COOKIE));
     const { cookieValue: value, session } = sessions.create(clock());
     res.set('Set-Cookie', sessionCookie(value, { secure: req.secure }));
     if (wantsJson) return res.json({ csrfToken: session.csrfToken });
