@@ -18,6 +18,14 @@ import { startTestWeb, type TestWeb } from '../scripts/test-web.js';
 import { EVIL_TITLE } from '../scripts/test-web/main-extras.js';
 import { assertBuilt, startPetrel, tempDir, waitForEvent } from './support/petrel-process.js';
 
+/** The `started` event, or an error with the child's stderr if it exits first. */
+function startedOrExit(child: ReturnType<typeof startPetrel>): Promise<Record<string, unknown>> {
+  const exit = child.output.then((finished): never => {
+    throw new Error(`petrel start exited (${finished.code ?? finished.signal}) before starting: ${finished.stderr.slice(0, 2000)}`);
+  });
+  return Promise.race([waitForEvent(child, 'started'), exit]);
+}
+
 const CHROMIUM = '/usr/bin/chromium';
 const DOCS = fileURLToPath(new URL('../docs/', import.meta.url));
 /** Refreshing the README's screenshots is a choice, so that a test run leaves the work tree as it was. */
@@ -57,7 +65,7 @@ describe.skipIf(!existsSync(CHROMIUM))('the admin page in chromium, against petr
     dataDir = tempDir('admin-browser');
     // Slots of 8 URLs: a pause takes effect (leases out drain) within a second.
     petrel = startPetrel(['start', '--data', dataDir, '--fetchers', '2', '--port', '0', '--slot-urls', '8']);
-    const started = await waitForEvent(petrel, 'started');
+    const started = await startedOrExit(petrel);
     adminUrl = String(started.adminUrl);
     adminToken = readFileSync(String(started.adminTokenFile), 'utf8').trim();
     profileDir = await mkdtemp(join(tmpdir(), 'petrel-pw-profile-'));

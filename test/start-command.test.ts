@@ -8,6 +8,14 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { assertBuilt, startPetrel, tempDir, waitForEvent } from './support/petrel-process.js';
 
+/** The `started` event, or an error with the child's stderr if it exits first. */
+function startedOrExit(child: ReturnType<typeof startPetrel>): Promise<Record<string, unknown>> {
+  const exit = child.output.then((finished): never => {
+    throw new Error(`petrel start exited (${finished.code ?? finished.signal}) before starting: ${finished.stderr.slice(0, 2000)}`);
+  });
+  return Promise.race([waitForEvent(child, 'started'), exit]);
+}
+
 describe('petrel start', () => {
   const dir = tempDir('start');
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -16,7 +24,7 @@ describe('petrel start', () => {
     assertBuilt();
     const child = startPetrel(['start', '--data', join(dir, 'data'), '--fetchers', '1', '--port', '0']);
     try {
-      const started = await waitForEvent(child, 'started');
+      const started = await startedOrExit(child);
       expect(started).toMatchObject({ adminUrl: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/admin$/), fetchers: 1 });
       const adminTokenFile = String(started.adminTokenFile);
       expect(adminTokenFile).toBe(join(dir, 'data', 'admin.token'));
