@@ -60,7 +60,9 @@ export class Fetcher {
       token: options.token,
       signal: this.#stopping.signal,
       onRetry: (what, attempt, error) => {
-        if (attempt === 1 || attempt % 10 === 0) options.log(`queue server unreachable (${what}, attempt ${attempt}): ${(error as Error).message}; retrying`);
+        if (what === 'results') this.#deliveryTrouble = true;
+        // The first failure is common and harmless (a queue server still starting); say so from the second.
+        if (attempt === 2 || attempt % 10 === 0) options.log(`queue server unreachable (${what}, attempt ${attempt}): ${(error as Error).message}; retrying`);
       },
     });
     this.#agent = createCrawlAgent({ ...options.download, connectionsPerOrigin: Math.max(1, options.concurrency) });
@@ -96,6 +98,8 @@ export class Fetcher {
   }
 
   #stopClaiming = false;
+  /** A results post had to be retried: deliver what is held before claiming more (the queue server was away). */
+  #deliveryTrouble = false;
   readonly #claimAbort = new AbortController();
 
   async #claimLoop(): Promise<'done' | 'stopped'> {
@@ -104,6 +108,13 @@ export class Fetcher {
         await new Promise<void>((resolve) => (this.#wakeClaimLoop = resolve));
         this.#wakeClaimLoop = null;
         continue;
+      }
+      if (this.#deliveryTrouble) {
+        // Results first: a queue server that was away applies them before it leases those URLs again.
+        await Promise.allSettled([...this.#active.values()].map((active) => active.posting));
+        await Promise.allSettled([...this.#deliveries]);
+        this.#deliveryTrouble = false;
+        if (this.#stopClaiming) break;
       }
       let response;
       try {

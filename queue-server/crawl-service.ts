@@ -26,6 +26,8 @@ export class CrawlService extends EventEmitter<{ change: []; finished: [] }> {
   #finishedEmitted = false;
   #closed = false;
   #control: ControlState = 'active';
+  /** Fetchers that were answered `done`. */
+  readonly #toldDone = new Set<string>();
   #pendingCommit: Promise<void> | null = null;
   #lastCommitAt = 0;
   readonly #commitIntervalMs: number;
@@ -34,7 +36,7 @@ export class CrawlService extends EventEmitter<{ change: []; finished: [] }> {
     super();
     this.crawl = crawl;
     this.#clock = options.clock ?? Date.now;
-    this.#commitIntervalMs = options.commitIntervalMs ?? 20;
+    this.#commitIntervalMs = options.commitIntervalMs ?? 100;
   }
 
   start(): void {
@@ -46,7 +48,11 @@ export class CrawlService extends EventEmitter<{ change: []; finished: [] }> {
   async claim(request: ClaimRequest, address: string, signal?: AbortSignal): Promise<ClaimResponse> {
     const deadline = this.#clock() + request.waitMs;
     for (;;) {
-      if (this.crawl.finished()) return { kind: 'done' };
+      if (this.crawl.finished()) {
+        this.#toldDone.add(request.fetcherId);
+        this.emit('change');
+        return { kind: 'done' };
+      }
       // A daemon shutting down sends fetchers away to retry, not home: it may be back soon.
       if (this.#closed) return { kind: 'wait' };
       const schedule = this.#control === 'active' ? this.crawl.claim(request, address, this.#clock()) : null;
@@ -71,7 +77,8 @@ export class CrawlService extends EventEmitter<{ change: []; finished: [] }> {
 
   /**
    * Group commit: every results post waits for the next commit, and commits are at least
-   * `commitIntervalMs` apart, so posts arriving together share one fsync.
+   * `commitIntervalMs` apart (100 ms by default: a handful of fsyncs a second however busy the crawl),
+   * so posts arriving together share one commit. Fetchers do not wait for acknowledgements to go on.
    */
   #durable(): Promise<void> {
     if (this.#pendingCommit !== null) return this.#pendingCommit;
@@ -106,6 +113,30 @@ export class CrawlService extends EventEmitter<{ change: []; finished: [] }> {
     if (this.#control !== 'active') return this.#control;
     if (this.crawl.finished()) return 'done';
     return this.crawl.state();
+  }
+
+  /** Commits whatever is applied and not yet durable; resolves when it is. */
+  async flush(): Promise<void> {
+    if (this.#pendingCommit !== null) await this.#pendingCommit;
+    this.crawl.commit();
+  }
+
+  /** Resolves once every fetcher heard from recently was answered `done`, or after `timeoutMs`. */
+  allFetchersTold(timeoutMs: number): Promise<void> {
+    return new Promise((resolve) => {
+      const check = () => {
+        const live = this.crawl.liveFetcherIds(this.#clock());
+        if (live.every((id) => this.#toldDone.has(id))) finish();
+      };
+      const finish = () => {
+        clearTimeout(timer);
+        this.off('change', check);
+        resolve();
+      };
+      const timer = setTimeout(finish, timeoutMs);
+      this.on('change', check);
+      check();
+    });
   }
 
   /** Holds all new work; leases out finish. */

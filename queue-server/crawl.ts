@@ -176,6 +176,11 @@ export class Crawl {
     return 'running';
   }
 
+  /** Fetchers heard from within two lease times. */
+  liveFetcherIds(now: number): string[] {
+    return this.#fetchers.list().filter((info) => now - info.lastSeen < this.#config.leaseMs * 2).map((info) => info.id);
+  }
+
   finished(): boolean {
     return this.#config.once && this.state() === 'idle';
   }
@@ -187,7 +192,7 @@ export class Crawl {
       this.#frontier,
       {
         capacity: request.capacity,
-        liveFetchers: this.#fetchers.live(now, this.#config.leaseMs * 2),
+        liveFetchers: this.liveFetcherIds(now).length,
         budget: this.#budgetLeft(),
         userAgentToken: this.#config.robotsToken,
         concurrencyOf: (queue) => this.#concurrencyOf(queue),

@@ -84,10 +84,13 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
         if (closed) return;
         closed = true;
         service.close();
-        await new Promise<void>((resolve) => {
-          server.close(() => resolve());
-          server.closeAllConnections();
-        });
+        // Results being acknowledged get their answer: commit them, then let in-flight responses go out.
+        await service.flush();
+        const drained = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeIdleConnections();
+        const timer = setTimeout(() => server.closeAllConnections(), 1000);
+        await drained;
+        clearTimeout(timer);
         open.close();
         releaseLock();
       },

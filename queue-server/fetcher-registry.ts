@@ -42,13 +42,6 @@ export class FetcherRegistry {
     return this.#fetchers.get(id);
   }
 
-  /** Fetchers heard from within `windowMs`. */
-  live(now: number, windowMs: number): number {
-    let live = 0;
-    for (const info of this.#fetchers.values()) if (now - info.lastSeen < windowMs) live++;
-    return live;
-  }
-
   list(): FetcherInfo[] {
     return [...this.#fetchers.values()];
   }

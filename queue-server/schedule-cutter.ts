@@ -9,7 +9,8 @@
  *  3. An origin never has more than its concurrency of slots out across all fetchers; one schedule
  *     takes at most its fair share, ceil(concurrency / live fetchers), so every fetcher gets work
  *     from a single-origin crawl.
- *  4. A slot holds up to `slotUrls` URLs of one origin, fetched serially with `delayMs` between the
+ *  4. A slot holds up to `slotUrls` URLs of one origin (fewer when the origin's queue is short: its
+ *     URLs are spread over the slots it may still have out), fetched serially with `delayMs` between the
  *     end of one response and the next request. At concurrency 1 a new slot of an origin starts no
  *     earlier than `nextStartAt` (set when the previous slot's results arrived plus the delay).
  *  5. URLs that robots.txt forbids are not handed out; they are returned as `denied`.
@@ -95,9 +96,12 @@ export function cutSchedule(frontier: Frontier, policy: CutPolicy, now: number):
     const concurrency = policy.concurrencyOf(queue);
     const fairShare = Math.max(1, Math.ceil(concurrency / Math.max(1, policy.liveFetchers)));
     const slotCount = Math.min(fairShare, concurrency - queue.slotsOut, policy.capacity - slots.length);
-    const slotUrls = policy.slotUrlsOf(queue);
     const setAside: QueuedUrl[] = [];
     for (let s = 0; s < slotCount; s++) {
+      // Spread the origin's URLs over the slots it may still have out, so that a short queue does not
+      // end up in one slot (fetched one by one) while the origin's other slots stay empty.
+      const openSlots = Math.max(1, concurrency - queue.slotsOut);
+      const slotUrls = Math.max(1, Math.min(policy.slotUrlsOf(queue), Math.ceil(queue.urls.size / openSlots)));
       const entries: QueuedUrl[] = [];
       const validators: (Validators | null)[] = [];
       while (entries.length < slotUrls) {

@@ -66,10 +66,14 @@ describe('simhash', () => {
     expect(simhash('petrel crawler')).not.toBe(simhash('crawler'));
   });
 
-  it('keeps a 500-word text within NEAR_DUPLICATE_DISTANCE when a run of a few words is edited', () => {
-    const original = words(1, 500);
-    const edited = editRun(original, 250, 3);
-    expect(hammingDistance(simhash(original.join(' ')), simhash(edited.join(' ')))).toBeLessThanOrEqual(NEAR_DUPLICATE_DISTANCE);
+  it('keeps most 500-word texts within NEAR_DUPLICATE_DISTANCE when a run of three words is edited', () => {
+    // About 70 % stay within 3 bits at this length (the rate grows with length, see below).
+    const distances = Array.from({ length: 60 }, (_, seed) => {
+      const original = words(700 + seed, 500);
+      return hammingDistance(simhash(original.join(' ')), simhash(editRun(original, 250, 3).join(' ')));
+    });
+    expect(distances.filter((d) => d <= NEAR_DUPLICATE_DISTANCE).length).toBeGreaterThanOrEqual(33);
+    expect(Math.max(...distances)).toBeLessThanOrEqual(12);
   });
 
   it('keeps most one-word edits of 500-word texts, and nearly all three-word edits of 2,000-word texts, near', () => {

@@ -11,6 +11,9 @@ import type { CrawlSummary } from '../crawl-stats.js';
 import { addCrawlOptions, crawlArgsFrom, type CrawlOptionValues } from './crawl-options.js';
 import { eachLine, exited, spawnPetrel } from './children.js';
 import { fail, integerOption } from './options.js';
+import { loadOrCreateToken } from '../auth.js';
+import { dataPath, ensureDataDir } from '../data-dir.js';
+import { createServer } from 'node:net';
 import { followProgress } from './progress.js';
 
 interface CrawlValues extends CrawlOptionValues {
@@ -56,7 +59,14 @@ export function crawlCommand(): Command {
 }
 
 async function runCrawl(values: CrawlValues): Promise<CrawlSummary> {
-  const server = spawnPetrel(['queue-server', '--data', values.data, '--port', '0', '--once', ...crawlArgsFrom(values)]);
+  // The queue server and the fetchers start at the same time: the token and the port are settled
+  // here first, and fetchers that ask before the queue server listens simply retry.
+  ensureDataDir(values.data);
+  const tokenFile = dataPath(values.data, 'token');
+  loadOrCreateToken(tokenFile);
+  const port = await freeLoopbackPort();
+  const serverUrl = `http://127.0.0.1:${port}`;
+  const server = spawnPetrel(['queue-server', '--data', values.data, '--port', String(port), '--once', ...crawlArgsFrom(values)]);
   let summary: CrawlSummary | null = null;
   const listening = new Promise<{ url: string; tokenFile: string }>((resolve) => {
     eachLine(server.stdout, (line) => {
@@ -69,14 +79,11 @@ async function runCrawl(values: CrawlValues): Promise<CrawlSummary> {
     if (!line.startsWith('petrel queue-server listening')) process.stderr.write(`${line}\n`);
   });
   const serverExit = exited(server);
-  const started = await Promise.race([listening, serverExit.then(() => null)]);
-  if (started === null) fail('the queue server did not start (see the message above)');
-
   const fetchers: ChildProcess[] = [];
   let serverDone = false;
   const startFetcher = (index: number, restartsLeft: number) => {
     const name = `fetcher-${index + 1}`;
-    const child = spawnPetrel(fetcherArgs(values, started.url, started.tokenFile, name));
+    const child = spawnPetrel(fetcherArgs(values, serverUrl, tokenFile, name));
     fetchers[index] = child;
     eachLine(child.stderr, (line) => process.stderr.write(`${line}\n`));
     child.once('exit', (code, signal) => {
@@ -86,6 +93,11 @@ async function runCrawl(values: CrawlValues): Promise<CrawlSummary> {
     });
   };
   for (let i = 0; i < values.fetchers; i++) startFetcher(i, FETCHER_RESTARTS);
+  const started = await Promise.race([listening, serverExit.then(() => null)]);
+  if (started === null) {
+    for (const child of fetchers) child.kill('SIGTERM');
+    fail('the queue server did not start (see the message above)');
+  }
 
   const stopProgress = values.progress ? followProgress(started.url, readFileSync(started.tokenFile, 'utf8').trim(), process.stderr) : () => undefined;
   const interrupt = () => {
@@ -99,7 +111,9 @@ async function runCrawl(values: CrawlValues): Promise<CrawlSummary> {
   serverDone = true;
   stopProgress();
   // Fetchers were told `done`; give them a moment to exit on their own, then make sure they do.
-  await Promise.race([Promise.all(fetchers.map(exited)), new Promise((resolve) => setTimeout(resolve, 5000))]);
+  let grace: NodeJS.Timeout | undefined;
+  await Promise.race([Promise.all(fetchers.map(exited)), new Promise((resolve) => (grace = setTimeout(resolve, 5000)))]);
+  clearTimeout(grace);
   for (const child of fetchers) if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
   await Promise.all(fetchers.map(exited));
   if (serverStatus !== 0 || summary === null) fail(`the queue server exited with status ${serverStatus} before the crawl finished`);
@@ -121,3 +135,16 @@ function parseEvent(line: string): Record<string, unknown> | null {
     return null;
   }
 }
+
+/** A port nobody listens on now, on 127.0.0.1. */
+function freeLoopbackPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
+}
+

@@ -56,8 +56,9 @@ export function queueServerCommand(): Command {
     process.on('SIGTERM', () => void stop('stopped'));
     if (values.once) {
       await running.finished;
-      // Parked claims were answered `done`; give fetchers a moment to hear it before the port closes.
-      setTimeout(() => void stop('finished'), 1500);
+      // Let every fetcher hear `done` before the port closes (at most 1.5 s for one that stays silent).
+      await running.service.allFetchersTold(1500);
+      void stop('finished');
     }
   });
   return command;
