@@ -29,6 +29,8 @@ export const crawlConfigSchema = z.object({
   /** Seen-set Bloom filter: first-stage capacity and overall false-positive bound. */
   bloomCapacity: z.number().int().min(1000).default(1_000_000),
   bloomFalsePositiveRate: z.number().gt(0).lt(0.5).default(0.001),
+  /** URLs of one host admitted at most (a spider trap costs no more); more are counted as `trap-budget`. */
+  maxPagesPerHost: z.number().int().positive().default(100_000),
   /** URLs waiting in the frontier at most; further discoveries are counted in frontierOverflow. */
   maxQueuedUrls: z.number().int().min(1).default(2_000_000),
   /** Retries of a failed URL (5xx, timeout, connection error) before it is gone; the n-th waits retryBaseMs * 2^(n-1). */

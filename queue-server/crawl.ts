@@ -36,8 +36,12 @@ import { cutSchedule } from './schedule-cutter.js';
 import { makeScopeFilter, type ScopeFilter } from './scope.js';
 import { SeenSet } from './seen-set.js';
 import { UrlPlacement } from './url-placement.js';
+import { applyUrlRules, DEFAULT_URL_RULES } from './url-rules.js';
 
 export type CrawlState = 'running' | 'idle';
+
+/** Redirects followed one after another from one link, at most (browsers allow about 20; crawlers fewer). */
+export const MAX_REDIRECT_HOPS = 10;
 
 export interface CrawlStores {
   readonly archive: PageArchive;
@@ -81,6 +85,7 @@ export class Crawl {
   readonly #retryAfter = new RetryAfterBudget();
   #pass: CrawlPass | null;
   #pagesCharged = 0;
+  readonly #urlRules = DEFAULT_URL_RULES;
 
   constructor(config: CrawlConfig, stores: CrawlStores, schedule: FetchSchedulePolicy, pass: CrawlPass | null) {
     this.#config = config;
@@ -420,10 +425,14 @@ export class Crawl {
         cache.stage(entry.hash, recordAfterNotModified(previous, result, now));
         break;
       }
-      case 'redirect':
+      case 'redirect': {
         counters.redirects++;
-        if (outcome.target !== null && depth < this.#config.maxDepth) this.#admitLinks([outcome.target], result.url, depth + 1, 0, now);
+        // A chain or a loop of redirects is followed for at most MAX_REDIRECT_HOPS hops.
+        const hops = (entry.redirectHops ?? 0) + 1;
+        if (hops > MAX_REDIRECT_HOPS) this.#reject(outcome.target ?? result.url, 'too-many-redirects', now);
+        else if (outcome.target !== null && depth < this.#config.maxDepth) this.#admitLinks([outcome.target], result.url, depth + 1, 0, now, hops);
         break;
+      }
       case 'error':
         this.#stats.countError(outcome.code);
         this.#recent.error({ url: result.url, code: outcome.code, at: now });
@@ -470,19 +479,34 @@ export class Crawl {
     return entry !== undefined && entry.leased !== true && entry.settled !== true ? entry : undefined;
   }
 
-  #admitLinks(links: readonly string[], base: string, depth: number, parentScore: number, now: number): void {
+  #admitLinks(links: readonly string[], base: string, depth: number, parentScore: number, now: number, redirectHops = 0): void {
     const capped = links.length > LIMITS.linksPerPage ? links.slice(0, LIMITS.linksPerPage) : links;
     // OPIC: a page's importance is shared out equally among its outlinks.
     const share = capped.length > 0 ? parentScore / capped.length : 0;
     for (const link of capped) {
-      const result = normalizeUrl(link, base);
-      if (!result.ok || !this.#inScope(result.url)) continue;
-      this.#admit(result.url, result.origin, depth, share, now);
+      const normalized = normalizeUrl(link, base);
+      if (!normalized.ok) {
+        if (normalized.code === 'url-too-long') this.#reject(link, normalized.code, now);
+        continue;
+      }
+      const ruled = applyUrlRules(normalized.url, this.#urlRules);
+      if (!ruled.ok) {
+        this.#reject(normalized.url, ruled.code, now);
+        continue;
+      }
+      if (!this.#inScope(ruled.url)) continue;
+      this.#admit(ruled.url, normalized.origin, depth, share, now, redirectHops);
     }
   }
 
+  /** A discovered URL refused by a crawl rule: counted under its code (a trap costs no request). */
+  #reject(url: string, code: string, now: number): void {
+    this.#stats.countError(code);
+    this.#recent.error({ url: url.slice(0, LIMITS.urlChars), code, at: now });
+  }
+
   /** Admits a newly discovered URL; returns false when it was already known. */
-  #admit(url: NormalizedUrl, origin: string, depth: number, score: number, now: number): boolean {
+  #admit(url: NormalizedUrl, origin: string, depth: number, score: number, now: number, redirectHops = 0): boolean {
     const hash = urlHash(url);
     if (this.#seen.has(hash)) {
       if (score > 0) this.#addScore(hash, score);
@@ -493,12 +517,21 @@ export class Crawl {
       this.#stats.counters.frontierOverflow++;
       return false;
     }
+    const queue = this.#frontier.origin(origin);
+    if (queue.admitted >= this.#config.maxPagesPerHost) {
+      // The per-host budget: whatever trap got past the URL rules costs at most this many URLs.
+      this.#reject(url, 'trap-budget', now);
+      return false;
+    }
+    queue.admitted++;
     this.#seen.addIfNew(hash);
     this.#stats.counters.urlsDiscovered++;
     this.#stats.resume();
     this.#stores.crawlDb.put(hash, newCrawlDbRecord(url, depth, score, now, this.#schedule));
     this.#loadRobots(origin, now);
-    this.#placement.pending(this.#frontier.add(origin, url, hash, depth, now, this.#priorityOf(depth, score)));
+    const entry = this.#frontier.add(origin, url, hash, depth, now, this.#priorityOf(depth, score));
+    if (redirectHops > 0) entry.redirectHops = redirectHops;
+    this.#placement.pending(entry);
     return true;
   }
 
@@ -517,6 +550,7 @@ export class Crawl {
     const normalized = normalizeUrl(record.url);
     if (!normalized.ok || record.depth > this.#config.maxDepth || !(this.#inScope(normalized.url) || this.#seeds.includes(normalized.url))) return false;
     this.#loadRobots(normalized.origin, now);
+    this.#frontier.origin(normalized.origin).admitted++;
     this.#placement.pending(this.#frontier.add(normalized.origin, normalized.url, hash, record.depth, now, this.#priorityOf(record.depth, record.score)));
     return true;
   }

@@ -34,6 +34,8 @@ export interface QueuedUrl {
   leased?: boolean;
   /** Its result arrived by another way (after a restart): skip it when it comes up. */
   settled?: boolean;
+  /** Redirects followed to reach it (0 for a link). */
+  redirectHops?: number;
 }
 
 export type RobotsState = 'unknown' | 'fetching' | 'known';
@@ -44,6 +46,8 @@ export class OriginQueue {
   slotsOut = 0;
   /** Queued URLs already counted against --max-pages (back from an expired lease). */
   chargedQueued = 0;
+  /** URLs of this origin admitted in this process (the per-host page budget counts them). */
+  admitted = 0;
   /** Consecutive robots.txt fetches that found the origin unreachable. */
   robotsFailures = 0;
   /** Earliest start of the next slot, ms since epoch (politeness at concurrency 1). */

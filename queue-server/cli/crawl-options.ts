@@ -25,6 +25,7 @@ export function addCrawlOptions(command: Command): Command {
     .option('--robots-retry-ms <ms>', 'how long a host whose robots.txt could not be fetched (5xx, 429, network error) waits before robots.txt is asked again; its URLs wait too', integerOption('--robots-retry-ms', 0), defaults.robotsUnreachableRetryMs)
     .option('--robots-attempts <n>', 'robots.txt fetches that may find a host unreachable in a row before its URLs are given up as robots-unreachable', integerOption('--robots-attempts', 1, 100), defaults.robotsAttempts)
     .option('--slot-urls <n>', 'URLs of one host handed to a fetcher in one go', integerOption('--slot-urls', 1, 1000), defaults.slotUrls)
+    .option('--max-pages-per-host <n>', 'URLs of one host admitted at most, so a spider trap costs a bounded number of requests; more are counted as trap-budget', integerOption('--max-pages-per-host', 1), defaults.maxPagesPerHost)
     .option('--max-queued-urls <n>', 'URLs waiting in the frontier at most (memory bound); more are counted as frontierOverflow', integerOption('--max-queued-urls', 1), defaults.maxQueuedUrls)
     .addOption(new Option('--order <order>', 'crawl order: bfs (breadth-first by depth) or opic (page importance: each page shares its score among its outlinks)').choices(['bfs', 'opic']).default(defaults.order))
     .option('--max-retries <n>', 'retries of a URL that failed (5xx, timeout, connection error) before it is gone', integerOption('--max-retries', 0, 20), defaults.maxRetries)
@@ -47,6 +48,7 @@ export interface CrawlOptionValues {
   robotsAttempts: number;
   slotUrls: number;
   maxQueuedUrls: number;
+  maxPagesPerHost: number;
   expectedUrls: number;
   order: 'bfs' | 'opic';
   maxRetries: number;
@@ -69,6 +71,7 @@ export function crawlConfigFrom(values: CrawlOptionValues, once: boolean): Crawl
     robotsAttempts: values.robotsAttempts,
     slotUrls: values.slotUrls,
     maxQueuedUrls: values.maxQueuedUrls,
+    maxPagesPerHost: values.maxPagesPerHost,
     bloomCapacity: values.expectedUrls,
     order: values.order,
     maxRetries: values.maxRetries,
@@ -87,7 +90,7 @@ export function crawlArgsFrom(values: CrawlOptionValues): string[] {
   if (values.maxDepth !== undefined) args.push('--max-depth', String(values.maxDepth));
   if (values.maxPages !== undefined) args.push('--max-pages', String(values.maxPages));
   args.push('--lease-ms', String(values.leaseMs), '--robots-retry-ms', String(values.robotsRetryMs), '--robots-attempts', String(values.robotsAttempts));
-  args.push('--slot-urls', String(values.slotUrls), '--max-queued-urls', String(values.maxQueuedUrls), '--expected-urls', String(values.expectedUrls));
+  args.push('--slot-urls', String(values.slotUrls), '--max-queued-urls', String(values.maxQueuedUrls), '--max-pages-per-host', String(values.maxPagesPerHost), '--expected-urls', String(values.expectedUrls));
   args.push('--order', values.order, '--max-retries', String(values.maxRetries), '--retry-base-ms', String(values.retryBaseMs));
   args.push('--min-interval-ms', String(values.minIntervalMs), '--initial-interval-ms', String(values.initialIntervalMs), '--max-interval-ms', String(values.maxIntervalMs));
   return args;
