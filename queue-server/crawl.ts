@@ -10,9 +10,9 @@
  * in http-app.ts and crawl-service.ts.
  */
 import { randomBytes } from 'node:crypto';
-import { LIMITS, type ClaimRequest, type HeartbeatRequest, type ItemResult, type ResultsRequest, type ResultsResponse, type Schedule } from '../shared/protocol.js';
+import { type ClaimRequest, type HeartbeatRequest, type ItemResult, type ResultsRequest, type ResultsResponse, type Schedule } from '../shared/protocol.js';
 import { urlHash, urlHashHex, type UrlHash } from '../shared/url-hash.js';
-import { normalizeUrl, type NormalizedUrl } from '../shared/url-normalize.js';
+import { normalizeUrl } from '../shared/url-normalize.js';
 import { cacheDecision, recordAfterFullResponse, recordAfterNotModified } from './cache-policy.js';
 import type { CacheStore } from './cache-store.js';
 import type { CrawlConfig } from './crawl-config.js';
@@ -33,10 +33,9 @@ import type { HostsOverview } from './host-activity.js';
 import { crawlDelayOf, rulesFromFetch } from './robots.js';
 import type { RobotsStore } from './robots-store.js';
 import { cutSchedule } from './schedule-cutter.js';
-import { makeScopeFilter, type ScopeFilter } from './scope.js';
-import { SeenSet } from './seen-set.js';
+import type { SeenSet } from './seen-set.js';
 import { UrlPlacement } from './url-placement.js';
-import { applyUrlRules, DEFAULT_URL_RULES } from './url-rules.js';
+import { Admission } from './admission.js';
 
 export type CrawlState = 'running' | 'idle';
 
@@ -74,18 +73,15 @@ export class Crawl {
   readonly #stores: CrawlStores;
   readonly #schedule: FetchSchedulePolicy;
   readonly #frontier: Frontier;
-  #seen: SeenSet;
   readonly #leases = new LeaseTable(randomBytes(3).toString('hex'));
   readonly #stats = new CrawlStats();
-  #seeds: NormalizedUrl[];
-  #inScope: ScopeFilter;
+  readonly #admission: Admission;
   readonly #fetchers = new FetcherRegistry();
   readonly #recent = new RecentEvents(100);
   readonly #placement = new UrlPlacement();
   readonly #retryAfter = new RetryAfterBudget();
   #pass: CrawlPass | null;
   #pagesCharged = 0;
-  readonly #urlRules = DEFAULT_URL_RULES;
 
   constructor(config: CrawlConfig, stores: CrawlStores, schedule: FetchSchedulePolicy, pass: CrawlPass | null) {
     this.#config = config;
@@ -93,9 +89,15 @@ export class Crawl {
     this.#schedule = schedule;
     this.#pass = pass;
     this.#frontier = new Frontier({ concurrencyOf: (queue) => this.#concurrencyOf(queue) });
-    this.#seen = this.#newSeenSet();
-    this.#seeds = config.seeds.map(mustBeSeed);
-    this.#inScope = makeScopeFilter(config.scope, this.#seeds);
+    this.#admission = new Admission(config, {
+      frontier: this.#frontier,
+      crawlDb: stores.crawlDb,
+      robots: stores.robots,
+      placement: this.#placement,
+      stats: this.#stats,
+      recent: this.#recent,
+      schedule,
+    });
   }
 
   get config(): CrawlConfig {
@@ -112,18 +114,18 @@ export class Crawl {
    */
   load(now: number): number {
     return this.#stores.crawlDb.load((hash, record) => {
-      this.#seen.addIfNew(hash);
+      this.#admission.markSeen(hash);
       const at = dueAt(record, this.#pass, this.#config.once, now);
       if (at === null) return;
       if (at > now) this.#placement.later(hash, at);
-      else this.#queueKnown(hash, record, now);
+      else this.#admission.queueKnown(hash, record, now);
     });
   }
 
   /** Admits the seeds at depth 0 (scope does not apply to them: they define it). */
   seed(now: number): void {
     this.#stats.start(now);
-    for (const seed of this.#seeds) this.#admit(seed, new URL(seed).origin, 0, 1, now);
+    for (const seed of this.#admission.seeds) this.#admission.admit(seed, new URL(seed).origin, 0, 1, now);
   }
 
   /**
@@ -131,18 +133,16 @@ export class Crawl {
    * budget; what is already known stays known, queued URLs of the old crawl are dropped.
    */
   restart(config: CrawlConfig, now: number): void {
-    const seeds = config.seeds.map(mustBeSeed);
     this.#config = config;
-    this.#seeds = seeds;
-    this.#inScope = makeScopeFilter(config.scope, seeds);
+    this.#admission.reconfigure(config);
     this.#pagesCharged = 0;
     this.dropQueued(now);
-    this.#seen = this.#newSeenSet();
-    for (const seed of seeds) {
+    for (const seed of this.#admission.seeds) {
       const hash = urlHash(seed);
       const record = this.#stores.crawlDb.get(hash);
-      if (record !== null) this.#seen.addIfNew(hash);
-      if (record !== null && this.#placement.pendingEntry(hash) === undefined) this.#queueKnown(hash, record, now);
+      if (record === null) continue;
+      this.#admission.markSeen(hash);
+      if (this.#placement.pendingEntry(hash) === undefined) this.#admission.queueKnown(hash, record, now);
     }
     this.seed(now);
   }
@@ -157,11 +157,10 @@ export class Crawl {
         rejected.push({ url: url.slice(0, 200), code: result.code });
         continue;
       }
-      this.#seeds.push(result.url);
-      if (this.#admit(result.url, result.origin, 0, 1, now)) admitted++;
+      this.#admission.addSeed(result.url);
+      if (this.#admission.admit(result.url, result.origin, 0, 1, now)) admitted++;
     }
-    this.#inScope = makeScopeFilter(this.#config.scope, this.#seeds);
-    this.#config = { ...this.#config, seeds: this.#seeds.map(String) };
+    this.#config = { ...this.#config, seeds: this.#admission.seeds.map(String) };
     this.#stats.start(now);
     return { admitted, rejected };
   }
@@ -349,7 +348,7 @@ export class Crawl {
       if (record === null || this.#placement.pendingEntry(hash) !== undefined) continue;
       const at = this.#config.once ? record.nextFetchAt : record.nextFetchAt;
       if (at > now) continue; // a newer schedule for this URL superseded this entry
-      if (this.#queueKnown(hash, record, now)) released++;
+      if (this.#admission.queueKnown(hash, record, now)) released++;
     }
     return released;
   }
@@ -383,7 +382,7 @@ export class Crawl {
       waitingUrls: this.#placement.waiting,
       origins: this.#frontier.originCount,
       fetchers: this.#fetchers.list().map((info) => ({ ...info, itemsLeased: leasedByFetcher.get(info.id) ?? 0 })),
-      seenSet: this.#seen.stats(),
+      seenSet: this.#admission.seenStats(),
       cacheTree: this.#stores.cache.stats(),
       crawlDbTree: this.#stores.crawlDb.stats(),
       pass: this.#pass,
@@ -416,7 +415,7 @@ export class Crawl {
       case 'fetched':
         counters.pagesFetched++;
         cache.stage(entry.hash, recordAfterFullResponse(result, now));
-        if (depth < this.#config.maxDepth) this.#admitLinks(result.links, result.url, depth + 1, this.#recordOf(entry).score, now);
+        if (depth < this.#config.maxDepth) this.#admission.admitLinks(result.links, result.url, depth + 1, this.#recordOf(entry).score, now);
         break;
       case 'not-modified': {
         counters.notModified++;
@@ -429,8 +428,8 @@ export class Crawl {
         counters.redirects++;
         // A chain or a loop of redirects is followed for at most MAX_REDIRECT_HOPS hops.
         const hops = (entry.redirectHops ?? 0) + 1;
-        if (hops > MAX_REDIRECT_HOPS) this.#reject(outcome.target ?? result.url, 'too-many-redirects', now);
-        else if (outcome.target !== null && depth < this.#config.maxDepth) this.#admitLinks([outcome.target], result.url, depth + 1, 0, now, hops);
+        if (hops > MAX_REDIRECT_HOPS) this.#admission.reject(outcome.target ?? result.url, 'too-many-redirects', now);
+        else if (outcome.target !== null && depth < this.#config.maxDepth) this.#admission.admitLinks([outcome.target], result.url, depth + 1, 0, now, hops);
         break;
       }
       case 'error':
@@ -479,95 +478,6 @@ export class Crawl {
     return entry !== undefined && entry.leased !== true && entry.settled !== true ? entry : undefined;
   }
 
-  #admitLinks(links: readonly string[], base: string, depth: number, parentScore: number, now: number, redirectHops = 0): void {
-    const capped = links.length > LIMITS.linksPerPage ? links.slice(0, LIMITS.linksPerPage) : links;
-    // OPIC: a page's importance is shared out equally among its outlinks.
-    const share = capped.length > 0 ? parentScore / capped.length : 0;
-    for (const link of capped) {
-      const normalized = normalizeUrl(link, base);
-      if (!normalized.ok) {
-        if (normalized.code === 'url-too-long') this.#reject(link, normalized.code, now);
-        continue;
-      }
-      const ruled = applyUrlRules(normalized.url, this.#urlRules);
-      if (!ruled.ok) {
-        this.#reject(normalized.url, ruled.code, now);
-        continue;
-      }
-      if (!this.#inScope(ruled.url)) continue;
-      this.#admit(ruled.url, normalized.origin, depth, share, now, redirectHops);
-    }
-  }
-
-  /** A discovered URL refused by a crawl rule: counted under its code (a trap costs no request). */
-  #reject(url: string, code: string, now: number): void {
-    this.#stats.countError(code);
-    this.#recent.error({ url: url.slice(0, LIMITS.urlChars), code, at: now });
-  }
-
-  /** Admits a newly discovered URL; returns false when it was already known. */
-  #admit(url: NormalizedUrl, origin: string, depth: number, score: number, now: number, redirectHops = 0): boolean {
-    const hash = urlHash(url);
-    if (this.#seen.has(hash)) {
-      if (score > 0) this.#addScore(hash, score);
-      return false;
-    }
-    if (this.#frontier.queued >= this.#config.maxQueuedUrls) {
-      // Bounded memory: the URL is not marked seen, so a later discovery can still admit it.
-      this.#stats.counters.frontierOverflow++;
-      return false;
-    }
-    const queue = this.#frontier.origin(origin);
-    if (queue.admitted >= this.#config.maxPagesPerHost) {
-      // The per-host budget: whatever trap got past the URL rules costs at most this many URLs.
-      this.#reject(url, 'trap-budget', now);
-      return false;
-    }
-    queue.admitted++;
-    this.#seen.addIfNew(hash);
-    this.#stats.counters.urlsDiscovered++;
-    this.#stats.resume();
-    this.#stores.crawlDb.put(hash, newCrawlDbRecord(url, depth, score, now, this.#schedule));
-    this.#loadRobots(origin, now);
-    const entry = this.#frontier.add(origin, url, hash, depth, now, this.#priorityOf(depth, score));
-    if (redirectHops > 0) entry.redirectHops = redirectHops;
-    this.#placement.pending(entry);
-    return true;
-  }
-
-  /** Frontier order: breadth-first by depth, or page importance (higher OPIC score first). */
-  #priorityOf(depth: number, score: number): number {
-    return this.#config.order === 'opic' ? -score : depth;
-  }
-
-  #addScore(hash: UrlHash, score: number): void {
-    const record = this.#stores.crawlDb.get(hash);
-    if (record !== null) this.#stores.crawlDb.put(hash, { ...record, score: record.score + score });
-  }
-
-  /** Puts a URL known from the crawl database into the frontier; false when out of scope or too deep. */
-  #queueKnown(hash: UrlHash, record: CrawlDbRecord, now: number): boolean {
-    const normalized = normalizeUrl(record.url);
-    if (!normalized.ok || record.depth > this.#config.maxDepth || !(this.#inScope(normalized.url) || this.#seeds.includes(normalized.url))) return false;
-    this.#loadRobots(normalized.origin, now);
-    this.#frontier.origin(normalized.origin).admitted++;
-    this.#placement.pending(this.#frontier.add(normalized.origin, normalized.url, hash, record.depth, now, this.#priorityOf(record.depth, record.score)));
-    return true;
-  }
-
-  /** The first time an origin is met in this process, its robots.txt may already be on disk. */
-  #loadRobots(origin: string, now: number): void {
-    const queue = this.#frontier.origin(origin);
-    if (queue.robotsState !== 'unknown' || queue.robotsLoaded) return;
-    queue.robotsLoaded = true;
-    const stored = this.#stores.robots?.load(origin);
-    if (stored === undefined || stored === null) return;
-    const rules = rulesFromFetch(stored, { userAgentToken: this.#config.robotsToken, unreachableRetryMs: this.#config.robotsUnreachableRetryMs }, stored.fetchedAt);
-    if (rules.expiresAt <= now || rules.kind === 'deny-all') return;
-    queue.robots = rules;
-    queue.robotsState = 'known';
-  }
-
   #countRequest(result: ItemResult): void {
     const counters = this.#stats.counters;
     counters.requests++;
@@ -598,14 +508,4 @@ export class Crawl {
   #delayOf(queue: OriginQueue): number {
     return Math.max(this.#config.delayMs, crawlDelayOf(queue.robots) ?? 0);
   }
-
-  #newSeenSet(): SeenSet {
-    return new SeenSet({ capacity: this.#config.bloomCapacity, falsePositiveRate: this.#config.bloomFalsePositiveRate });
-  }
-}
-
-function mustBeSeed(seed: string): NormalizedUrl {
-  const result = normalizeUrl(seed);
-  if (!result.ok) throw new Error(`seed is not a crawlable URL (${result.code}): ${seed.slice(0, 200)}`);
-  return result.url;
 }
