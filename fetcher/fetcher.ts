@@ -8,6 +8,7 @@
  * Life cycle: runs until the queue server answers a claim with `done` (a one-shot crawl ended) or
  * `stop()` is called; either way it finishes the slots it holds and delivers their results first.
  */
+import { setMaxListeners } from 'node:events';
 import type { Dispatcher } from 'undici';
 import { PROTOCOL_VERSION, type FetcherStats, type ItemResult, type Schedule } from '../shared/protocol.js';
 import { createCrawlAgent, TIMER_SLACK_MS, type DownloadOptions } from './download.js';
@@ -54,6 +55,8 @@ export class Fetcher {
 
   constructor(options: FetcherOptions) {
     this.#options = options;
+    // Every request in flight listens on the stop signal; there are legitimately more than ten.
+    setMaxListeners(0, this.#stopping.signal, this.#claimAbort.signal);
     this.#free = options.concurrency;
     this.#client = new QueueClient({
       serverUrl: options.serverUrl,

@@ -34,6 +34,8 @@ export class CrawlService extends EventEmitter<{ change: []; finished: [] }> {
 
   constructor(crawl: Crawl, options: { clock?: Clock; commitIntervalMs?: number } = {}) {
     super();
+    // One listener per open status stream (admin pages, progress displays); bounded by the sessions kept.
+    this.setMaxListeners(0);
     this.crawl = crawl;
     this.#clock = options.clock ?? Date.now;
     this.#commitIntervalMs = options.commitIntervalMs ?? 100;

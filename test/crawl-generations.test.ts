@@ -5,7 +5,7 @@
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestWeb, type GenerationChanges, type TestWeb } from '../scripts/test-web.js';
+import { startTestWeb, type GenerationChanges, type RequestLogEntry, type TestWeb } from '../scripts/test-web.js';
 import { urlHash, urlHashHex } from '../shared/url-hash.js';
 import { assertBuilt, runPetrel, tempDir } from './support/petrel-process.js';
 
@@ -22,6 +22,7 @@ describe('a second pass after the web changed', () => {
   let web: TestWeb;
   let records: Map<string, DumpedRecord>;
   let changes: GenerationChanges;
+  let secondLog: RequestLogEntry[];
   const hex = (url: string) => urlHashHex(urlHash(url));
 
   beforeAll(async () => {
@@ -39,7 +40,9 @@ describe('a second pass after the web changed', () => {
     };
     await crawl();
     web.setGeneration(1);
+    web.clearLog();
     await crawl();
+    secondLog = [...web.log];
     const all = web.model.changes(1);
     const onHost = (url: string) => url.startsWith(`${origin}/`);
     changes = {
@@ -66,6 +69,17 @@ describe('a second pass after the web changed', () => {
     expect(changes.changedText.length).toBeGreaterThan(0);
     for (const url of changes.changedText) expect(statusOf(url), url).toBe('fetched');
     for (const url of changes.unchanged) expect(statusOf(url), url).toBe('notmodified');
+  });
+
+  it('refetches as 200s exactly the pages whose content changed; everything else is a 304 or an error', () => {
+    const changedBodies = new Set([...changes.changedText, ...changes.exactCopies.map((c) => c.url), ...changes.nearCopies.map((c) => c.url)]);
+    const full = new Set(secondLog.filter((entry) => entry.status === 200 && entry.path !== '/robots.txt').map((entry) => `http://${entry.host}${entry.path}`));
+    expect([...full].sort()).toEqual([...changedBodies].sort());
+    // Every request to a page that did not change was conditional.
+    for (const url of changes.unchanged) {
+      const requests = secondLog.filter((entry) => `http://${entry.host}${entry.path}` === url);
+      expect(requests.map((entry) => [entry.status, entry.ifNoneMatch !== null]), url).toEqual([[304, true]]);
+    }
   });
 
   it('marks pages that answer 404 or 410 as gone', () => {
