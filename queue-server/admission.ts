@@ -106,7 +106,8 @@ export class Admission {
   admit(url: NormalizedUrl, origin: string, depth: number, score: number, now: number, redirectHops = 0): boolean {
     const hash = urlHash(url);
     if (this.#seen.has(hash)) {
-      if (score > 0) this.#addScore(hash, score);
+      // OPIC cash reaching a known page is worth a crawl database write only when it decides the order.
+      if (score > 0 && this.#config.order === 'opic') this.#addScore(hash, score);
       return false;
     }
     if (this.#parts.frontier.queued >= this.#config.maxQueuedUrls) {
