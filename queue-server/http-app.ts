@@ -1,12 +1,14 @@
 /**
  * The queue server's HTTP interface: the fetcher API (claim, results, heartbeat) and the status API.
  * Building the app is separate from listening (daemon.ts), so tests start it on port 0 or drive it
- * with supertest. Every route but /healthz requires the bearer token; every body is validated
- * against the protocol schema and a bad one gets a 4xx with a clear message and changes nothing.
+ * with supertest. Every route but /healthz requires a bearer token; wrong bearer tokens count as
+ * failed logins (admin/login-limiter.ts). Every body is validated against the protocol schema and a
+ * bad one gets a 4xx with a clear message and changes nothing.
  */
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { claimRequestSchema, heartbeatRequestSchema, LIMITS, resultsRequestSchema, ROUTES } from '../shared/protocol.js';
 import { adminRouter, ADMIN_BASE } from './admin/routes.js';
+import { LoginLimiter } from './admin/login-limiter.js';
 import type { SessionStore } from './admin/sessions.js';
 import { bearerToken, tokensEqual } from './auth.js';
 import { runControl, type ControlAction } from './crawl-control.js';
@@ -24,6 +26,10 @@ export interface AppOptions {
   readonly adminToken: string;
   /** Admin page sessions; a fresh store by default (tests pass one with their own clock). */
   readonly sessions?: SessionStore;
+  /** Failed logins per address (login form and bearer tokens); a fresh one by default. */
+  readonly loginLimiter?: LoginLimiter;
+  /** ms since epoch, for login rate limits (default Date.now). */
+  readonly clock?: () => number;
 }
 
 export const CONTROL_ROUTES = {
@@ -34,13 +40,19 @@ export const CONTROL_ROUTES = {
   crawl: '/api/control/crawl',
 } as const satisfies Record<ControlAction, string>;
 
-export function createApp({ service, token, adminToken, sessions }: AppOptions): express.Express {
+export function createApp({ service, token, adminToken, sessions, loginLimiter = new LoginLimiter(), clock = Date.now }: AppOptions): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
   app.use((_req, res, next) => {
-    res.set('X-Content-Type-Options', 'nosniff');
-    res.set('Cache-Control', 'no-store');
+    // JSON answers are never to be rendered or framed; the admin router sets its own page policy.
+    res.set({
+      'X-Content-Type-Options': 'nosniff',
+      'Cache-Control': 'no-store',
+      'Content-Security-Policy': "default-src 'none'; frame-ancestors 'none'",
+      'X-Frame-Options': 'DENY',
+      'Referrer-Policy': 'no-referrer',
+    });
     next();
   });
 
@@ -48,27 +60,27 @@ export function createApp({ service, token, adminToken, sessions }: AppOptions):
     res.json({ ok: true });
   });
 
-  const requireToken = (req: Request, _res: Response, next: NextFunction) => {
+  /**
+   * A bearer token one of `accepted`; a wrong one counts as a failed login of the client's address,
+   * and an address with too many gets 429 (a missing or malformed header is no guess and not counted).
+   */
+  const requireBearer = (accepted: readonly string[], what: string) => (req: Request, _res: Response, next: NextFunction) => {
+    const address = clientAddress(req);
+    const waitMs = loginLimiter.blockedForMs(address, clock());
+    if (waitMs > 0) {
+      const retryAfter = String(Math.ceil(waitMs / 1000));
+      return next(new HttpError(429, 'too-many-logins', `too many wrong tokens from this address: try again in ${retryAfter} s`, { headers: { 'Retry-After': retryAfter } }));
+    }
     const presented = bearerToken(req.headers.authorization);
-    if (presented === null || !tokensEqual(presented, token)) {
-      return next(new HttpError(401, 'unauthorized', 'missing or wrong bearer token'));
+    if (presented === null || !accepted.some((secret) => tokensEqual(presented, secret))) {
+      if (presented !== null) loginLimiter.recordFailure(address, clock());
+      return next(new HttpError(401, 'unauthorized', `missing or wrong ${what}`));
     }
     next();
   };
-  const requireAdmin = (req: Request, _res: Response, next: NextFunction) => {
-    const presented = bearerToken(req.headers.authorization);
-    if (presented === null || !tokensEqual(presented, adminToken)) {
-      return next(new HttpError(401, 'unauthorized', 'missing or wrong admin bearer token'));
-    }
-    next();
-  };
-  const requireAnyToken = (req: Request, _res: Response, next: NextFunction) => {
-    const presented = bearerToken(req.headers.authorization);
-    if (presented === null || !(tokensEqual(presented, token) || tokensEqual(presented, adminToken))) {
-      return next(new HttpError(401, 'unauthorized', 'missing or wrong bearer token'));
-    }
-    next();
-  };
+  const requireAdmin = requireBearer([adminToken], 'admin bearer token');
+  const requireToken = requireBearer([token], 'bearer token');
+  const requireAnyToken = requireBearer([token, adminToken], 'bearer token');
   const json = express.json({ limit: LIMITS.requestBodyBytes, inflate: true, strict: true });
   const smallJson = express.json({ limit: 256 * 1024, strict: true });
 
@@ -106,7 +118,7 @@ export function createApp({ service, token, adminToken, sessions }: AppOptions):
   }
 
   // The admin page: session cookie, CSRF token, its own security headers (admin/routes.ts).
-  app.use(ADMIN_BASE, adminRouter({ service, adminToken, sessions }));
+  app.use(ADMIN_BASE, adminRouter({ service, adminToken, sessions, loginLimiter, clock }));
 
   app.use((_req, _res, next) => next(new HttpError(404, 'not-found', 'no such route')));
   app.use(jsonErrorHandler);

@@ -7,13 +7,22 @@ import type { NextFunction, Request, Response } from 'express';
 import type { z } from 'zod';
 import { describeZodError, LIMITS } from '../shared/protocol.js';
 
+export interface HttpErrorExtras {
+  /** More fields of the `error` object, for programs (e.g. `serverTime`). */
+  readonly details?: Readonly<Record<string, unknown>>;
+  /** Response headers (e.g. `Retry-After`). */
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
 export class HttpError extends Error {
   readonly status: number;
   readonly code: string;
-  constructor(status: number, code: string, message: string) {
+  readonly extras: HttpErrorExtras;
+  constructor(status: number, code: string, message: string, extras: HttpErrorExtras = {}) {
     super(message);
     this.status = status;
     this.code = code;
+    this.extras = extras;
   }
 }
 
@@ -27,8 +36,8 @@ export function parseBody<T extends z.ZodType>(schema: T, body: unknown): z.infe
   return parsed.data;
 }
 
-export function describeError(error: unknown): { status: number; code: string; message: string } {
-  if (error instanceof HttpError) return { status: error.status, code: error.code, message: error.message };
+export function describeError(error: unknown): { status: number; code: string; message: string } & HttpErrorExtras {
+  if (error instanceof HttpError) return { status: error.status, code: error.code, message: error.message, ...error.extras };
   const bodyError = error as { type?: string; status?: number; message?: string };
   if (bodyError.type === 'entity.too.large') return { status: 413, code: 'body-too-large', message: `request body larger than ${LIMITS.requestBodyBytes} bytes` };
   if (bodyError.type === 'entity.parse.failed') return { status: 400, code: 'invalid-json', message: 'request body is not valid JSON' };
@@ -42,10 +51,11 @@ export function describeError(error: unknown): { status: number; code: string; m
 
 /** The last middleware of an app: errors as JSON. */
 export function jsonErrorHandler(error: unknown, _req: Request, res: Response, _next: NextFunction): void {
-  const { status, code, message } = describeError(error);
+  const { status, code, message, details, headers } = describeError(error);
   if (res.headersSent) {
     res.end();
     return;
   }
-  res.status(status).json({ error: { code, message } });
+  if (headers !== undefined) res.set(headers);
+  res.status(status).json({ error: { ...details, code, message } });
 }

@@ -4,7 +4,9 @@
  * What is protected: only the admin token logs in; the session cookie is HttpOnly and SameSite=Strict;
  * every page API needs a live session; every POST needs the same origin and the session's CSRF token;
  * logout ends the session and its live stream; bad input gets a 400 naming the field and changes
- * nothing; starting a crawl while one runs is a 409; every admin response carries the security headers.
+ * nothing; starting a crawl while one runs is a 409; every admin response carries the security headers;
+ * sessions end at their idle time and at their maximum age; failed logins (form and bearer tokens) are
+ * rate limited per address.
  */
 import { readFileSync, rmSync } from 'node:fs';
 import { get as httpGet, type IncomingMessage, type Server } from 'node:http';
@@ -12,6 +14,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import request from 'supertest';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { clientKey, LoginLimiter } from '../queue-server/admin/login-limiter.js';
 import { SessionStore } from '../queue-server/admin/sessions.js';
 import { CONTROL_ACTIONS } from '../queue-server/crawl-control.js';
 import { startQueueServer, type RunningQueueServer } from '../queue-server/daemon.js';
@@ -91,6 +94,10 @@ function expectSecurityHeaders(res: request.Response): void {
   expect(res.headers['x-frame-options']).toBe('DENY');
   expect(res.headers['referrer-policy']).toBe('no-referrer');
   expect(res.headers['x-content-type-options']).toBe('nosniff');
+  expect(res.headers['cross-origin-opener-policy']).toBe('same-origin');
+  expect(res.headers['x-permitted-cross-domain-policies']).toBe('none');
+  // Plain HTTP here: Strict-Transport-Security is only sent over TLS (test/fleet-auth.test.ts).
+  expect(res.headers['strict-transport-security']).toBeUndefined();
 }
 
 describe('login and sessions', () => {
@@ -252,6 +259,14 @@ describe('session store', () => {
     for (const kept of [sessions[0]!, sessions[2]!, fourth]) expect(store.peek(kept.cookieValue, 5)).not.toBeNull();
   });
 
+  it('ends a session at its maximum age even while it is in use', () => {
+    const store = new SessionStore({ idleMs: 1000, maxAgeMs: 5000 });
+    const a = store.create(0);
+    for (let now = 500; now < 5000; now += 500) expect(store.use(a.cookieValue, now)).toBe(a.session);
+    expect(store.use(a.cookieValue, 5000)).toBeNull();
+    expect(store.size).toBe(0);
+  });
+
   it('refuses malformed cookie values and gives every session its own CSRF token', () => {
     const store = new SessionStore();
     const a = store.create(0);
@@ -407,5 +422,75 @@ describe('bearer-token control routes', () => {
     const res = await request(h.app).post(route).set('Authorization', `Bearer ${h.adminToken}`).send(body).expect(400);
     expect(res.body.error.message).toContain(field);
     expect(h.server.service.status().config.seeds).toEqual([SEED]);
+  });
+});
+
+describe('login rate limit', () => {
+  /** An app on the harness's queue server with a clock the test moves. */
+  async function limitedApp(): Promise<{ app: Server; origin: string; advance: (ms: number) => void }> {
+    let now = 1_700_000_000_000;
+    const app = createApp({ service: h.server.service, token: h.fetcherToken, adminToken: h.adminToken, clock: () => now });
+    const listening: Server = await new Promise((resolve) => {
+      const s = app.listen(0, HOST, () => resolve(s));
+    });
+    cleanups.push(async () => {
+      listening.closeAllConnections();
+      await new Promise<void>((resolve) => listening.close(() => resolve()));
+    });
+    return { app: listening, origin: `http://${HOST}:${(listening.address() as AddressInfo).port}`, advance: (ms) => (now += ms) };
+  }
+
+  it('refuses every login from an address after 5 failures within a minute, with 429 and Retry-After, until the minute has passed', async () => {
+    const { app, origin, advance } = await limitedApp();
+    const wrong = { token: otherFirstChar(h.adminToken) };
+    for (let i = 0; i < 5; i++) {
+      await request(app).post('/admin/login').set('Origin', origin).type('form').send(wrong).expect(401);
+      advance(1000);
+    }
+    // Now even the right token is refused: the limit must not answer whether a guess was right.
+    const blocked = await request(app).post('/admin/login').set('Origin', origin).type('form').send({ token: h.adminToken }).expect(429);
+    expect(blocked.headers['retry-after']).toBe('55');
+    expect(blocked.headers['set-cookie']).toBeUndefined();
+    expect(blocked.text).toContain('Too many failed logins');
+    expectSecurityHeaders(blocked);
+    const json = await request(app).post('/admin/login').set('Origin', origin).send({ token: h.adminToken }).expect(429);
+    expect(json.body.error.code).toBe('too-many-logins');
+    advance(55_000);
+    const res = await request(app).post('/admin/login').set('Origin', origin).type('form').send({ token: h.adminToken }).expect(303);
+    expect(res.headers['set-cookie']).toBeDefined();
+    // A success clears the count: four more failures are still only failures.
+    for (let i = 0; i < 4; i++) await request(app).post('/admin/login').set('Origin', origin).type('form').send(wrong).expect(401);
+    await request(app).post('/admin/login').set('Origin', origin).type('form').send({ token: h.adminToken }).expect(303);
+  });
+
+  it('counts wrong bearer tokens on the API as failed logins too', async () => {
+    const { app, origin, advance } = await limitedApp();
+    const before = h.server.service.status();
+    for (let i = 0; i < 5; i++) {
+      const res = await request(app).post(CONTROL_ROUTES.pause).set('Authorization', `Bearer ${otherFirstChar(h.adminToken)}`).expect(401);
+      expect(res.body.error.code).toBe('unauthorized');
+    }
+    const blocked = await request(app).post(CONTROL_ROUTES.pause).set('Authorization', `Bearer ${h.adminToken}`).expect(429);
+    expect(blocked.body.error.code).toBe('too-many-logins');
+    expect(blocked.headers['retry-after']).toBe('60');
+    await request(app).get('/api/status').set('Authorization', `Bearer ${h.adminToken}`).expect(429);
+    await request(app).post('/admin/login').set('Origin', origin).type('form').send({ token: h.adminToken }).expect(429);
+    expect(h.server.service.status().control).toBe(before.control);
+    advance(60_000);
+    await request(app).post(CONTROL_ROUTES.pause).set('Authorization', `Bearer ${h.adminToken}`).expect(200);
+  });
+
+  it('keeps a bounded number of addresses and counts an IPv6 client by its /64', () => {
+    const limiter = new LoginLimiter({ maxFailures: 2, windowMs: 1000, maxAddresses: 3 });
+    for (const address of ['10.0.0.1', '10.0.0.2', '10.0.0.3', '10.0.0.4']) limiter.recordFailure(address, 0);
+    expect(limiter.size).toBe(3);
+    limiter.recordFailure('10.0.0.4', 1);
+    expect(limiter.blockedForMs('10.0.0.4', 1)).toBe(999);
+    expect(limiter.blockedForMs('10.0.0.4', 1000)).toBe(0);
+    expect(clientKey('::ffff:192.0.2.7')).toBe('192.0.2.7');
+    expect(clientKey('2001:db8:1:2:aaaa::1')).toBe('2001:db8:1:2::/64');
+    expect(clientKey('2001:db8:1:2:bbbb:cccc:dddd:eeee')).toBe('2001:db8:1:2::/64');
+    expect(clientKey('2001:db8::1')).toBe('2001:db8:0:0::/64');
+    expect(clientKey('::1')).toBe('0:0:0:0::/64');
   });
 });

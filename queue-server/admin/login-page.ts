@@ -2,16 +2,17 @@
  * The login page. Its only variable part is a fixed message chosen here, never text from a request,
  * so nothing needs escaping; it has no script at all (a plain form POST works without JavaScript).
  */
-export type LoginMessage = 'wrong-token' | 'logged-out' | 'expired' | null;
+export type LoginMessage = 'wrong-token' | 'rate-limited' | 'logged-out' | 'expired' | null;
 
 const MESSAGES: Record<Exclude<LoginMessage, null>, string> = {
   'wrong-token': 'That is not the admin token. Paste the whole content of admin.token.',
+  'rate-limited': 'Too many failed logins from this address. Wait a minute, then try again.',
   'logged-out': 'You are logged out.',
   expired: 'Your session ended. Log in again.',
 };
 
 export function loginPage(message: LoginMessage): string {
-  const notice = message === null ? '' : `<p class="notice${message === 'wrong-token' ? ' notice-error' : ''}" role="alert">${MESSAGES[message]}</p>\n`;
+  const notice = message === null ? '' : `<p class="notice${message === 'wrong-token' || message === 'rate-limited' ? ' notice-error' : ''}" role="alert">${MESSAGES[message]}</p>\n`;
   return `<!DOCTYPE html>
 <html lang="en">
 <head>

@@ -12,8 +12,8 @@
  *   GET  /admin/static/...      the page's script, style sheet and uPlot (served from this package)
  *
  * Every POST passes three checks, in order: same origin (security.ts), a live session, and the
- * session's CSRF token in `X-CSRF-Token` (login, which has no session yet, only the first). Every
- * response carries the security headers of security.ts.
+ * session's CSRF token in `X-CSRF-Token` (login, which has no session yet, only the first, then the
+ * rate limit of login-limiter.ts). Every response carries the security headers of security.ts.
  */
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -26,6 +26,7 @@ import type { CrawlService } from '../crawl-service.js';
 import { HttpError } from '../http-errors.js';
 import { streamStatus } from '../status-stream.js';
 import { CounterHistory } from './counter-history.js';
+import { LoginLimiter } from './login-limiter.js';
 import { loginPage, type LoginMessage } from './login-page.js';
 import { clearedSessionCookie, cookieValue, requireSameOrigin, securityHeaders, SESSION_COOKIE, sessionCookie } from './security.js';
 import { SessionStore, type Session } from './sessions.js';
@@ -56,6 +57,8 @@ export interface AdminOptions {
   readonly service: CrawlService;
   readonly adminToken: string;
   readonly sessions?: SessionStore;
+  /** Failed logins per address; shared with the bearer-token routes (http-app.ts). A fresh one by default. */
+  readonly loginLimiter?: LoginLimiter;
   /** ms since epoch; the sessions' idle time is measured with it. */
   readonly clock?: () => number;
 }
@@ -76,6 +79,7 @@ export function adminRouter(options: AdminOptions): Router {
   const { service, adminToken } = options;
   const sessions = options.sessions ?? new SessionStore();
   const clock = options.clock ?? Date.now;
+  const loginLimiter = options.loginLimiter ?? new LoginLimiter();
   const router = express.Router();
   const json = express.json({ limit: 256 * 1024, strict: true });
   const form = express.urlencoded({ extended: false, limit: 4096, parameterLimit: 10 });
@@ -125,13 +129,26 @@ export function adminRouter(options: AdminOptions): Router {
     res.type('html').send(loginPage(asked !== null && LOGIN_MESSAGES.has(asked) ? asked : null));
   });
 
-  router.post('/login', requireSameOrigin, form, json, (req, res) => {
+  /** Too many failed logins from this address: 429 with Retry-After, before the body is even read. */
+  const refuseRateLimited = (req: Request, res: Response, next: NextFunction) => {
+    const waitMs = loginLimiter.blockedForMs(clientAddress(req), clock());
+    if (waitMs <= 0) return next();
+    const retryAfter = String(Math.ceil(waitMs / 1000));
+    if (req.is('application/json') === 'application/json') {
+      return next(new HttpError(429, 'too-many-logins', `too many failed logins from this address: try again in ${retryAfter} s`, { headers: { 'Retry-After': retryAfter } }));
+    }
+    res.status(429).set('Retry-After', retryAfter).type('html').send(loginPage('rate-limited'));
+  };
+
+  router.post('/login', requireSameOrigin, refuseRateLimited, form, json, (req, res) => {
     const wantsJson = req.is('application/json') === 'application/json';
     const parsed = loginSchema.safeParse(req.body);
     if (!parsed.success || !tokensEqual(parsed.data.token.trim(), adminToken)) {
+      loginLimiter.recordFailure(clientAddress(req), clock());
       if (wantsJson) throw new HttpError(401, 'wrong-token', 'that is not the admin token');
       return res.status(401).type('html').send(loginPage('wrong-token'));
     }
+    loginLimiter.recordSuccess(clientAddress(req));
     // A login replaces this browser's earlier session, if any.
     sessions.delete(cookieValue(req.headers.cookie, SESSION_COOKIE));
     const { cookieValue: value, session } = sessions.create(clock());
@@ -181,4 +198,8 @@ export function adminRouter(options: AdminOptions): Router {
 
   router.use('/api', (_req, _res, next) => next(new HttpError(404, 'not-found', 'no such admin API route')));
   return router;
+}
+
+function clientAddress(req: Request): string {
+  return req.socket.remoteAddress ?? 'unknown';
 }

@@ -2,7 +2,8 @@
  * The admin page's browser-facing defences, in one place:
  *  - response headers: a strict Content-Security-Policy (scripts, styles and connections from this
  *    origin only, no inline script or style, no framing, no plugins), X-Frame-Options, Referrer-Policy,
- *    nosniff, and cross-origin isolation of the page's resources;
+ *    nosniff, cross-origin isolation of the page's resources, and, over TLS, Strict-Transport-Security
+ *    (no includeSubDomains: the queue server speaks for its own host name only);
  *  - the same-origin check every POST passes (Origin, else Sec-Fetch-Site), beside the SameSite=Strict
  *    cookie and the CSRF token (routes.ts);
  *  - the session cookie: HttpOnly, SameSite=Strict, Path=/admin, Secure when the request came over TLS,
@@ -24,7 +25,10 @@ export const CONTENT_SECURITY_POLICY = [
   "frame-ancestors 'none'",
 ].join('; ');
 
-export function securityHeaders(_req: Request, res: Response, next: NextFunction): void {
+/** One year: browsers that saw the admin page over HTTPS use HTTPS for this host from then on. */
+export const STRICT_TRANSPORT_SECURITY = 'max-age=31536000';
+
+export function securityHeaders(req: Request, res: Response, next: NextFunction): void {
   res.set({
     'Content-Security-Policy': CONTENT_SECURITY_POLICY,
     'X-Frame-Options': 'DENY',
@@ -33,7 +37,11 @@ export function securityHeaders(_req: Request, res: Response, next: NextFunction
     'Cross-Origin-Opener-Policy': 'same-origin',
     'Cross-Origin-Resource-Policy': 'same-origin',
     'Permissions-Policy': 'camera=(), microphone=(), geolocation=(), payment=()',
+    'Origin-Agent-Cluster': '?1',
+    'X-Permitted-Cross-Domain-Policies': 'none',
+    'X-DNS-Prefetch-Control': 'off',
   });
+  if (req.secure) res.set('Strict-Transport-Security', STRICT_TRANSPORT_SECURITY);
   next();
 }
 

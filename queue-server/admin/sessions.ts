@@ -5,6 +5,8 @@
  *   map key        SHA-256 of the cookie value, so the map (or a heap dump) cannot be replayed as a cookie
  *   csrfToken      32 random bytes, per session; the page sends it in X-CSRF-Token on every POST
  *   lastUsedAt     ms since epoch; a session unused for `idleMs` is gone (checked on every lookup)
+ *   createdAt      ms since epoch; a session older than `maxAgeMs` is gone however much it is used (an
+ *                  open page's live stream counts as use, so without this a session could live forever)
  *
  * Memory bound: at most `maxSessions`; logging in beyond that evicts expired sessions, then the least
  * recently used one. A queue server restart logs everybody out (sessions are not persisted).
@@ -22,23 +24,28 @@ export interface Session {
 export interface SessionStoreOptions {
   /** A session unused this long is gone, ms (default 12 h). */
   readonly idleMs?: number;
+  /** A session this old is gone, used or not, ms (default 24 h). */
+  readonly maxAgeMs?: number;
   /** Sessions kept at most (default 100). */
   readonly maxSessions?: number;
 }
 
 export const DEFAULT_IDLE_MS = 12 * 60 * 60 * 1000;
+export const DEFAULT_MAX_AGE_MS = 24 * 60 * 60 * 1000;
 const DEFAULT_MAX_SESSIONS = 100;
 /** What a session cookie value looks like: 43 base64url characters (32 bytes). */
 const COOKIE_VALUE = /^[A-Za-z0-9_-]{43}$/;
 
 export class SessionStore {
   readonly idleMs: number;
+  readonly maxAgeMs: number;
   readonly #maxSessions: number;
   /** Key: SHA-256 (hex) of the cookie value. Map order is insertion order, not use order. */
   readonly #sessions = new Map<string, Session>();
 
   constructor(options: SessionStoreOptions = {}) {
     this.idleMs = options.idleMs ?? DEFAULT_IDLE_MS;
+    this.maxAgeMs = options.maxAgeMs ?? DEFAULT_MAX_AGE_MS;
     this.#maxSessions = options.maxSessions ?? DEFAULT_MAX_SESSIONS;
   }
 
@@ -68,7 +75,7 @@ export class SessionStore {
     const key = keyOf(cookieValue);
     const session = this.#sessions.get(key);
     if (session === undefined) return null;
-    if (now - session.lastUsedAt >= this.idleMs) {
+    if (this.#expired(session, now)) {
       this.#sessions.delete(key);
       return null;
     }
@@ -81,11 +88,15 @@ export class SessionStore {
     return this.#sessions.delete(keyOf(cookieValue));
   }
 
+  #expired(session: Session, now: number): boolean {
+    return now - session.lastUsedAt >= this.idleMs || now - session.createdAt >= this.maxAgeMs;
+  }
+
   #evict(now: number): void {
     let oldestKey: string | null = null;
     let oldestUse = Infinity;
     for (const [key, session] of this.#sessions) {
-      if (now - session.lastUsedAt >= this.idleMs) this.#sessions.delete(key);
+      if (this.#expired(session, now)) this.#sessions.delete(key);
       else if (session.lastUsedAt < oldestUse) {
         oldestUse = session.lastUsedAt;
         oldestKey = key;
