@@ -3,6 +3,10 @@
  * against the protocol schema. Transport failures and 5xx answers are retried with capped,
  * jittered exponential backoff until they succeed or the fetcher stops; a 4xx is not retried (the
  * same request would fail the same way) and surfaces as a QueueServerError.
+ *
+ * Every request is signed (shared/request-signing.ts) over the body bytes as sent, and every attempt
+ * anew: a retry has a fresh timestamp and nonce, so to the queue server it is a new request (and a
+ * retried results post is applied once by its own idempotence).
  */
 import { gzipSync } from 'node:zlib';
 import { Pool } from 'undici';
@@ -19,6 +23,7 @@ import {
   type ResultsRequest,
   type ResultsResponse,
 } from '../shared/protocol.js';
+import { signRequest } from '../shared/request-signing.js';
 
 export class QueueServerError extends Error {
   readonly status: number;
@@ -38,6 +43,7 @@ export class StoppedError extends Error {
 
 export interface QueueClientOptions {
   readonly serverUrl: string;
+  /** The shared secret (fetcher.token): signs requests, never sent. */
   readonly token: string;
   /** Aborts pending retries and requests. */
   readonly signal: AbortSignal;
@@ -86,23 +92,22 @@ export class QueueClient {
     await this.#pool.close();
   }
 
-  async #post<T extends z.ZodType>(route: string, body: unknown, schema: T, what: string, callSignal?: AbortSignal): Promise<z.infer<T>> {
+  async #post<T extends z.ZodType>(route: string, body: { fetcherId: string }, schema: T, what: string, callSignal?: AbortSignal): Promise<z.infer<T>> {
     const signal = callSignal === undefined ? this.#options.signal : AbortSignal.any([this.#options.signal, callSignal]);
     const json = Buffer.from(JSON.stringify(body));
     const compressed = this.#compress && json.length > GZIP_THRESHOLD;
     const payload = compressed ? gzipSync(json) : json;
-    const headers: Record<string, string> = {
-      'content-type': 'application/json',
-      authorization: `Bearer ${this.#options.token}`,
-    };
+    const path = this.#basePath + route;
+    const headers: Record<string, string> = { 'content-type': 'application/json' };
     if (compressed) headers['content-encoding'] = 'gzip';
     for (let attempt = 1; ; attempt++) {
       if (signal.aborted) throw new StoppedError();
       try {
+        const signature = signRequest({ secret: this.#options.token, method: 'POST', path, body: payload, fetcherId: body.fetcherId, now: Date.now() });
         const response = await this.#pool.request({
-          path: this.#basePath + route,
+          path,
           method: 'POST',
-          headers,
+          headers: { ...headers, ...signature },
           body: payload,
           signal,
         });

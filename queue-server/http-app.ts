@@ -1,12 +1,15 @@
 /**
  * The queue server's HTTP interface: the fetcher API (claim, results, heartbeat) and the status API.
  * Building the app is separate from listening (daemon.ts), so tests start it on port 0 or drive it
- * with supertest. Every route but /healthz requires a bearer token; wrong bearer tokens count as
- * failed logins (admin/login-limiter.ts). Every body is validated against the protocol schema and a
- * bad one gets a 4xx with a clear message and changes nothing.
+ * with supertest. Every route but /healthz is authenticated: the fetcher routes by a signed request
+ * only (request-auth.ts; a bearer token is refused there), the status routes by a signed request or
+ * a bearer token (fetcher.token or admin.token), the control routes by the admin bearer token. Wrong
+ * bearer tokens count as failed logins (admin/login-limiter.ts). Every body is validated against the
+ * protocol schema and a bad one gets a 4xx with a clear message and changes nothing.
  */
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { claimRequestSchema, heartbeatRequestSchema, LIMITS, resultsRequestSchema, ROUTES } from '../shared/protocol.js';
+import { hasSignatureHeaders } from '../shared/request-signing.js';
 import { adminRouter, ADMIN_BASE } from './admin/routes.js';
 import { LoginLimiter } from './admin/login-limiter.js';
 import type { SessionStore } from './admin/sessions.js';
@@ -14,6 +17,7 @@ import { bearerToken, tokensEqual } from './auth.js';
 import { runControl, type ControlAction } from './crawl-control.js';
 import type { CrawlService } from './crawl-service.js';
 import { HttpError, jsonErrorHandler, parseBody } from './http-errors.js';
+import { RequestAuth } from './request-auth.js';
 import { streamStatus } from './status-stream.js';
 
 export { HttpError } from './http-errors.js';
@@ -28,7 +32,7 @@ export interface AppOptions {
   readonly sessions?: SessionStore;
   /** Failed logins per address (login form and bearer tokens); a fresh one by default. */
   readonly loginLimiter?: LoginLimiter;
-  /** ms since epoch, for login rate limits (default Date.now). */
+  /** ms since epoch, for signature timestamps and login rate limits (default Date.now). */
   readonly clock?: () => number;
 }
 
@@ -79,12 +83,16 @@ export function createApp({ service, token, adminToken, sessions, loginLimiter =
     next();
   };
   const requireAdmin = requireBearer([adminToken], 'admin bearer token');
-  const requireToken = requireBearer([token], 'bearer token');
   const requireAnyToken = requireBearer([token, adminToken], 'bearer token');
-  const json = express.json({ limit: LIMITS.requestBodyBytes, inflate: true, strict: true });
+  // The fetcher routes: signed requests only (request-auth.ts reads, checks and parses the body).
+  const auth = new RequestAuth({ secret: token, maxBodyBytes: LIMITS.requestBodyBytes, clock });
+  const signed = auth.signedJson;
+  /** The status routes: a signed request (fetchers), or a bearer token (programs, `petrel crawl`'s progress). */
+  const requireStatusAuth = (req: Request, res: Response, next: NextFunction) =>
+    hasSignatureHeaders(req.headers) ? auth.signedNoBody(req, res, next) : requireAnyToken(req, res, next);
   const smallJson = express.json({ limit: 256 * 1024, strict: true });
 
-  app.post(ROUTES.claim, requireToken, json, async (req, res) => {
+  app.post(ROUTES.claim, signed, async (req, res) => {
     const request = parseBody(claimRequestSchema, req.body);
     const aborted = new AbortController();
     res.on('close', () => aborted.abort());
@@ -92,21 +100,21 @@ export function createApp({ service, token, adminToken, sessions, loginLimiter =
     if (!res.headersSent && !res.writableEnded) res.json(response);
   });
 
-  app.post(ROUTES.results, requireToken, json, async (req, res) => {
+  app.post(ROUTES.results, signed, async (req, res) => {
     const request = parseBody(resultsRequestSchema, req.body);
     res.json(await service.results(request));
   });
 
-  app.post(ROUTES.heartbeat, requireToken, json, (req, res) => {
+  app.post(ROUTES.heartbeat, signed, (req, res) => {
     const request = parseBody(heartbeatRequestSchema, req.body);
     res.json({ unknownScheduleIds: service.heartbeat(request, clientAddress(req)) });
   });
 
-  app.get(ROUTES.status, requireAnyToken, (_req, res) => {
+  app.get(ROUTES.status, requireStatusAuth, (_req, res) => {
     res.json(service.status());
   });
 
-  app.get(ROUTES.statusStream, requireAnyToken, (req, res) => {
+  app.get(ROUTES.statusStream, requireStatusAuth, (req, res) => {
     streamStatus(service, req, res);
   });
 

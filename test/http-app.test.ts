@@ -21,8 +21,10 @@ import { fetchScheduleOf } from '../queue-server/daemon.js';
 import { CacheStore } from '../queue-server/cache-store.js';
 import { PageArchive } from '../queue-server/page-archive.js';
 import { claimResponseSchema, LIMITS, PROTOCOL_VERSION, ROUTES, type ClaimResponse, type ItemResult, type Schedule } from '../shared/protocol.js';
+import { signatureFor, signedGet, signedPost } from './support/signed-request.js';
 
 const TOKEN = 'test-token-0123456789abcdef';
+/** For the status routes, which still take a bearer token; the fetcher routes need signed requests. */
 const AUTH = `Bearer ${TOKEN}`;
 const T0 = 1_700_000_000_000;
 const STATS = { rssBytes: 0, inFlight: 0, pagesFetched: 0, errors: 0, bytesDownloaded: 0 };
@@ -76,6 +78,11 @@ async function listen(h: Harness): Promise<string> {
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
+/** A signed POST to a fetcher route, as a fetcher sends it. */
+function post(target: Harness['app'] | string, route: string, body: unknown) {
+  return signedPost(target, route, body, { secret: TOKEN });
+}
+
 function claimBody(overrides: Record<string, unknown> = {}): Record<string, unknown> {
   return { protocolVersion: PROTOCOL_VERSION, fetcherId: 'fetcher-1', name: 'test fetcher', capacity: 4, waitMs: 0, stats: STATS, ...overrides };
 }
@@ -106,7 +113,7 @@ function resultsBody(scheduleId: string, results: ItemResult[], fetcherId = 'fet
 }
 
 async function claim(target: Harness['app'] | string, overrides: Record<string, unknown> = {}): Promise<ClaimResponse> {
-  const res = await request(target).post(ROUTES.claim).set('Authorization', AUTH).send(claimBody(overrides)).expect(200);
+  const res = await post(target, ROUTES.claim, claimBody(overrides)).expect(200);
   return claimResponseSchema.parse(res.body);
 }
 
@@ -121,15 +128,16 @@ async function answerRobots(h: Harness, schedule: Schedule, fetcherId = 'fetcher
   const results = schedule.slots.flatMap((slot) =>
     slot.items.filter((item) => item.kind === 'robots').map((item) => itemResult({ slot: slot.slot, i: item.i, url: item.url, status: 404 })),
   );
-  await request(h.app).post(ROUTES.results).set('Authorization', AUTH).send(resultsBody(schedule.id, results, fetcherId)).expect(200);
+  await post(h.app, ROUTES.results, resultsBody(schedule.id, results, fetcherId)).expect(200);
 }
 
+/** Route, and the code of its refusal: the fetcher routes take signed requests only, the status routes a bearer token too. */
 const ROUTE_CASES = [
-  ['POST', ROUTES.claim],
-  ['POST', ROUTES.results],
-  ['POST', ROUTES.heartbeat],
-  ['GET', ROUTES.status],
-  ['GET', ROUTES.statusStream],
+  ['POST', ROUTES.claim, 'bad-signature'],
+  ['POST', ROUTES.results, 'bad-signature'],
+  ['POST', ROUTES.heartbeat, 'bad-signature'],
+  ['GET', ROUTES.status, 'unauthorized'],
+  ['GET', ROUTES.statusStream, 'unauthorized'],
 ] as const;
 
 function send(app: Harness['app'], method: 'GET' | 'POST', path: string) {
@@ -145,28 +153,42 @@ describe('authentication', () => {
     expect(res.headers['x-powered-by']).toBeUndefined();
   });
 
-  it.each(ROUTE_CASES)('refuses %s %s without a token with 401 unauthorized', async (method, path) => {
+  it.each(ROUTE_CASES)('refuses %s %s without credentials: 401 %s', async (method, path, code) => {
     const h = harness({ seeds: ['http://example.com/'] });
     const before = h.service.status();
     const res = await send(h.app, method, path).expect(401);
-    expect(res.body.error.code).toBe('unauthorized');
+    expect(res.body.error.code).toBe(code);
     expect(h.service.status()).toEqual(before);
   });
 
-  it.each(ROUTE_CASES)('refuses %s %s with a wrong token with 401 unauthorized', async (method, path) => {
+  it.each(ROUTE_CASES)('refuses %s %s with a wrong bearer token: 401 %s', async (method, path, code) => {
     const h = harness({ seeds: ['http://example.com/'] });
     const before = h.service.status();
     for (const authorization of [`Bearer ${TOKEN}x`, `Bearer ${TOKEN.slice(0, -1)}`, `bearer ${TOKEN}`, TOKEN, 'Bearer ', `Basic ${TOKEN}`]) {
       const res = await send(h.app, method, path).set('Authorization', authorization).expect(401);
-      expect(res.body.error.code).toBe('unauthorized');
+      expect(res.body.error.code).toBe(code);
     }
     expect(h.service.status()).toEqual(before);
   });
 
-  it('serves the status to a holder of the token', async () => {
+  it.each(ROUTE_CASES.filter(([method]) => method === 'POST'))('refuses %s %s with the right bearer token: the fetcher API takes signed requests only', async (method, path) => {
+    const h = harness({ seeds: ['http://example.com/'] });
+    const before = h.service.status();
+    const res = await send(h.app, method, path).set('Authorization', AUTH).expect(401);
+    expect(res.body.error.code).toBe('bad-signature');
+    expect(res.body.error.message).toContain('X-Petrel-Signature');
+    expect(h.service.status()).toEqual(before);
+  });
+
+  it('serves the status to a holder of the token, and to a signed request', async () => {
     const h = harness({ seeds: ['http://example.com/'] });
     const res = await request(h.app).get(ROUTES.status).set('Authorization', AUTH).expect(200);
     expect(res.body).toMatchObject({ state: 'running', frontierSize: 1, urlsDiscovered: 1, leasesOut: 0 });
+    const signed = await signedGet(h.app, ROUTES.status, { secret: TOKEN }).expect(200);
+    expect(signed.body).toMatchObject({ state: 'running', frontierSize: 1 });
+    // Signature headers are checked whenever present, even beside a valid bearer token.
+    const forged = await signedGet(h.app, ROUTES.status, { secret: 'not-the-secret-0123456789' }).set('Authorization', AUTH).expect(401);
+    expect(forged.body.error.code).toBe('unknown-key');
   });
 
   it('answers an unknown route with 404 not-found', async () => {
@@ -182,7 +204,7 @@ describe('validation: a bad request gets a 4xx with a stable code and changes no
     const before = h.service.status();
     const body = claimBody();
     delete body.capacity;
-    const res = await request(h.app).post(ROUTES.claim).set('Authorization', AUTH).send(body).expect(400);
+    const res = await post(h.app, ROUTES.claim, body).expect(400);
     expect(res.body.error.code).toBe('invalid-body');
     expect(res.body.error.message).toContain('capacity');
     expect(h.service.status()).toEqual(before);
@@ -200,7 +222,7 @@ describe('validation: a bad request gets a 4xx with a stable code and changes no
   ])('refuses a claim with %s = %j, naming the field', async (field, value) => {
     const h = harness({ seeds: ['http://example.com/'] });
     const before = h.service.status();
-    const res = await request(h.app).post(ROUTES.claim).set('Authorization', AUTH).send(claimBody({ [field]: value })).expect(400);
+    const res = await post(h.app, ROUTES.claim, claimBody({ [field]: value })).expect(400);
     expect(res.body.error.code).toBe('invalid-body');
     expect(res.body.error.message).toContain(field);
     expect(h.service.status()).toEqual(before);
@@ -210,7 +232,7 @@ describe('validation: a bad request gets a 4xx with a stable code and changes no
     const h = harness({ seeds: ['http://example.com/'] });
     const before = h.service.status();
     const body = { ...claimBody(), scheduleId: 'x-1', results: [], scheduleIds: [], protocolVersion: PROTOCOL_VERSION + 1 };
-    const res = await request(h.app).post(route).set('Authorization', AUTH).send(body).expect(400);
+    const res = await post(h.app, route, body).expect(400);
     expect(res.body.error.code).toBe('invalid-body');
     expect(res.body.error.message).toContain('protocolVersion');
     expect(h.service.status()).toEqual(before);
@@ -221,17 +243,11 @@ describe('validation: a bad request gets a 4xx with a stable code and changes no
     const schedule = await claimSchedule(h.app);
     const before = h.service.status();
     const long = `http://example.com/${'a'.repeat(3000)}`;
-    const res = await request(h.app)
-      .post(ROUTES.results)
-      .set('Authorization', AUTH)
-      .send(resultsBody(schedule.id, [itemResult({ slot: 0, i: 0, url: `${schedule.slots[0]!.origin}/robots.txt`, status: 404, links: [long] })]))
+    const res = await post(h.app, ROUTES.results, resultsBody(schedule.id, [itemResult({ slot: 0, i: 0, url: `${schedule.slots[0]!.origin}/robots.txt`, status: 404, links: [long] })]))
       .expect(400);
     expect(res.body.error.code).toBe('invalid-body');
     expect(res.body.error.message).toContain('results.0.links.0');
-    const res2 = await request(h.app)
-      .post(ROUTES.results)
-      .set('Authorization', AUTH)
-      .send(resultsBody(schedule.id, [itemResult({ slot: 0, i: 0, url: long })]))
+    const res2 = await post(h.app, ROUTES.results, resultsBody(schedule.id, [itemResult({ slot: 0, i: 0, url: long })]))
       .expect(400);
     expect(res2.body.error.code).toBe('invalid-body');
     expect(res2.body.error.message).toContain('results.0.url');
@@ -245,7 +261,7 @@ describe('validation: a bad request gets a 4xx with a stable code and changes no
     const robotsUrl = `${schedule.slots[0]!.origin}/robots.txt`;
     // The first result is a valid answer to the leased robots.txt: it must not be applied either.
     const results = Array.from({ length: LIMITS.resultsPerPost + 1 }, (_, i) => itemResult({ slot: 0, i: i === 0 ? 0 : i, url: robotsUrl, status: 404 }));
-    const res = await request(h.app).post(ROUTES.results).set('Authorization', AUTH).send(resultsBody(schedule.id, results)).expect(400);
+    const res = await post(h.app, ROUTES.results, resultsBody(schedule.id, results)).expect(400);
     expect(res.body.error.code).toBe('invalid-body');
     expect(res.body.error.message).toContain('results');
     expect(h.service.status()).toEqual(before);
@@ -255,11 +271,11 @@ describe('validation: a bad request gets a 4xx with a stable code and changes no
     const h = harness({ seeds: ['http://example.com/'] });
     const before = h.service.status();
     for (const route of [ROUTES.claim, ROUTES.results, ROUTES.heartbeat]) {
-      const res = await request(h.app).post(route).set('Authorization', AUTH).set('Content-Type', 'application/json').send('{"protocolVersion": 1,').expect(400);
+      const res = await post(h.app, route, '{"protocolVersion": 1,').expect(400);
       expect(res.body.error.code).toBe('invalid-json');
     }
     // Strict JSON: a bare value is not a request either.
-    const bare = await request(h.app).post(ROUTES.claim).set('Authorization', AUTH).set('Content-Type', 'application/json').send('42').expect(400);
+    const bare = await post(h.app, ROUTES.claim, '42').expect(400);
     expect(bare.body.error.code).toBe('invalid-json');
     expect(h.service.status()).toEqual(before);
   });
@@ -267,7 +283,7 @@ describe('validation: a bad request gets a 4xx with a stable code and changes no
   it('refuses a body that is not sent as JSON with 400 bad-request', async () => {
     const h = harness({ seeds: ['http://example.com/'] });
     const before = h.service.status();
-    const res = await request(h.app).post(ROUTES.claim).set('Authorization', AUTH).set('Content-Type', 'text/plain').send(JSON.stringify(claimBody())).expect(400);
+    const res = await signedPost(h.app, ROUTES.claim, JSON.stringify(claimBody()), { secret: TOKEN, contentType: 'text/plain' }).expect(400);
     expect(res.body.error.code).toBe('bad-request');
     expect(h.service.status()).toEqual(before);
   });
@@ -279,7 +295,8 @@ describe('validation: a bad request gets a 4xx with a stable code and changes no
     // 65 gzip members of 1 MiB of JSON whitespace each: 65 MiB once inflated, about 65 KiB on the wire.
     const member = gzipSync(Buffer.alloc(1024 * 1024, 0x20));
     const bomb = Buffer.concat(Array.from({ length: LIMITS.requestBodyBytes / (1024 * 1024) + 1 }, () => member));
-    const res = await rawPost(`${base}${ROUTES.claim}`, bomb, { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip', Authorization: AUTH });
+    const signature = signatureFor('POST', ROUTES.claim, bomb, { secret: TOKEN });
+    const res = await rawPost(`${base}${ROUTES.claim}`, bomb, { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip', ...signature });
     expect(res.status).toBe(413);
     expect(JSON.parse(res.body).error.code).toBe('body-too-large');
     expect(h.service.status()).toEqual(before);
@@ -382,13 +399,13 @@ describe('results', () => {
       }),
     ]);
 
-    const first = await request(h.app).post(ROUTES.results).set('Authorization', AUTH).send(body).expect(200);
+    const first = await post(h.app, ROUTES.results, body).expect(200);
     expect(first.body).toEqual({ applied: 1, duplicates: 0, leaseActive: true });
     const afterFirst = h.service.status();
     expect(afterFirst).toMatchObject({ pagesFetched: 1, urlsDiscovered: 3, frontierSize: 2, leasesOut: 0, duplicateResults: 0 });
     expect(h.archive.recordsWritten).toBe(1);
 
-    const second = await request(h.app).post(ROUTES.results).set('Authorization', AUTH).send(body).expect(200);
+    const second = await post(h.app, ROUTES.results, body).expect(200);
     expect(second.body).toEqual({ applied: 0, duplicates: 1, leaseActive: false });
     const afterSecond = h.service.status();
     expect(afterSecond.duplicateResults).toBe(1);
@@ -403,9 +420,9 @@ describe('results', () => {
     expect(schedule.slots[0]!.items).toHaveLength(2);
     const item = schedule.slots[0]!.items[0]!;
     const body = resultsBody(schedule.id, [itemResult({ slot: 0, i: item.i, url: item.url })]);
-    expect((await request(h.app).post(ROUTES.results).set('Authorization', AUTH).send(body).expect(200)).body).toEqual({ applied: 1, duplicates: 0, leaseActive: true });
+    expect((await post(h.app, ROUTES.results, body).expect(200)).body).toEqual({ applied: 1, duplicates: 0, leaseActive: true });
     const before = h.service.status();
-    expect((await request(h.app).post(ROUTES.results).set('Authorization', AUTH).send(body).expect(200)).body).toEqual({ applied: 0, duplicates: 1, leaseActive: true });
+    expect((await post(h.app, ROUTES.results, body).expect(200)).body).toEqual({ applied: 0, duplicates: 1, leaseActive: true });
     const after = h.service.status();
     expect({ ...after, duplicateResults: before.duplicateResults }).toEqual(before);
   });
@@ -413,10 +430,7 @@ describe('results', () => {
   it('does not apply a result whose URL is not the leased one', async () => {
     const h = harness({ seeds: ['http://example.com/'] });
     const schedule = await claimSchedule(h.app);
-    const res = await request(h.app)
-      .post(ROUTES.results)
-      .set('Authorization', AUTH)
-      .send(resultsBody(schedule.id, [itemResult({ slot: 0, i: 0, url: 'http://example.com/not-robots.txt', status: 404 })]))
+    const res = await post(h.app, ROUTES.results, resultsBody(schedule.id, [itemResult({ slot: 0, i: 0, url: 'http://example.com/not-robots.txt', status: 404 })]))
       .expect(200);
     expect(res.body).toEqual({ applied: 0, duplicates: 0, leaseActive: true });
     expect(h.service.status()).toMatchObject({ lateResults: 1, robotsRequests: 0, leasesOut: 1 });
@@ -427,16 +441,10 @@ describe('heartbeat and status stream', () => {
   it('renews the leases it names and reports the ones it does not know', async () => {
     const h = harness({ seeds: ['http://example.com/'] });
     const schedule = await claimSchedule(h.app);
-    const res = await request(h.app)
-      .post(ROUTES.heartbeat)
-      .set('Authorization', AUTH)
-      .send({ protocolVersion: PROTOCOL_VERSION, fetcherId: 'fetcher-1', name: 'test fetcher', scheduleIds: [schedule.id, 'gone-1'], stats: STATS })
+    const res = await post(h.app, ROUTES.heartbeat, { protocolVersion: PROTOCOL_VERSION, fetcherId: 'fetcher-1', name: 'test fetcher', scheduleIds: [schedule.id, 'gone-1'], stats: STATS })
       .expect(200);
     expect(res.body).toEqual({ unknownScheduleIds: ['gone-1'] });
-    const other = await request(h.app)
-      .post(ROUTES.heartbeat)
-      .set('Authorization', AUTH)
-      .send({ protocolVersion: PROTOCOL_VERSION, fetcherId: 'fetcher-2', name: 'other', scheduleIds: [schedule.id], stats: STATS })
+    const other = await post(h.app, ROUTES.heartbeat, { protocolVersion: PROTOCOL_VERSION, fetcherId: 'fetcher-2', name: 'other', scheduleIds: [schedule.id], stats: STATS })
       .expect(200);
     expect(other.body).toEqual({ unknownScheduleIds: [schedule.id] });
   });
