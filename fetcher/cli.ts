@@ -1,6 +1,7 @@
 /**
  * `petrel fetcher`: one fetcher process. Start as many as you like, on any machine that can reach
- * the queue server. The token comes from --token-file or the PETREL_TOKEN environment variable.
+ * the queue server. The token comes from --token-file or the PETREL_TOKEN environment variable; it
+ * signs every request and is never sent. An https:// queue server is verified against --ca if given.
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -28,6 +29,7 @@ function integer(name: string, min: number, max = Number.MAX_SAFE_INTEGER) {
 interface FetcherValues {
   server: string;
   tokenFile?: string;
+  ca?: string;
   concurrency: number;
   name: string;
   userAgent?: string;
@@ -47,6 +49,7 @@ export function fetcherCommand(version: string): Command {
     .description('run one fetcher: claims schedules from the queue server, downloads, parses, posts results back')
     .requiredOption('--server <url>', 'queue server URL, e.g. http://127.0.0.1:7700')
     .option('--token-file <file>', 'file holding the fetcher API token (<data>/fetcher.token on the queue server); or set PETREL_TOKEN')
+    .option('--ca <file>', 'CA certificate (PEM) to verify an https:// queue server with, e.g. its self-signed certificate (default: the system\'s CAs)')
     .option('--concurrency <n>', 'hosts fetched at once by this process', integer('--concurrency', 1, 1024), FETCHER_DEFAULTS.concurrency)
     .option('--name <name>', 'name shown in the queue server\'s fetcher table (default: <hostname>-<pid>)', `${hostname()}-${process.pid}`)
     .option('--contact <url-or-email>', 'contact put in the User-Agent so site owners can reach you, e.g. https://example.org/crawler')
@@ -57,13 +60,16 @@ export function fetcherCommand(version: string): Command {
     .option('--claim-wait-ms <ms>', 'how long one claim may wait at the queue server for work (long poll)', integer('--claim-wait-ms', 0, 60_000), FETCHER_DEFAULTS.claimWaitMs)
     .action(async (values: FetcherValues) => {
       const token = readToken(values.tokenFile);
+      const serverUrl = checkServerUrl(values.server);
+      const ca = readCa(values.ca, serverUrl);
       const name = values.name.slice(0, 64);
       const log = (message: string) => process.stderr.write(`petrel fetcher ${name}: ${message}\n`);
       // Loaded here, not at the top: `petrel --help` and the other commands do not pay for undici and cheerio.
       const { Fetcher } = await import('./fetcher.js');
       const fetcher = new Fetcher({
-        serverUrl: checkServerUrl(values.server),
+        serverUrl,
         token,
+        ca,
         name,
         fetcherId: `${name.replace(/[^A-Za-z0-9_.:-]/g, '_').slice(0, 40)}-${randomBytes(4).toString('hex')}`,
         concurrency: values.concurrency,
@@ -110,6 +116,16 @@ function readToken(tokenFile: string | undefined): string {
   } else token = process.env.PETREL_TOKEN?.trim();
   if (token === undefined || token === '') exitWith('no token: pass --token-file FILE (the queue server\'s <data>/fetcher.token) or set PETREL_TOKEN');
   return token;
+}
+
+function readCa(file: string | undefined, serverUrl: string): Buffer | undefined {
+  if (file === undefined) return undefined;
+  if (new URL(serverUrl).protocol !== 'https:') exitWith(`--ca verifies an https:// queue server; --server is ${serverUrl}`);
+  try {
+    return readFileSync(file);
+  } catch (error) {
+    exitWith(`cannot read --ca ${file}: ${(error as Error).message}`);
+  }
 }
 
 function checkServerUrl(server: string): string {

@@ -18,6 +18,8 @@ import { QueueClient, QueueServerError, StoppedError } from './queue-client.js';
 export interface FetcherOptions {
   readonly serverUrl: string;
   readonly token: string;
+  /** PEM CA certificate(s) that verify an HTTPS queue server (default: the system's CAs). */
+  readonly ca?: string | Buffer;
   readonly name: string;
   readonly fetcherId: string;
   /** Slots (origins) fetched at once. */
@@ -61,6 +63,7 @@ export class Fetcher {
     this.#client = new QueueClient({
       serverUrl: options.serverUrl,
       token: options.token,
+      ca: options.ca,
       signal: this.#stopping.signal,
       onRetry: (what, attempt, error) => {
         if (what === 'results') this.#deliveryTrouble = true;

@@ -6,7 +6,9 @@
  *
  * Every request is signed (shared/request-signing.ts) over the body bytes as sent, and every attempt
  * anew: a retry has a fresh timestamp and nonce, so to the queue server it is a new request (and a
- * retried results post is applied once by its own idempotence).
+ * retried results post is applied once by its own idempotence). Over HTTPS the queue server's
+ * certificate is verified, against `ca` when given; a certificate that cannot be verified is a
+ * TlsTrustError, never retried.
  */
 import { gzipSync } from 'node:zlib';
 import { Pool } from 'undici';
@@ -35,6 +37,15 @@ export class QueueServerError extends Error {
   }
 }
 
+/** The queue server's TLS certificate cannot be verified (or it does not speak TLS): retrying cannot help. */
+export class TlsTrustError extends Error {
+  readonly code: string;
+  constructor(code: string, message: string) {
+    super(message);
+    this.code = code;
+  }
+}
+
 export class StoppedError extends Error {
   constructor() {
     super('fetcher stopped');
@@ -45,6 +56,8 @@ export interface QueueClientOptions {
   readonly serverUrl: string;
   /** The shared secret (fetcher.token): signs requests, never sent. */
   readonly token: string;
+  /** PEM CA certificate(s) to verify an HTTPS queue server with, instead of the system's CAs. */
+  readonly ca?: string | Buffer;
   /** Aborts pending retries and requests. */
   readonly signal: AbortSignal;
   /** Called before each retry with the failure, for the log. */
@@ -72,7 +85,13 @@ export class QueueClient {
     this.#origin = url.origin;
     this.#basePath = url.pathname.replace(/\/$/, '');
     this.#compress = !isLoopback(url.hostname);
-    this.#pool = new Pool(this.#origin, { connections: 4, keepAliveTimeout: 60_000, headersTimeout: 90_000, bodyTimeout: 90_000 });
+    this.#pool = new Pool(this.#origin, {
+      connections: 4,
+      keepAliveTimeout: 60_000,
+      headersTimeout: 90_000,
+      bodyTimeout: 90_000,
+      ...(options.ca === undefined ? {} : { connect: { ca: options.ca } }),
+    });
   }
 
   /** `signal` abandons this claim only (the fetcher stops claiming); the client stays usable. */
@@ -123,11 +142,48 @@ export class QueueClient {
       } catch (error) {
         if (signal.aborted) throw new StoppedError();
         if (error instanceof QueueServerError && error.status < 500) throw error;
+        const untrusted = tlsTrustError(error, this.#origin, this.#options.ca !== undefined);
+        if (untrusted !== null) throw untrusted;
         this.#options.onRetry?.(what, attempt, error);
         await backoff(attempt, signal);
       }
     }
   }
+}
+
+/** Certificate verification failures (OpenSSL's codes and Node's host name check). */
+const TLS_TRUST_CODES = new Set([
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'CERT_UNTRUSTED',
+  'CERT_REJECTED',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'CERT_SIGNATURE_FAILURE',
+  'INVALID_CA',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+]);
+/** What a TLS client sees when the other end answers in plain HTTP. */
+const NOT_TLS_CODES = new Set(['ERR_SSL_WRONG_VERSION_NUMBER', 'ERR_SSL_PACKET_LENGTH_TOO_LONG']);
+
+function tlsTrustError(error: unknown, origin: string, withCa: boolean): TlsTrustError | null {
+  const code = (error as { code?: unknown }).code ?? (error as { cause?: { code?: unknown } }).cause?.code;
+  if (typeof code !== 'string' || !origin.startsWith('https:')) return null;
+  // OpenSSL's messages run over lines and name source files: keep the gist.
+  const detail = String((error as Error).message).split('\n')[0]!.replace(/^[0-9A-F]+:error:[0-9A-F]+:/, '').slice(0, 200);
+  if (TLS_TRUST_CODES.has(code)) {
+    const fix = withCa
+      ? 'the certificate is not signed by the --ca given, or does not name this host: check --ca and the certificate\'s subjectAltName'
+      : 'pass --ca FILE with the queue server\'s certificate (self-signed) or the CA that signed it';
+    return new TlsTrustError(code, `refusing the queue server at ${origin}: its TLS certificate cannot be verified (${code}: ${detail}); ${fix}`);
+  }
+  if (NOT_TLS_CODES.has(code)) {
+    return new TlsTrustError(code, `the queue server at ${origin} does not speak TLS (${code}: ${detail}): use an http:// URL, or start it with --tls-cert and --tls-key`);
+  }
+  return null;
 }
 
 function parseError(text: string): { code: string; message: string } {

@@ -1,9 +1,11 @@
 /**
- * Starting and stopping a queue server: data directory, token, archive, crawl, HTTP listener.
- * `startQueueServer` is what `petrel queue-server` runs and what tests start on port 0.
+ * Starting and stopping a queue server: data directory, token, archive, crawl, HTTP listener (HTTPS
+ * with `tls`: the same app behind node:https). `startQueueServer` is what `petrel queue-server` runs
+ * and what tests start on port 0.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
+import type { AddressInfo, Server } from 'node:net';
 import { crawlConfigSchema, type CrawlConfig, type CrawlConfigInput } from './crawl-config.js';
 import { Crawl, type CrawlStores } from './crawl.js';
 import { nextPass, readPass, writePass } from './crawl-pass.js';
@@ -23,6 +25,8 @@ export interface QueueServerOptions {
   readonly port?: number;
   /** A token file to use instead of <data>/fetcher.token. */
   readonly tokenFile?: string;
+  /** Serve HTTPS with this certificate (chain) and private key, PEM. */
+  readonly tls?: { readonly cert: string | Buffer; readonly key: string | Buffer };
   readonly crawl: CrawlConfigInput;
 }
 
@@ -63,7 +67,8 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
         resolve();
       }),
     );
-    const server = createServer(createApp({ service, token, adminToken }));
+    const app = createApp({ service, token, adminToken });
+    const server = options.tls === undefined ? createServer(app) : createHttpsServer(options.tls, app);
     server.keepAliveTimeout = 65_000;
     server.headersTimeout = 66_000;
     await listen(server, options.host ?? '127.0.0.1', options.port ?? 7700);
@@ -74,7 +79,7 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
     const open = stores;
     let closed = false;
     return {
-      url: `http://${host}:${port}`,
+      url: `${options.tls === undefined ? 'http' : 'https'}://${host}:${port}`,
       token,
       tokenFile,
       adminTokenFile,
@@ -142,6 +147,15 @@ export function fetchScheduleOf(config: CrawlConfig): FetchSchedulePolicy {
     maxIntervalMs: config.maxIntervalMs,
     goneRecheckMs: config.maxIntervalMs,
   };
+}
+
+function createHttpsServer(tls: NonNullable<QueueServerOptions['tls']>, app: ReturnType<typeof createApp>) {
+  try {
+    return createTlsServer({ cert: tls.cert, key: tls.key }, app);
+  } catch (error) {
+    // OpenSSL's own words ("no start line", "key values mismatch") are cryptic without this context.
+    throw new Error(`cannot serve HTTPS with the given certificate and key: ${(error as Error).message}`);
+  }
 }
 
 function listen(server: Server, host: string, port: number): Promise<void> {

@@ -4,20 +4,23 @@
  * and a replayed request, a forged signature, a stale timestamp, a body altered in flight, an oversized
  * body, a wrong secret and a bare bearer token are each refused with a clear 4xx and its code, with
  * nothing changed (the status counters compared before and after). The real fetcher client signs every
- * attempt anew and never sends the secret.
+ * attempt anew and never sends the secret. Over TLS, a real `petrel fetcher` process verifies the queue
+ * server with --ca and claims work; without --ca it refuses the server with a clear error.
  */
-import { rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { readFileSync, rmSync } from 'node:fs';
 import { createServer, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { QueueClient } from '../fetcher/queue-client.js';
 import { startQueueServer, type RunningQueueServer } from '../queue-server/daemon.js';
 import type { CrawlStatus } from '../queue-server/crawl.js';
 import { LIMITS, PROTOCOL_VERSION, ROUTES, type ClaimRequest, type ItemResult, type Schedule } from '../shared/protocol.js';
 import { MAX_CLOCK_SKEW_MS, SIGNATURE_HEADERS } from '../shared/request-signing.js';
-import { tempDir } from './support/petrel-process.js';
+import { assertBuilt, startPetrel, tempDir, waitForEvent } from './support/petrel-process.js';
 import { signatureFor } from './support/signed-request.js';
 
 const HOST = '127.0.0.1';
@@ -31,9 +34,9 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function queueServer(): Promise<{ server: RunningQueueServer; dir: string }> {
+async function queueServer(options: { tls?: { cert: Buffer; key: Buffer } } = {}): Promise<{ server: RunningQueueServer; dir: string }> {
   const dir = tempDir('fleet-auth');
-  const server = await startQueueServer({ dataDir: join(dir, 'data'), host: HOST, port: 0, crawl: { seeds: [SEED], delayMs: 0, bloomCapacity: 1000 } });
+  const server = await startQueueServer({ dataDir: join(dir, 'data'), host: HOST, port: 0, tls: options.tls, crawl: { seeds: [SEED], delayMs: 0, bloomCapacity: 1000 } });
   cleanups.push(async () => {
     await server.close();
     rmSync(dir, { recursive: true, force: true });
@@ -259,5 +262,111 @@ describe('the fetcher client', () => {
     }
     expect(seen[0]!.headers[SIGNATURE_HEADERS.nonce]).not.toBe(seen[1]!.headers[SIGNATURE_HEADERS.nonce]);
     expect(seen[0]!.headers[SIGNATURE_HEADERS.signature]).not.toBe(seen[1]!.headers[SIGNATURE_HEADERS.signature]);
+  });
+});
+
+const hasOpenssl = spawnSync('openssl', ['version'], { stdio: 'ignore' }).status === 0;
+
+describe.skipIf(!hasOpenssl)('HTTPS between fetchers and the queue server', () => {
+  let tlsDir: string;
+  let tls: { cert: Buffer; key: Buffer };
+  let certFile: string;
+
+  beforeAll(() => {
+    assertBuilt();
+    tlsDir = tempDir('fleet-tls');
+    certFile = join(tlsDir, 'cert.pem');
+    const made = spawnSync('openssl', [
+      'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(tlsDir, 'key.pem'), '-out', certFile,
+      '-days', '2', '-subj', `/CN=${HOST}`, '-addext', `subjectAltName=IP:${HOST}`,
+    ], { encoding: 'utf8' });
+    if (made.status !== 0) throw new Error(`openssl could not make a test certificate: ${made.stderr}`);
+    tls = { cert: readFileSync(certFile), key: readFileSync(join(tlsDir, 'key.pem')) };
+    return () => rmSync(tlsDir, { recursive: true, force: true });
+  });
+
+  it('serves HTTPS to a fetcher that verifies it with --ca, and the fetcher claims work', async () => {
+    const { server } = await queueServer({ tls });
+    expect(server.url).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
+    const fetcher = startPetrel(['fetcher', '--server', server.url, '--token-file', server.tokenFile, '--ca', certFile, '--name', 'tls-fetcher', '--concurrency', '2']);
+    cleanups.push(async () => {
+      if (fetcher.exitCode === null && fetcher.signalCode === null) fetcher.kill('SIGKILL');
+      await fetcher.output;
+    });
+    // It claimed the robots.txt of the seed's host, fetched it (nothing listens there) and reported back.
+    const deadline = Date.now() + 20_000;
+    while (server.service.status().robotsRequests < 1 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    const status = server.service.status();
+    expect(status.robotsRequests).toBeGreaterThanOrEqual(1);
+    expect(status.fetchers.map((f) => f.name)).toContain('tls-fetcher');
+    fetcher.kill('SIGTERM');
+    const finished = await fetcher.output;
+    expect(finished.stderr).not.toMatch(/TLS|certificate/);
+
+    // The admin page over TLS: a Secure cookie would follow, and browsers are told to stay on HTTPS.
+    const login = await new Promise<IncomingHttpHeaders>((resolve, reject) => {
+      httpsRequest(`${server.url}/admin/login`, { ca: tls.cert }, (res) => {
+        res.resume();
+        resolve(res.headers);
+      }).on('error', reject).end();
+    });
+    expect(login['strict-transport-security']).toBe('max-age=31536000');
+  });
+
+  it('refuses a queue server whose certificate it cannot verify (no --ca), with a clear error', async () => {
+    const { server } = await queueServer({ tls });
+    const fetcher = startPetrel(['fetcher', '--server', server.url, '--token-file', server.tokenFile, '--name', 'untrusting']);
+    const timer = setTimeout(() => fetcher.kill('SIGKILL'), 20_000);
+    const finished = await fetcher.output;
+    clearTimeout(timer);
+    expect(finished.code).toBe(1);
+    expect(finished.stderr).toContain('TLS certificate cannot be verified');
+    expect(finished.stderr).toContain('DEPTH_ZERO_SELF_SIGNED_CERT');
+    expect(finished.stderr).toContain('--ca FILE');
+    expect(server.service.status().fetchers).toEqual([]);
+  });
+
+  it('serves HTTPS from petrel start --tls-cert --tls-key, its local fetcher trusting the certificate', async () => {
+    const dir = tempDir('fleet-tls-start');
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const child = startPetrel(['start', '--data', join(dir, 'data'), '--fetchers', '1', '--port', '0', '--tls-cert', certFile, '--tls-key', join(tlsDir, 'key.pem'), '--seed', SEED]);
+    cleanups.push(async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await child.output;
+    });
+    const exit = child.output.then((finished): never => {
+      throw new Error(`petrel start exited (${finished.code ?? finished.signal}): ${finished.stderr.slice(0, 2000)}`);
+    });
+    const started = await Promise.race([waitForEvent(child, 'started'), exit]);
+    expect(String(started.url)).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
+    const adminToken = readFileSync(String(started.adminTokenFile), 'utf8').trim();
+    const status = () =>
+      new Promise<{ fetchers: { name: string }[]; robotsRequests: number }>((resolve, reject) => {
+        httpsRequest(`${String(started.url)}${ROUTES.status}`, { ca: tls.cert, headers: { authorization: `Bearer ${adminToken}` } }, (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => (text += chunk));
+          res.on('end', () => resolve(JSON.parse(text) as { fetchers: { name: string }[]; robotsRequests: number }));
+        }).on('error', reject).end();
+      });
+    await expect
+      .poll(
+        async () => {
+          const now = await status();
+          return { names: now.fetchers.map((f) => f.name), claimed: now.robotsRequests >= 1 };
+        },
+        { timeout: 15_000 },
+      )
+      .toEqual({ names: ['local-1'], claimed: true });
+    child.kill('SIGTERM');
+    const finished = await child.output;
+    expect(finished.code, finished.stderr).toBe(0);
+    expect(finished.stderr).toContain(`--ca ${certFile}`);
+  });
+
+  it('refuses --ca with a plain http:// queue server', async () => {
+    const finished = await startPetrel(['fetcher', '--server', 'http://127.0.0.1:9', '--token-file', certFile, '--ca', certFile]).output;
+    expect(finished.code).toBe(2);
+    expect(finished.stderr).toContain('--ca verifies an https:// queue server');
   });
 });

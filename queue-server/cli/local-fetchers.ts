@@ -38,13 +38,15 @@ export class LocalFetchers {
   readonly #log: (line: string) => void;
   #stopping = false;
 
-  constructor(options: { serverUrl: string; tokenFile: string; values: LocalFetcherValues; log: (line: string) => void }) {
-    const { serverUrl, tokenFile, values } = options;
+  /** `ca`: the CA file fetchers verify an HTTPS queue server with. */
+  constructor(options: { serverUrl: string; tokenFile: string; ca?: string; values: LocalFetcherValues; log: (line: string) => void }) {
+    const { serverUrl, tokenFile, ca, values } = options;
     this.#log = options.log;
     this.#args = (name) => {
       const args = ['fetcher', '--server', serverUrl, '--token-file', tokenFile, '--name', name];
       args.push('--concurrency', String(values.concurrency), '--max-body-bytes', String(values.maxBodyBytes), '--timeout-ms', String(values.timeoutMs));
       if (values.contact !== undefined) args.push('--contact', values.contact);
+      if (ca !== undefined) args.push('--ca', ca);
       return args;
     };
   }

@@ -25,3 +25,20 @@ export function fail(message: string, status = 1): never {
   process.stderr.write(`petrel: ${message}\n`);
   process.exit(status);
 }
+
+/**
+ * The certificate and key of `--tls-cert` / `--tls-key` (both or neither), read now so that a wrong
+ * path is a one-line error at start, not a stack trace.
+ */
+export function readTlsFiles(values: { tlsCert?: string; tlsKey?: string }): { cert: Buffer; key: Buffer } | undefined {
+  if (values.tlsCert === undefined && values.tlsKey === undefined) return undefined;
+  if (values.tlsCert === undefined || values.tlsKey === undefined) fail('--tls-cert and --tls-key go together: give both (PEM files) to serve HTTPS', 2);
+  const read = (option: string, file: string): Buffer => {
+    try {
+      return readFileSync(file);
+    } catch (error) {
+      fail(`cannot read ${option} ${file}: ${(error as Error).message}`, 2);
+    }
+  };
+  return { cert: read('--tls-cert', values.tlsCert), key: read('--tls-key', values.tlsKey) };
+}

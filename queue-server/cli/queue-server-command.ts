@@ -4,13 +4,15 @@
  */
 import { Command } from 'commander';
 import { addCrawlOptions, crawlConfigFrom, type CrawlOptionValues } from './crawl-options.js';
-import { fail, integerOption } from './options.js';
+import { fail, integerOption, readTlsFiles } from './options.js';
 
 interface QueueServerValues extends CrawlOptionValues {
   data: string;
   host: string;
   port: number;
   tokenFile?: string;
+  tlsCert?: string;
+  tlsKey?: string;
   once: boolean;
 }
 
@@ -21,11 +23,14 @@ export function queueServerCommand(): Command {
     .option('--host <address>', 'address to listen on', '127.0.0.1')
     .option('--port <port>', 'port to listen on (0 picks a free one)', integerOption('--port', 0, 65535), 7700)
     .option('--token-file <file>', 'fetcher API token to use (default: <data>/fetcher.token, created on first start)')
+    .option('--tls-cert <file>', 'serve HTTPS with this certificate (PEM; with --tls-key); fetchers then need --ca unless a public CA signed it')
+    .option('--tls-key <file>', 'private key of --tls-cert (PEM)')
     .option('--once', 'exit when nothing is due or leased (a one-shot crawl), telling fetchers they are done', false);
   addCrawlOptions(command);
   command.action(async (values: QueueServerValues) => {
     // Loaded here, not at the top, so that other commands do not pay for express and the storage stack.
     const { startQueueServer } = await import('../daemon.js');
+    const tls = readTlsFiles(values);
     let server;
     try {
       server = await startQueueServer({
@@ -33,6 +38,7 @@ export function queueServerCommand(): Command {
         host: values.host,
         port: values.port,
         tokenFile: values.tokenFile,
+        tls,
         crawl: crawlConfigFrom(values, values.once),
       });
     } catch (error) {
