@@ -54,9 +54,15 @@ export function simhash(text: string): string {
   const hashes = new Uint32Array(words.length);
   for (let i = 0; i < words.length; i++) hashes[i] = wordHash(words[i]!);
   const features = words.length < SHINGLE ? words.length : words.length - SHINGLE + 1;
-  // votes[0..31]: bits 32..63 (the high word), votes[32..63]: bits 0..31.
-  const votes = new Int32Array(64);
+  // Votes are counted as ones per bit position: bit i is set when more than half the features set it.
+  // The counting is SWAR: a feature adds, for each of its 8 bytes, a table entry that spreads the
+  // byte's 8 bits over 8 byte-wide lanes (two 32-bit words), so 16 additions count 64 bits; lanes are
+  // emptied into `ones` before they can overflow (every 255 features).
+  const ones = new Uint32Array(64);
+  const lanes = new Uint32Array(16);
   const seen = new Set<number>();
+  let pending = 0;
+  let distinct = 0;
   for (let i = 0; i < features; i++) {
     let high: number;
     let low: number;
@@ -74,18 +80,55 @@ export function simhash(text: string): string {
     const key = high * 2097152 + (low >>> 11);
     if (seen.has(key)) continue;
     seen.add(key);
-    for (let bit = 0; bit < 32; bit++) {
-      votes[bit]! += ((high >>> bit) & 1) * 2 - 1;
-      votes[32 + bit]! += ((low >>> bit) & 1) * 2 - 1;
+    distinct++;
+    for (let byte = 0; byte < 4; byte++) {
+      const lowByte = ((low >>> (byte * 8)) & 255) * 2;
+      const highByte = ((high >>> (byte * 8)) & 255) * 2;
+      lanes[byte * 2]! += SPREAD[lowByte]!;
+      lanes[byte * 2 + 1]! += SPREAD[lowByte + 1]!;
+      lanes[8 + byte * 2]! += SPREAD[highByte]!;
+      lanes[8 + byte * 2 + 1]! += SPREAD[highByte + 1]!;
+    }
+    if (++pending === 255) {
+      drainLanes(lanes, ones);
+      pending = 0;
     }
   }
+  drainLanes(lanes, ones);
   let high = 0;
   let low = 0;
   for (let bit = 0; bit < 32; bit++) {
-    if (votes[bit]! > 0) high |= 1 << bit;
-    if (votes[32 + bit]! > 0) low |= 1 << bit;
+    if (ones[32 + bit]! * 2 > distinct) high |= 1 << bit;
+    if (ones[bit]! * 2 > distinct) low |= 1 << bit;
   }
   return hex32(high) + hex32(low);
+}
+
+/** For each byte value: its bits 0-3 in the four lanes of the first word, bits 4-7 in the second's. */
+const SPREAD = (() => {
+  const table = new Uint32Array(512);
+  for (let value = 0; value < 256; value++) {
+    let first = 0;
+    let second = 0;
+    for (let bit = 0; bit < 4; bit++) {
+      first |= ((value >>> bit) & 1) << (bit * 8);
+      second |= ((value >>> (bit + 4)) & 1) << (bit * 8);
+    }
+    table[value * 2] = first;
+    table[value * 2 + 1] = second;
+  }
+  return table;
+})();
+
+/** Adds the lane counts to `ones` (bit position = byte index * 8 + bit) and empties the lanes. */
+function drainLanes(lanes: Uint32Array, ones: Uint32Array): void {
+  for (let byte = 0; byte < 8; byte++) {
+    for (let half = 0; half < 2; half++) {
+      const word = lanes[byte * 2 + half]!;
+      for (let lane = 0; lane < 4; lane++) ones[byte * 8 + half * 4 + lane]! += (word >>> (lane * 8)) & 255;
+      lanes[byte * 2 + half] = 0;
+    }
+  }
 }
 
 /** Number of bits in which two simhashes (16 hex digits each) differ. */
