@@ -1,6 +1,8 @@
 /**
- * Bearer-token authentication for the fetcher API and the status API. Tokens are compared in
- * constant time (over their SHA-256 digests, so their lengths leak nothing either).
+ * The secrets (fetcher.token, admin.token) and bearer-token checks for the status and control API.
+ * Tokens are compared in constant time (over their SHA-256 digests, so their lengths leak nothing
+ * either). The fetcher API takes no bearer token: fetcher.token is the key of its request signatures
+ * (shared/request-signing.ts, request-auth.ts) and never crosses the wire there.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
