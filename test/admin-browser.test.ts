@@ -16,7 +16,7 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestWeb, type TestWeb } from '../scripts/test-web.js';
 import { EVIL_TITLE } from '../scripts/test-web/main-extras.js';
-import { assertBuilt, startPetrel, tempDir, waitForEvent } from './support/petrel-process.js';
+import { assertBuilt, killStartedPetrels, startPetrel, tempDir, waitForEvent } from './support/petrel-process.js';
 
 /** The `started` event, or an error with the child's stderr if it exits first. */
 function startedOrExit(child: ReturnType<typeof startPetrel>): Promise<Record<string, unknown>> {
@@ -73,6 +73,7 @@ describe.skipIf(!existsSync(CHROMIUM))('the admin page in chromium, against petr
   });
 
   afterAll(async () => {
+    killStartedPetrels();
     await context?.close();
     if (petrel !== undefined && petrel.exitCode === null) {
       petrel.kill('SIGTERM');

@@ -6,7 +6,7 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestWeb, type TestWeb } from '../scripts/test-web.js';
-import { assertBuilt, startPetrel, tempDir, waitForEvent } from './support/petrel-process.js';
+import { assertBuilt, killStartedPetrels, startPetrel, tempDir, waitForEvent } from './support/petrel-process.js';
 import { countBy, pageRequests, urlOf } from './support/request-log.js';
 
 describe('a queue server in continuous mode', () => {
@@ -19,6 +19,7 @@ describe('a queue server in continuous mode', () => {
   });
 
   afterAll(async () => {
+    killStartedPetrels();
     await web?.close();
   });
 

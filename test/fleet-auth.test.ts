@@ -20,7 +20,7 @@ import { startQueueServer, type RunningQueueServer } from '../queue-server/daemo
 import type { CrawlStatus } from '../queue-server/crawl.js';
 import { LIMITS, PROTOCOL_VERSION, ROUTES, type ClaimRequest, type ItemResult, type Schedule } from '../shared/protocol.js';
 import { MAX_CLOCK_SKEW_MS, SIGNATURE_HEADERS } from '../shared/request-signing.js';
-import { assertBuilt, startPetrel, tempDir, waitForEvent } from './support/petrel-process.js';
+import { assertBuilt, killStartedPetrels, startPetrel, tempDir, waitForEvent } from './support/petrel-process.js';
 import { signatureFor } from './support/signed-request.js';
 
 const HOST = '127.0.0.1';
@@ -31,6 +31,7 @@ const FETCHER_ID = 'fleet-test-1';
 
 const cleanups: (() => void | Promise<void>)[] = [];
 afterEach(async () => {
+  killStartedPetrels();
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 

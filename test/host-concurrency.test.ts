@@ -6,7 +6,7 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestWeb, type TestWeb } from '../scripts/test-web.js';
-import { assertBuilt, startPetrel, tempDir, waitForEvent } from './support/petrel-process.js';
+import { assertBuilt, killStartedPetrels, startPetrel, tempDir, waitForEvent } from './support/petrel-process.js';
 import { countBy, pageRequests, peakConcurrency, urlOf } from './support/request-log.js';
 
 describe('a single-host crawl at host concurrency 2 with two fetcher processes', () => {
@@ -18,6 +18,7 @@ describe('a single-host crawl at host concurrency 2 with two fetcher processes',
   });
 
   afterAll(async () => {
+    killStartedPetrels();
     await web?.close();
   });
 

@@ -5,7 +5,7 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestWeb, type TestWeb } from '../scripts/test-web.js';
-import { assertBuilt, startPetrel, tempDir, waitForEvent } from './support/petrel-process.js';
+import { assertBuilt, killStartedPetrels, startPetrel, tempDir, waitForEvent } from './support/petrel-process.js';
 import { countBy, pageRequests, urlOf } from './support/request-log.js';
 
 describe('a fetcher killed mid-lease', () => {
@@ -17,6 +17,7 @@ describe('a fetcher killed mid-lease', () => {
   });
 
   afterAll(async () => {
+    killStartedPetrels();
     await web?.close();
   });
 

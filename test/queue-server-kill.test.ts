@@ -8,7 +8,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestWeb, type TestWeb } from '../scripts/test-web.js';
-import { assertBuilt, runPetrel, startPetrel, tempDir, waitForEvent } from './support/petrel-process.js';
+import { assertBuilt, killStartedPetrels, runPetrel, startPetrel, tempDir, waitForEvent } from './support/petrel-process.js';
 import { countBy, pageRequests, urlOf } from './support/request-log.js';
 
 const KILLS = 20;
@@ -42,6 +42,7 @@ describe('a queue server killed with SIGKILL again and again', () => {
   });
 
   afterAll(async () => {
+    killStartedPetrels();
     await web?.close();
   });
 

@@ -7,7 +7,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestWeb, type TestWeb } from '../scripts/test-web.js';
-import { assertBuilt, startPetrel, tempDir, waitForEvent } from './support/petrel-process.js';
+import { assertBuilt, killStartedPetrels, startPetrel, tempDir, waitForEvent } from './support/petrel-process.js';
 import { countBy, pageRequests, urlOf } from './support/request-log.js';
 
 const OUTAGE_MS = Number(process.env.OUTAGE_MS ?? 30_000);
@@ -32,6 +32,7 @@ describe('a queue server that is away for 30 s', () => {
   });
 
   afterAll(async () => {
+    killStartedPetrels();
     await web?.close();
   });
 

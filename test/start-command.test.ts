@@ -6,7 +6,7 @@
 import { readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { assertBuilt, startPetrel, tempDir, waitForEvent } from './support/petrel-process.js';
+import { assertBuilt, killStartedPetrels, startPetrel, tempDir, waitForEvent } from './support/petrel-process.js';
 
 /** The `started` event, or an error with the child's stderr if it exits first. */
 function startedOrExit(child: ReturnType<typeof startPetrel>): Promise<Record<string, unknown>> {
@@ -18,7 +18,10 @@ function startedOrExit(child: ReturnType<typeof startPetrel>): Promise<Record<st
 
 describe('petrel start', () => {
   const dir = tempDir('start');
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  afterAll(() => {
+    killStartedPetrels();
+    rmSync(dir, { recursive: true, force: true });
+  });
 
   it('prints the admin URL and token file, serves /admin, connects its fetcher, and stops on SIGTERM', async () => {
     assertBuilt();

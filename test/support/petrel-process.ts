@@ -26,8 +26,18 @@ export interface Finished {
   stderr: string;
 }
 
+/** Children still running; a test file's afterAll ends them (killStartedPetrels) so a failure leaves none behind. */
+const started = new Set<ChildProcess>();
+
+export function killStartedPetrels(): void {
+  for (const child of started) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  started.clear();
+}
+
 export function startPetrel(args: string[], env: NodeJS.ProcessEnv = {}): ChildProcess & { output: Promise<Finished> } {
   const child = spawn(process.execPath, [PETREL_BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  started.add(child);
+  child.once('exit', () => started.delete(child));
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
