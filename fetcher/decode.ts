@@ -33,13 +33,21 @@ function decoderFor(label: string): TextDecoder | null {
   }
 }
 
+/**
+ * HTML "determining the character encoding", the steps a crawler can take: 1. the BOM; 2. the
+ * transport layer's charset (used as given, UTF-16 included); 3. the `<meta>` prescan, where a UTF-16
+ * label means UTF-8 (the bytes just read as ASCII, so they are not UTF-16) and x-user-defined means
+ * windows-1252; 4. the default, UTF-8. An unsupported label is skipped, as if absent.
+ */
 export function decodeHtml(bytes: Uint8Array, contentType: string | null): string {
   const bom = sniffBom(bytes);
   if (bom !== null) return new TextDecoder(bom).decode(bytes);
-  for (const label of [charsetFromContentType(contentType), sniffMeta(bytes)]) {
-    if (label === null) continue;
-    // A page that declares UTF-16 in a meta tag without a BOM is lying (WHATWG: treat as UTF-8).
-    const decoder = decoderFor(label.startsWith('utf-16') ? 'utf-8' : label);
+  const header = charsetFromContentType(contentType);
+  const fromHeader = header === null ? null : decoderFor(header);
+  if (fromHeader !== null) return fromHeader.decode(bytes);
+  const meta = sniffMeta(bytes);
+  if (meta !== null) {
+    const decoder = decoderFor(meta.startsWith('utf-16') ? 'utf-8' : meta === 'x-user-defined' ? 'windows-1252' : meta);
     if (decoder !== null) return decoder.decode(bytes);
   }
   return new TextDecoder('utf-8').decode(bytes);

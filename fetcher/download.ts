@@ -47,6 +47,13 @@ export type DownloadResult =
 
 /** Bodies we do not want (errors, redirects) are drained up to this size to keep the connection. */
 const DISCARD_LIMIT = 64 * 1024;
+/** Response header bytes accepted (status line and fields); more is `headers-too-large`. */
+export const MAX_HEADER_BYTES = 64 * 1024;
+/**
+ * Response header fields accepted. undici bounds their bytes, not their number, and 5,000 short fields
+ * fit in 64 KiB; real servers send a few dozen (Node's own server accepts 2,000 request headers).
+ */
+export const MAX_HEADER_FIELDS = 1000;
 
 export function createCrawlAgent(options: DownloadOptions & { connectionsPerOrigin: number }): Agent {
   return new Agent({
@@ -57,11 +64,21 @@ export function createCrawlAgent(options: DownloadOptions & { connectionsPerOrig
     connect: { timeout: options.connectTimeoutMs },
     headersTimeout: options.headersTimeoutMs,
     bodyTimeout: options.bodyTimeoutMs,
-    maxHeaderSize: 64 * 1024,
+    maxHeaderSize: MAX_HEADER_BYTES,
   });
 }
 
 class BodyLimitReached extends Error {}
+
+/** A failure this module detects itself, already carrying its stable code. */
+class DownloadFailure extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
 
 /** Timers may fire up to a millisecond early against performance.now(); waits add this much. */
 export const TIMER_SLACK_MS = 2;
@@ -80,6 +97,13 @@ export async function download(dispatcher: Dispatcher, options: DownloadOptions,
       bodyTimeout: options.bodyTimeoutMs,
     });
     const status = response.statusCode;
+    const fields = headerFieldCount(response.headers);
+    if (fields > MAX_HEADER_FIELDS) {
+      // Destroying the body reports an abort through 'error'; nobody else listens to it.
+      response.body.on('error', () => {});
+      response.body.destroy();
+      throw new DownloadFailure('headers-too-large', `${fields} response header fields, more than ${MAX_HEADER_FIELDS}`);
+    }
     const wanted = req.wantBody(status) && status !== 204 && status !== 304 && req.method !== 'HEAD';
     const limit = wanted ? (req.maxBodyBytes ?? options.maxBodyBytes) : DISCARD_LIMIT;
     const chunks: Buffer[] = [];
@@ -110,7 +134,7 @@ export async function download(dispatcher: Dispatcher, options: DownloadOptions,
     } catch (error) {
       // At the limit the rest of the body is not read: the pipeline is torn down, and the source may
       // report that as its own abort error before ours arrives. Either way the cut was ours.
-      if (!truncated) throw error;
+      if (!truncated) throw bodyFailure(error, signal, wireBytes, response.headers['content-length']);
     }
     return {
       ok: true,
@@ -127,6 +151,28 @@ export async function download(dispatcher: Dispatcher, options: DownloadOptions,
   }
 }
 
+/** Fields as received: a repeated field name arrives as an array of its values. */
+function headerFieldCount(headers: Record<string, string | string[] | undefined>): number {
+  let count = 0;
+  for (const value of Object.values(headers)) count += Array.isArray(value) ? value.length : 1;
+  return count;
+}
+
+/**
+ * A body that ended early: when the server closed the connection cleanly (FIN) before the bytes its
+ * Content-Length promised, the message is incomplete (RFC 9112 section 6.3, rule 5), which undici
+ * reports as a closed socket; it is `content-length-mismatch`, not a reset.
+ */
+function bodyFailure(error: unknown, signal: AbortSignal, wireBytes: number, contentLength: string | string[] | undefined): unknown {
+  if (signal.aborted) return error;
+  const code = (error as { code?: string })?.code;
+  const declared = typeof contentLength === 'string' && /^\d+$/.test(contentLength.trim()) ? Number(contentLength) : null;
+  if ((code === 'UND_ERR_SOCKET' || code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH') && declared !== null && wireBytes < declared) {
+    return new DownloadFailure('content-length-mismatch', `connection closed after ${wireBytes} of ${declared} body bytes`);
+  }
+  return error;
+}
+
 function decoderFor(encoding: string | string[] | undefined): Transform | null {
   const value = (Array.isArray(encoding) ? encoding.join(',') : (encoding ?? '')).trim().toLowerCase();
   if (value === '' || value === 'identity') return null;
@@ -140,6 +186,7 @@ function decoderFor(encoding: string | string[] | undefined): Transform | null {
 export function errorCodeOf(error: unknown, signal?: AbortSignal): { code: string; message: string } {
   const err = error as { code?: string; name?: string; message?: string; cause?: { code?: string } };
   const message = String(err?.message ?? error).slice(0, 300);
+  if (error instanceof DownloadFailure) return { code: error.code, message };
   if (signal?.aborted || err?.name === 'TimeoutError' || err?.name === 'AbortError') return { code: 'timeout', message };
   const code = err?.code ?? err?.cause?.code;
   switch (code) {
@@ -173,6 +220,8 @@ export function errorCodeOf(error: unknown, signal?: AbortSignal): { code: strin
     case 'UND_ERR_INVALID_ARG':
       return { code: 'invalid-url', message };
     default:
+      // undici's HTTPParserError carries no code for some parser failures (a response that is not HTTP).
+      if (err?.name === 'HTTPParserError') return { code: 'bad-http-response', message };
       if (typeof code === 'string' && code.startsWith('ERR_BROTLI')) return { code: 'bad-content-encoding', message };
       if (typeof code === 'string' && code.startsWith('HPE_')) return { code: 'bad-http-response', message };
       return { code: 'network-error', message };

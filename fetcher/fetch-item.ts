@@ -43,9 +43,10 @@ async function fetchPage(ctx: FetchContext, slot: number, item: ScheduleItem): P
   if (response.status < 200 || response.status >= 300) return result;
 
   const signature = contentSignature(response.body);
-  if (!isHtml(contentType, response.body)) return { ...result, signature };
+  // Binary bytes are not parsed even when labelled text/html: they hold no links, and garbage costs.
+  if (!isHtml(contentType, response.body) || looksBinary(response.body)) return { ...result, signature };
   const extracted = extractPage(decodeHtml(response.body, contentType), item.url);
-  return { ...result, signature, page: extracted.page, links: extracted.links };
+  return { ...result, signature, truncated: result.truncated || extracted.truncated, page: extracted.page, links: extracted.links };
 }
 
 async function fetchRobots(ctx: FetchContext, slot: number, item: ScheduleItem): Promise<ItemResult> {
@@ -148,6 +149,24 @@ export function retryAfterMs(value: string | null, now: number): number | null {
   if (/^\d{1,9}$/.test(trimmed)) return Number(trimmed) * 1000;
   const date = Date.parse(trimmed);
   return Number.isNaN(date) ? null : Math.max(0, date - now);
+}
+
+/**
+ * Binary, whatever the label says: the first 1,024 bytes hold a NUL or more than 1 in 32 "binary data
+ * bytes" (WHATWG MIME Sniffing section 7.2: 0x00-0x08, 0x0B, 0x0E-0x1A, 0x1C-0x1F). A stray control
+ * character in a real page does not make it binary; random bytes are about 10 % such bytes. A UTF-16
+ * byte-order mark means text (its NULs are half characters).
+ */
+export function looksBinary(body: Uint8Array): boolean {
+  if ((body[0] === 0xfe && body[1] === 0xff) || (body[0] === 0xff && body[1] === 0xfe)) return false;
+  const end = Math.min(body.length, 1024);
+  let binary = 0;
+  for (let i = 0; i < end; i++) {
+    const byte = body[i]!;
+    if (byte === 0x00) return true;
+    if (byte <= 0x08 || byte === 0x0b || (byte >= 0x0e && byte <= 0x1a) || (byte >= 0x1c && byte <= 0x1f)) binary++;
+  }
+  return binary * 32 > end;
 }
 
 function isHtml(contentType: string | null, body: Buffer): boolean {

@@ -11,7 +11,8 @@ Serves until SIGINT or SIGTERM.
 
 Options:
   --pages-per-host N    pages of each normal host's generated site, index included (default 30)
-  --hosts N             number of normal content hosts (default 3); 'full' adds 4 special hosts
+  --hosts N             number of normal content hosts (default 3); 'full' adds 4 special hosts and
+                        the hostile host (the address after them, printed as "hostile", linked from nowhere)
   --profile full|bench  'full' (default): every edge case (robots 404/500, crawl-delay, trap, redirects,
                         errors, slow and large pages); 'bench': normal hosts only, ~14 KB pages
   --port N              port shared by all hosts (default 0: any free port)
@@ -49,7 +50,8 @@ export async function runCli(argv: readonly string[]): Promise<void> {
     opts.profile = values.profile;
   }
   const web = await startTestWeb(opts);
-  process.stdout.write(`${JSON.stringify({ port: web.port, seeds: web.seeds, origins: web.origins })}\n`);
+  const hostile = (opts.profile ?? 'full') === 'full' ? { hostile: `${web.hostile.origin}/index.html` } : {};
+  process.stdout.write(`${JSON.stringify({ port: web.port, seeds: web.seeds, origins: web.origins, ...hostile })}\n`);
   const stop = (): void => {
     void web.close();
   };

@@ -5,7 +5,8 @@
  */
 import { closeServers, listenAll } from './bind.js';
 import { GenerationState } from './generation-state.js';
-import { HOST_ROLES, planHosts, type HostRole } from './hosts.js';
+import { createHostileHost, handleHostileRequest, type HostileHost } from './hostile/server.js';
+import { FIRST_HOST_OCTET, HOST_ROLES, planHosts, type HostRole } from './hosts.js';
 import { validateOptions, type TestWebOptions } from './options.js';
 import { RequestLog, type RequestLogEntry } from './request-log.js';
 import { handleRequest, type ServerState } from './server.js';
@@ -39,6 +40,12 @@ export interface TestWeb {
    */
   setGeneration(n: number): void;
   clearLog(): void;
+  /**
+   * The hostile host (profile 'full' only; reading it in 'bench' throws): its own loopback address after
+   * the last special host, in no `origins` list and linked from nowhere, so crawls reach it only when
+   * seeded with it. Its cases and their ground truth are `hostile.cases` (scripts/test-web/hostile/).
+   */
+  readonly hostile: HostileHost;
   close(): Promise<void>;
 }
 
@@ -49,13 +56,19 @@ export async function startTestWeb(opts: TestWebOptions = {}): Promise<TestWeb> 
   const plans = planHosts({ normalHosts: options.hosts, profile: options.profile });
   const state: ServerState = { log: new RequestLog(), timers: new Set(), generation: new GenerationState() };
   let web: Web | null = null;
-  const { port, servers } = await listenAll(plans.map((plan) => plan.address), { port: options.port, attempts: BIND_ATTEMPTS }, (index, req, res) => {
+  let hostile: HostileHost | null = null;
+  const addresses = plans.map((plan) => plan.address);
+  const hostileAddress = options.profile === 'full' ? `127.0.0.${FIRST_HOST_OCTET + plans.length}` : null;
+  if (hostileAddress !== null) addresses.push(hostileAddress);
+  const { port, servers } = await listenAll(addresses, { port: options.port, attempts: BIND_ATTEMPTS }, (index, req, res) => {
+    if (index === plans.length && hostile !== null) return handleHostileRequest(hostile, req, res, state);
     const host = web?.hosts[index];
     // Only reachable if something guesses the port during the few microseconds before buildWeb returns.
     if (host === undefined) res.writeHead(503, { 'Retry-After': '1' }).end();
     else handleRequest(host, req, res, state);
   });
   web = buildWeb(plans, port, options);
+  if (hostileAddress !== null) hostile = createHostileHost(hostileAddress, port);
 
   const origins = web.hosts.map((host) => host.origin);
   const roles: Partial<Record<HostRole, string>> = {};
@@ -81,6 +94,10 @@ export async function startTestWeb(opts: TestWebOptions = {}): Promise<TestWeb> 
     },
     setGeneration: (n) => state.generation.set(n),
     clearLog: () => state.log.clear(),
+    get hostile(): HostileHost {
+      if (hostile === null) throw new Error(`the '${options.profile}' profile has no hostile host`);
+      return hostile;
+    },
     close() {
       closing ??= (async () => {
         for (const timer of state.timers) clearTimeout(timer);
