@@ -10,7 +10,9 @@ import { createCrawlAgent, type DownloadOptions } from '../fetcher/download.js';
 import { fetchItem } from '../fetcher/fetch-item.js';
 import { LIMITS, itemResultSchema, type ItemResult } from '../shared/protocol.js';
 import { startTestWeb, type TestWeb } from '../scripts/test-web.js';
+import { bombBody } from '../scripts/test-web/hostile/bombs.js';
 import { CHARSET_TITLES, type HostileCase } from '../scripts/test-web/hostile/cases.js';
+import { linkBombPage, longUrlPage, nestedPage, sessionIdPage } from '../scripts/test-web/hostile/content.js';
 
 const OPTIONS: DownloadOptions = {
   userAgent: 'Petrel/0.1.0 (hostile-fetch test)',
@@ -30,6 +32,13 @@ let agent: Agent;
 beforeAll(async () => {
   web = await startTestWeb({ pagesPerHost: 5 });
   agent = createCrawlAgent({ ...OPTIONS, connectionsPerOrigin: 64 });
+  // The server shares this process: build its big bodies now, so their cost is not charged to the
+  // fetches' time limits (the bombs take about a second of CPU in all, once per process).
+  await Promise.all((['gzip', 'deflate', 'br'] as const).map((encoding) => bombBody(encoding)));
+  linkBombPage();
+  nestedPage();
+  sessionIdPage();
+  longUrlPage();
 });
 afterAll(async () => {
   await agent.close();

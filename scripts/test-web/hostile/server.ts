@@ -66,8 +66,9 @@ export function handleHostileRequest(host: HostileHost, req: IncomingMessage, re
       bytes,
     });
   };
+  // 'close' fires when the response is done or its socket closes, raw responses included (they end
+  // the socket). Nothing listens on the socket itself: keep-alive sockets serve many requests.
   res.once('close', record);
-  req.socket.once('close', record);
 
   const target = req.url ?? '';
   const url = target.startsWith('/') ? canonicalUrl(`${host.origin}${target}`) : null;
@@ -87,7 +88,7 @@ export function handleHostileRequest(host: HostileHost, req: IncomingMessage, re
       fn();
     }, ms);
     server.timers.add(handle);
-    req.socket.once('close', () => {
+    res.once('close', () => {
       clearTimeout(handle);
       server.timers.delete(handle);
     });
