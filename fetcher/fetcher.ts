@@ -65,6 +65,7 @@ export class Fetcher {
       token: options.token,
       ca: options.ca,
       signal: this.#stopping.signal,
+      connections: Math.max(8, options.concurrency * 2),
       onRetry: (what, attempt, error) => {
         if (what === 'results') this.#deliveryTrouble = true;
         // The first failure is common and harmless (a queue server still starting); say so from the second.
@@ -181,14 +182,19 @@ export class Fetcher {
     }
   }
 
-  /** Posts what is pending for the schedule; posts of one schedule go out one after another. */
+  /**
+   * Posts what is pending for the schedule. Posts go out at once, side by side: each is applied on its
+   * own (and only once), and an acknowledgement waits for the queue server's group commit, so queueing
+   * them one behind another would delay the last results of a schedule by a commit per post.
+   * `active.posting` settles when every post made so far has.
+   */
   #flush(active: ActiveSchedule): Promise<void> {
     if (active.flushTimer !== null) clearTimeout(active.flushTimer);
     active.flushTimer = null;
     if (active.pending.length === 0) return active.posting;
     const results = active.pending;
     active.pending = [];
-    active.posting = active.posting.then(async () => {
+    const post = (async () => {
       try {
         await this.#client.results({ protocolVersion: PROTOCOL_VERSION, fetcherId: this.#options.fetcherId, scheduleId: active.schedule.id, results });
       } catch (error) {
@@ -197,7 +203,8 @@ export class Fetcher {
         if (error instanceof QueueServerError) this.#options.log(`results for ${active.schedule.id} refused: ${error.message}`);
         else throw error;
       }
-    });
+    })();
+    active.posting = Promise.all([active.posting, post]).then(() => undefined);
     return active.posting;
   }
 

@@ -60,6 +60,12 @@ export interface QueueClientOptions {
   readonly ca?: string | Buffer;
   /** Aborts pending retries and requests. */
   readonly signal: AbortSignal;
+  /**
+   * Connections to the queue server: a long-poll claim holds one, and every results post holds one until
+   * the queue server's group commit acknowledges it (up to ~100 ms), so a fetcher needs about as many as
+   * it has slots finishing at once. Default 32.
+   */
+  readonly connections?: number;
   /** Called before each retry with the failure, for the log. */
   readonly onRetry?: (what: string, attempt: number, error: unknown) => void;
 }
@@ -86,7 +92,7 @@ export class QueueClient {
     this.#basePath = url.pathname.replace(/\/$/, '');
     this.#compress = !isLoopback(url.hostname);
     this.#pool = new Pool(this.#origin, {
-      connections: 4,
+      connections: options.connections ?? 32,
       keepAliveTimeout: 60_000,
       headersTimeout: 90_000,
       bodyTimeout: 90_000,
