@@ -21,6 +21,8 @@ export interface CrawlCounters {
   robotsDenied: number;
   errors: number;
   redirects: number;
+  /** 429 and 503 answers with a Retry-After that was honoured: the URL is asked again, not failed. */
+  retriedLater: number;
   requests: number;
   robotsRequests: number;
   urlsDiscovered: number;
@@ -48,6 +50,7 @@ export class CrawlStats {
     robotsDenied: 0,
     errors: 0,
     redirects: 0,
+    retriedLater: 0,
     requests: 0,
     robotsRequests: 0,
     urlsDiscovered: 0,

@@ -411,6 +411,7 @@ export class Crawl {
     const outcome = classifyPageResult(result);
     const counters = this.#stats.counters;
     const cache = this.#stores.cache;
+    const retryAfterMs = this.#retryAfter.honour(urlHashHex(entry.hash), result.retryAfterMs);
     switch (outcome.kind) {
       case 'fetched':
         counters.pagesFetched++;
@@ -433,7 +434,9 @@ export class Crawl {
         break;
       }
       case 'error':
-        this.#stats.countError(outcome.code);
+        // A 429 or 503 whose Retry-After is honoured is a wait, not a failure (it is asked again later).
+        if (retryAfterMs !== null) counters.retriedLater++;
+        else this.#stats.countError(outcome.code);
         this.#recent.error({ url: result.url, code: outcome.code, at: now });
         break;
     }
@@ -447,7 +450,6 @@ export class Crawl {
       canonical: result.page?.canonical ?? null,
       redirectTo: outcome.kind === 'redirect' ? outcome.target : null,
     });
-    const retryAfterMs = this.#retryAfter.honour(urlHashHex(entry.hash), result.retryAfterMs);
     if (retryAfterMs !== null) {
       // 429 and 503 with Retry-After slow the whole host down, not only this URL.
       const queue = this.#frontier.origin(new URL(entry.url).origin);

@@ -70,6 +70,12 @@ export function pageRecordOf(result: ItemResult, depth: number, outcome: PageOut
   };
 }
 
+/**
+ * Failures of the response itself, not of the network or the moment: retrying would fail the same way,
+ * so the URL is gone (rechecked rarely) rather than retried.
+ */
+export const BROKEN_RESPONSE_CODES: ReadonlySet<string> = new Set(['headers-too-large', 'bad-http-response', 'bad-content-encoding', 'content-length-mismatch']);
+
 /** The fetch outcome the crawl database's transition function takes (crawldb/transition.ts). */
 export function crawlDbOutcomeOf(
   result: ItemResult,
@@ -86,7 +92,9 @@ export function crawlDbOutcomeOf(
       if (status === 301 || status === 302 || status === 303 || status === 307 || status === 308) return { kind: 'redirect', status, target: found.redirectTarget };
       return { kind: 'denied', status: status ?? 300 };
     case 'error':
-      if (status === null) return { kind: 'transient', code: outcome.code, status: null, retryAfterMs: null };
+      if (status === null) {
+        return BROKEN_RESPONSE_CODES.has(outcome.code) ? { kind: 'broken', code: outcome.code } : { kind: 'transient', code: outcome.code, status: null, retryAfterMs: null };
+      }
       if (status === 404 || status === 410) return { kind: 'gone', status };
       if (status === 429 || status >= 500) return { kind: 'transient', code: outcome.code, status, retryAfterMs: result.retryAfterMs };
       return { kind: 'denied', status };

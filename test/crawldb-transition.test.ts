@@ -132,6 +132,7 @@ const OUTCOMES = {
   gone404: { name: '404 not found', outcome: { kind: 'gone', status: 404 }, retries: 0, next: { waitMs: POLICY.goneRecheckMs }, lastHttpStatus: 404, errorCode: 'http-404', ...failure },
   gone410: { name: '410 gone', outcome: { kind: 'gone', status: 410 }, retries: 0, next: { waitMs: POLICY.goneRecheckMs }, lastHttpStatus: 410, errorCode: 'http-410', ...failure },
   denied403: { name: '403 forbidden', outcome: { kind: 'denied', status: 403 }, retries: 0, next: { waitMs: POLICY.goneRecheckMs }, lastHttpStatus: 403, errorCode: 'http-403', ...failure },
+  broken: { name: 'broken response (headers too large)', outcome: { kind: 'broken', code: 'headers-too-large' }, retries: 0, next: { waitMs: POLICY.goneRecheckMs }, lastHttpStatus: null, errorCode: 'headers-too-large', ...failure },
   transientFirst: {
     name: '503 at 0 retries',
     outcome: { kind: 'transient', code: 'http-503', status: 503, retryAfterMs: null },
@@ -235,6 +236,7 @@ const MATRIX: readonly (readonly [OutcomeName, readonly [Cell, Cell, Cell, Cell,
   ['gone404',             [GONE,     GONE,        GONE,        GONE,    GONE,        GONE,        GONE,        GONE,        GONE]],
   ['gone410',             [GONE,     GONE,        GONE,        GONE,    GONE,        GONE,        GONE,        GONE,        GONE]],
   ['denied403',           [GONE,     GONE,        GONE,        GONE,    GONE,        GONE,        GONE,        GONE,        GONE]],
+  ['broken',              [GONE,     GONE,        GONE,        GONE,    GONE,        GONE,        GONE,        GONE,        GONE]],
   ['transientFirst',      [RETRY,    RETRY,       RETRY,       RETRY,   RETRY,       RETRY,       RETRY,       RETRY,       RETRY]],
   ['transientLast',       [RETRY,    RETRY,       RETRY,       RETRY,   RETRY,       RETRY,       RETRY,       RETRY,       RETRY]],
   ['transientExhausted',  [GONE,     GONE,        GONE,        GONE,    GONE,        GONE,        GONE,        GONE,        GONE]],
@@ -449,6 +451,7 @@ const outcomeArb: fc.Arbitrary<FetchOutcome> = fc.oneof(
   fc.record({ kind: fc.constant('redirect' as const), status: fc.constantFrom(301 as const, 302 as const, 303 as const, 307 as const, 308 as const), target: fc.option(hex16) }),
   fc.record({ kind: fc.constant('gone' as const), status: fc.constantFrom(404 as const, 410 as const) }),
   fc.record({ kind: fc.constant('denied' as const), status: fc.constantFrom(401, 403, 451) }),
+  fc.record({ kind: fc.constant('broken' as const), code: fc.constantFrom('headers-too-large', 'bad-http-response') }),
   fc.record({
     kind: fc.constant('transient' as const),
     code: fc.constantFrom('timeout', 'http-503', 'http-429', 'connection-reset'),
