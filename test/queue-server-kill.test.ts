@@ -4,28 +4,16 @@
  * allowed page was fetched, the crawl database is consistent, and repeated requests are bounded by
  * what was out on lease at each kill.
  */
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestWeb, type TestWeb } from '../scripts/test-web.js';
-import { assertBuilt, killStartedPetrels, runPetrel, startPetrel, tempDir, waitForEvent } from './support/petrel-process.js';
+import { assertBuilt, freePort, killStartedPetrels, runPetrel, startPetrel, tempDir, waitForEvent } from './support/petrel-process.js';
 import { countBy, pageRequests, urlOf } from './support/request-log.js';
 
 const KILLS = 20;
 const SLOT_URLS = 4;
 const FETCHER_CONCURRENCY = 2;
 const seed = Number(process.env.KILL_SEED ?? Date.now() % 100_000);
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** A small deterministic generator, so a failing run can be replayed with KILL_SEED. */
 function random(state: { s: number }): number {

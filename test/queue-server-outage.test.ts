@@ -3,25 +3,13 @@
  * hold, keep its results and deliver them when the queue server is back, and the restarted queue
  * server (same data directory) applies them and carries on.
  */
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestWeb, type TestWeb } from '../scripts/test-web.js';
-import { assertBuilt, killStartedPetrels, startPetrel, tempDir, waitForEvent } from './support/petrel-process.js';
+import { assertBuilt, freePort, killStartedPetrels, startPetrel, tempDir, waitForEvent } from './support/petrel-process.js';
 import { countBy, pageRequests, urlOf } from './support/request-log.js';
 
 const OUTAGE_MS = Number(process.env.OUTAGE_MS ?? 30_000);
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 describe('a queue server that is away for 30 s', () => {
   let web: TestWeb;

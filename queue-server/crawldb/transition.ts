@@ -173,18 +173,13 @@ export function applyFetch(old: CrawlDbRecord, outcome: FetchOutcome, now: numbe
 
     case 'gone':
     case 'denied':
+    case 'broken': {
+      const failure = outcome.kind === 'broken' ? { lastHttpStatus: null, errorCode: outcome.code } : { lastHttpStatus: outcome.status, errorCode: `http-${outcome.status}` };
       return {
-        record: {
-          ...old,
-          ...requested,
-          status: 'gone',
-          retries: 0,
-          lastHttpStatus: outcome.status,
-          errorCode: `http-${outcome.status}`,
-          nextFetchAt: now + policy.goneRecheckMs,
-        },
+        record: { ...old, ...requested, status: 'gone', retries: 0, ...failure, nextFetchAt: now + policy.goneRecheckMs },
         modified: null,
       };
+    }
 
     case 'transient': {
       const failed = { ...old, ...requested, lastHttpStatus: outcome.status, errorCode: outcome.code };
@@ -202,20 +197,6 @@ export function applyFetch(old: CrawlDbRecord, outcome: FetchOutcome, now: numbe
       }
       return { record: { ...failed, status: 'retry', retries, nextFetchAt: now + retryDelayMs(retries, policy) }, modified: null };
     }
-
-    case 'broken':
-      return {
-        record: {
-          ...old,
-          ...requested,
-          status: 'gone',
-          retries: 0,
-          lastHttpStatus: null,
-          errorCode: outcome.code,
-          nextFetchAt: now + policy.goneRecheckMs,
-        },
-        modified: null,
-      };
 
     case 'robots-denied':
       // No request was sent: fetch times and the last HTTP status stay as they were.
