@@ -14,6 +14,9 @@ process.stderr.write(`demo: test web on ${web.origins.join(' ')}\n`);
 const petrel = fileURLToPath(new URL('../queue-server/cli/petrel.js', import.meta.url));
 const args = ['crawl', ...web.origins.flatMap((origin) => ['--seed', `${origin}/index.html`])];
 args.push('--scope', 'host', '--max-depth', '8', '--delay-ms', '20', '--host-concurrency', '2', '--fetchers', '2', '--data', dataDir);
+// The test web has a host whose robots.txt always fails and pages that always answer 500: short retry
+// waits keep the demo to seconds (the defaults, 60 s and 30 s doubling, are meant for real hosts).
+args.push('--robots-retry-ms', '1000', '--robots-attempts', '2', '--max-retries', '1', '--retry-base-ms', '500');
 process.stderr.write(`demo: petrel ${args.join(' ')}\n`);
 const child = spawn(process.execPath, [petrel, ...args], { stdio: 'inherit' });
 const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
