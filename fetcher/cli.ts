@@ -31,7 +31,7 @@ interface FetcherValues {
   tokenFile?: string;
   ca?: string;
   concurrency: number;
-  name: string;
+  name?: string;
   userAgent?: string;
   contact?: string;
   maxBodyBytes: number;
@@ -51,7 +51,7 @@ export function fetcherCommand(version: string): Command {
     .option('--token-file <file>', 'file holding the fetcher API token (<data>/fetcher.token on the queue server); or set PETREL_TOKEN')
     .option('--ca <file>', 'CA certificate (PEM) to verify an https:// queue server with, e.g. its self-signed certificate (default: the system\'s CAs)')
     .option('--concurrency <n>', 'hosts fetched at once by this process', integer('--concurrency', 1, 1024), FETCHER_DEFAULTS.concurrency)
-    .option('--name <name>', 'name shown in the queue server\'s fetcher table (default: <hostname>-<pid>)', `${hostname()}-${process.pid}`)
+    .option('--name <name>', 'name shown in the queue server\'s fetcher table (default: <hostname>-<pid>)')
     .option('--contact <url-or-email>', 'contact put in the User-Agent so site owners can reach you, e.g. https://example.org/crawler')
     .option('--user-agent <string>', 'full User-Agent override (default: Petrel/<version> (+<contact>))')
     .option('--max-body-bytes <n>', 'body bytes kept per page after decompression; longer pages are cut and marked truncated', integer('--max-body-bytes', 1024), FETCHER_DEFAULTS.maxBodyBytes)
@@ -62,7 +62,7 @@ export function fetcherCommand(version: string): Command {
       const token = readToken(values.tokenFile);
       const serverUrl = checkServerUrl(values.server);
       const ca = readCa(values.ca, serverUrl);
-      const name = values.name.slice(0, 64);
+      const name = (values.name ?? `${hostname()}-${process.pid}`).slice(0, 64);
       const log = (message: string) => process.stderr.write(`petrel fetcher ${name}: ${message}\n`);
       // Loaded here, not at the top: `petrel --help` and the other commands do not pay for undici and cheerio.
       const { Fetcher } = await import('./fetcher.js');
