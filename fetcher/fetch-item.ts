@@ -74,42 +74,40 @@ async function fetchRobots(ctx: FetchContext, slot: number, item: ScheduleItem):
 }
 
 function baseResult(slot: number, item: ScheduleItem, fetchedAt: number, response: DownloadResult): ItemResult {
-  if (!response.ok) {
-    return {
-      slot,
-      i: item.i,
-      url: item.url,
-      fetchedAt,
-      durationMs: response.durationMs,
-      status: null,
-      error: { code: response.code, message: bound(response.message, LIMITS.errorMessageChars) },
-      contentType: null,
-      bytes: 0,
-      wireBytes: response.wireBytes,
-      truncated: false,
-      redirectTo: null,
-      retryAfterMs: null,
-      cache: emptyCacheHeaders(),
-      signature: null,
-      page: null,
-      links: [],
-      robotsTxt: null,
-    };
-  }
-  const headers = response.headers;
-  return {
+  // What a fetch result starts as; the page, its links and its signature are filled in by the caller.
+  const common = {
     slot,
     i: item.i,
     url: item.url,
     fetchedAt,
     durationMs: response.durationMs,
+    wireBytes: response.wireBytes,
+    redirectTo: null,
+    signature: null,
+    page: null,
+    links: [],
+    robotsTxt: null,
+  };
+  if (!response.ok) {
+    return {
+      ...common,
+      status: null,
+      error: { code: response.code, message: bound(response.message, LIMITS.errorMessageChars) },
+      contentType: null,
+      bytes: 0,
+      truncated: false,
+      retryAfterMs: null,
+      cache: emptyCacheHeaders(),
+    };
+  }
+  const headers = response.headers;
+  return {
+    ...common,
     status: response.status,
     error: null,
     contentType: boundedHeader(headers['content-type'], 200),
     bytes: response.body.length,
-    wireBytes: response.wireBytes,
     truncated: response.truncated,
-    redirectTo: null,
     retryAfterMs: retryAfterMs(headerValue(headers['retry-after']), Date.now()),
     cache: {
       etag: boundedHeader(headers.etag),
@@ -119,10 +117,6 @@ function baseResult(slot: number, item: ScheduleItem, fetchedAt: number, respons
       expires: boundedHeader(headers.expires),
       cacheControl: boundedHeader(headers['cache-control']),
     },
-    signature: null,
-    page: null,
-    links: [],
-    robotsTxt: null,
   };
 }
 
