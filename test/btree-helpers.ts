@@ -1,4 +1,5 @@
 /** Shared helpers for the B-tree tests: temp files, key construction, invariant checks. */
+import { mulberry32 } from '../scripts/test-web/prng.js';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -65,13 +66,4 @@ export function expectClean(tree: BTree): void {
 }
 
 /** Deterministic PRNG (mulberry32) for tests that want reproducible randomness without fast-check. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export const prng = mulberry32;

@@ -4,19 +4,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import { NearDuplicateIndex, SignatureIndex } from '../queue-server/crawldb/near-duplicates.js';
+import { mulberry32 } from '../scripts/test-web/prng.js';
 import { hammingDistance, NEAR_DUPLICATE_DISTANCE, simhash } from '../shared/simhash.js';
 
-/** mulberry32: a small seeded PRNG, uniform in [0, 1). */
-function prng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const prng = mulberry32;
 
 const SYLLABLES = ['ka', 'lo', 'mi', 'ne', 'ru', 'sa', 'ti', 'vo', 'be', 'da', 'fe', 'gu', 'ho', 'ji', 'pe', 'wa'];
 /** 2,000 made-up words (with repeats, as real vocabularies have near-homographs). */

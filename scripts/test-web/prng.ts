@@ -22,16 +22,21 @@ export interface Prng {
   pick<T>(items: readonly T[]): T;
 }
 
-/** mulberry32: tiny, fast, and good enough for fixtures. */
-export function prng(seed: string): Prng {
-  let state = hashString(seed);
-  const next = (): number => {
+/** mulberry32 from a numeric seed: tiny, fast, and good enough for fixtures; uniform in [0, 1). */
+export function mulberry32(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
     state = (state + 0x6d2b79f5) >>> 0;
     let t = state;
     t = Math.imul(t ^ (t >>> 15), t | 1);
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
+}
+
+/** mulberry32 seeded by a string (hashed with FNV-1a). */
+export function prng(seed: string): Prng {
+  const next = mulberry32(hashString(seed));
   const int = (bound: number): number => Math.floor(next() * bound);
   const pick = <T>(items: readonly T[]): T => {
     const item = items[int(items.length)];
