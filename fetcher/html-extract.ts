@@ -3,7 +3,7 @@
  *
  * The parser is cheerio's htmlparser2 entry point (`cheerio/slim`): on 14 KB pages it costs about
  * 0.75 ms against parse5's 1.7 ms (../shared/PERFORMANCE.md), and it extracts the same links, title
- * and text on the test web's messy pages (test/html-extract.test.ts). This is the one place the
+ * and text on the test web's messy pages (test/unit/html-extract.test.ts). This is the one place the
  * parser is chosen.
  *
  * The walk is iterative (an explicit stack), so 200,000 nested elements cannot overflow the call
@@ -14,7 +14,7 @@
  * Node 20, cheerio load alone: 25,000 nested `<div>`s 0.2 s, 50,000 0.3-0.4 s, 100,000 2-5 s, 200,000
  * 16-24 s). Only the first MAX_START_TAGS start tags are handed to the parser; the rest of the page is
  * cut and the result marked `truncated`. With 32,000 (above the 30,000 levels that
- * test/html-extract.test.ts walks), extracting the hostile host's 200,000-deep page takes 0.15-0.3 s on
+ * test/unit/html-extract.test.ts walks), extracting the hostile host's 200,000-deep page takes 0.15-0.3 s on
  * a 2-CPU machine and 2 MiB of its 200,000 links about 0.2 s (5,000 links kept either way; with 40,000
  * tags the deep page takes 0.5-0.6 s). Ordinary pages have a few thousand elements, very large ones
  * 10,000-20,000.

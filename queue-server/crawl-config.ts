@@ -3,7 +3,7 @@
  * Every default is stated here and shown by --help.
  */
 import { z } from 'zod';
-import { SCOPES } from './scope.js';
+import { SCOPES } from './admission/scope.js';
 
 export const crawlConfigSchema = z.object({
   seeds: z.array(z.string().min(1)).default([]),

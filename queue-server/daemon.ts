@@ -7,17 +7,17 @@ import { createServer } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo, Server } from 'node:net';
 import { crawlConfigSchema, type CrawlConfig, type CrawlConfigInput } from './crawl-config.js';
-import { Crawl, type CrawlStores } from './crawl.js';
-import { nextPass, readPass, writePass } from './crawl-pass.js';
+import { Crawl, type CrawlStores } from './crawl/crawl.js';
+import { nextPass, readPass, writePass } from './crawl/crawl-pass.js';
 import { CrawlDb } from './crawldb/crawl-db.js';
 import { DEFAULT_FETCH_SCHEDULE, type FetchSchedulePolicy } from './crawldb/fetch-schedule.js';
-import { RobotsStore } from './robots-store.js';
-import { CrawlService } from './crawl-service.js';
-import { dataPath, ensureDataDir, lockDataDir } from './data-dir.js';
-import { createApp } from './http-app.js';
-import { loadOrCreateToken, readTokenFile } from './auth.js';
-import { PageArchive } from './page-archive.js';
-import { CacheStore } from './cache-store.js';
+import { RobotsStore } from './robots/robots-store.js';
+import { CrawlService } from './crawl/crawl-service.js';
+import { dataPath, ensureDataDir, lockDataDir } from './storage/data-dir.js';
+import { createApp } from './app.js';
+import { loadOrCreateToken, readTokenFile } from './auth/tokens.js';
+import { PageArchive } from './crawl/page-archive.js';
+import { CacheStore } from './cache/cache-store.js';
 
 export interface QueueServerOptions {
   readonly dataDir: string;

@@ -20,7 +20,7 @@ import { parseArgs } from 'node:util';
 import { startTestWeb } from './test-web.js';
 import { DISALLOWED_PREFIX } from './test-web/hostile/cases.js';
 
-const PETREL = fileURLToPath(new URL('../queue-server/cli/petrel.js', import.meta.url));
+const PETREL = fileURLToPath(new URL('../cli/petrel.js', import.meta.url));
 const FLEET_RSS_BOUND_BYTES = 1024 * 1024 * 1024;
 const MAX_WALL_MS = 5 * 60_000;
 const SAMPLE_MS = 100;

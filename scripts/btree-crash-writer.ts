@@ -1,5 +1,5 @@
 /**
- * Crash-test writer for the B-tree (test/btree-crash.test.ts runs it as a real child process and SIGKILLs
+ * Crash-test writer for the B-tree (test/integration/btree-crash.test.ts runs it as a real child process and SIGKILLs
  * it at random instants).
  *
  *   node dist/scripts/btree-crash-writer.js FILE [PAGE_SIZE]

@@ -11,7 +11,7 @@ import { startTestWeb } from './test-web.js';
 const dataDir = process.argv[2] ?? './petrel-data/demo';
 const web = await startTestWeb({ pagesPerHost: 200, hosts: 3, slowMs: 500 });
 process.stderr.write(`demo: test web on ${web.origins.join(' ')}\n`);
-const petrel = fileURLToPath(new URL('../queue-server/cli/petrel.js', import.meta.url));
+const petrel = fileURLToPath(new URL('../cli/petrel.js', import.meta.url));
 const args = ['crawl', ...web.origins.flatMap((origin) => ['--seed', `${origin}/index.html`])];
 args.push('--scope', 'host', '--max-depth', '8', '--delay-ms', '20', '--host-concurrency', '2', '--fetchers', '2', '--data', dataDir);
 // The test web has a host whose robots.txt always fails and pages that always answer 500: short retry

@@ -2,7 +2,7 @@
  * The Petrel test web: a deterministic generated web on loopback addresses, the fixture for every crawl
  * test and benchmark. See scripts/test-web/README.md for the map of hosts and paths.
  *
- *   import { startTestWeb } from '../scripts/test-web.js';
+ *   import { startTestWeb } from './test-web.js';
  *   const web = await startTestWeb({ pagesPerHost: 30 });
  *   ... crawl web.seeds, compare with web.model.reachable(...) and web.log ...
  *   web.setGeneration(1);   // some pages change, vanish, redirect, fail, or copy others: web.model.changes(1)

@@ -1,6 +1,6 @@
 /**
  * Signed requests for the fetcher API: pure functions both sides use, the fetcher to sign
- * (fetcher/queue-client.ts) and the queue server to verify (queue-server/request-auth.ts).
+ * (fetcher/queue-client.ts) and the queue server to verify (queue-server/api/request-auth.ts).
  *
  * The scheme, version 1. Every request carries five headers:
  *

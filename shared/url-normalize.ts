@@ -2,7 +2,7 @@
  * URL normalization: every URL is brought to one canonical spelling before it is hashed, queued or
  * stored, so that two spellings of one resource are scheduled once.
  *
- * Rules, in order (each one is tested in test/url-normalize.test.ts):
+ * Rules, in order (each one is tested in test/unit/url-normalize.test.ts):
  *  1. Parse with the WHATWG URL parser, resolving against the base when one is given. This already
  *     lowercases the scheme and host, converts an internationalized host to punycode, removes the
  *     default port (80 for http, 443 for https), resolves `.` and `..` segments, turns an empty

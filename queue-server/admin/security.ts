@@ -10,7 +10,7 @@
  *    no Max-Age (gone when the browser closes).
  */
 import type { NextFunction, Request, Response } from 'express';
-import { HttpError } from '../http-errors.js';
+import { HttpError } from '../api/http-errors.js';
 
 export const CONTENT_SECURITY_POLICY = [
   "default-src 'self'",

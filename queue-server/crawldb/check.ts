@@ -6,7 +6,7 @@
 import { urlHash, urlHashHex } from '../../shared/url-hash.js';
 import { normalizeUrl } from '../../shared/url-normalize.js';
 import { BTree } from '../btree/index.js';
-import { hexOf } from '../staged-tree.js';
+import { hexOf } from '../storage/staged-tree.js';
 import { CRAWL_STATUSES, decodeCrawlDbRecord, type CrawlDbRecord, type CrawlDbStatus } from './record.js';
 
 export interface CrawlDbFault {

@@ -10,7 +10,7 @@
  */
 import { urlHash, urlHashHex, type UrlHash } from '../../shared/url-hash.js';
 import { normalizeUrl } from '../../shared/url-normalize.js';
-import { StagedTree, hexOf } from '../staged-tree.js';
+import { StagedTree, hexOf } from '../storage/staged-tree.js';
 import { NearDuplicateIndex, SignatureIndex } from './near-duplicates.js';
 import { CRAWL_STATUSES, decodeCrawlDbRecord, encodeCrawlDbRecord, type CrawlDbRecord, type CrawlDbStatus } from './record.js';
 

@@ -91,7 +91,7 @@ export interface Transition {
   modified: boolean | null;
 }
 
-/** The error code recorded for a URL that robots.txt disallows (the same code queue-server/robots.ts uses). */
+/** The error code recorded for a URL that robots.txt disallows (the same code queue-server/robots/robots.ts uses). */
 export const ROBOTS_DENIED_CODE = 'robots-disallowed';
 
 export function applyFetch(old: CrawlDbRecord, outcome: FetchOutcome, now: number, policy: FetchSchedulePolicy): Transition {

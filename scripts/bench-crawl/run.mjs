@@ -23,7 +23,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { selfTimes } from './lib/cpuprofile.mjs';
 import { measure } from './lib/measure.mjs';
-import { PEERS, PETREL_CLI, petrel } from './lib/peers.mjs';
+import { PEERS, petrel, petrelCli } from './lib/peers.mjs';
 import { formatProfile, formatRatios, formatTable, ratios, resultRow } from './lib/report.mjs';
 
 const USAGE = `Usage: node run.mjs [options]
@@ -71,7 +71,7 @@ if (values.help) {
   process.stdout.write(USAGE);
   process.exit(0);
 }
-/** Petrel's checkout (dist/queue-server/cli/petrel.js); the test web always comes from this script's own. */
+/** Petrel's checkout (its dist/cli/petrel.js); the test web always comes from this script's own. */
 const root = values['petrel-root'] === undefined ? ownRoot : resolve(values['petrel-root']);
 const options = {
   pages: positive('--pages', values.pages),
@@ -232,15 +232,15 @@ async function startWeb(perHost, hosts) {
 
 function checkPrerequisites() {
   const missing = [];
-  for (const [dir, file] of [[root, PETREL_CLI], [ownRoot, ['dist', 'scripts', 'test-web.js']]]) {
-    if (!existsSync(join(dir, ...file))) missing.push(`${join(dir, ...file)} (run \`npm run build\` in ${dir})`);
+  for (const [dir, file] of [[root, petrelCli(root)], [ownRoot, join(ownRoot, 'dist', 'scripts', 'test-web.js')]]) {
+    if (!existsSync(file)) missing.push(`${file} (run \`npm run build\` in ${dir})`);
   }
   if (!existsSync('/usr/bin/time')) missing.push('/usr/bin/time (apt-get install -y time)');
   if (peers.some((p) => p.name === 'wget') && spawnSync('wget', ['--version']).status !== 0) missing.push('wget (apt-get install -y wget)');
   if (peers.some((p) => p.name === 'crawlee') && !existsSync(join(here, 'node_modules', '@crawlee', 'cheerio'))) missing.push('@crawlee/cheerio (run `npm ci` in scripts/bench-crawl)');
   if (missing.length === 0 && peers.some((p) => p.name === 'petrel')) {
     // Fail here, not after the test web is up, if the build is broken (e.g. a missing module).
-    const check = spawnSync(process.execPath, [join(root, ...PETREL_CLI), 'crawl', '--help'], { encoding: 'utf8' });
+    const check = spawnSync(process.execPath, [petrelCli(root), 'crawl', '--help'], { encoding: 'utf8' });
     if (check.status !== 0) missing.push(`a working Petrel build: \`petrel crawl --help\` failed:\n${check.stderr.split('\n').slice(0, 6).join('\n')}`);
   }
   if (missing.length > 0) usage(`missing:\n  ${missing.join('\n  ')}`);

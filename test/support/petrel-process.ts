@@ -10,7 +10,7 @@ import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
-export const PETREL_BIN = fileURLToPath(new URL('../../dist/queue-server/cli/petrel.js', import.meta.url));
+export const PETREL_BIN = fileURLToPath(new URL('../../dist/cli/petrel.js', import.meta.url));
 
 export function assertBuilt(): void {
   if (!existsSync(PETREL_BIN)) throw new Error(`${PETREL_BIN} is missing: run \`npm run build\` (npm test does it first)`);

@@ -18,13 +18,18 @@ import { join } from 'node:path';
  * root: the Petrel checkout (a snapshot of its dist/); here: this folder; logDir: out/.
  */
 
-export const PETREL_CLI = ['dist', 'queue-server', 'cli', 'petrel.js'];
+/** The `petrel` executable in a checkout's build: dist/cli/petrel.js (dist/queue-server/cli/petrel.js in checkouts before the re-layout, so older commits can still be compared). */
+export function petrelCli(root) {
+  const current = join(root, 'dist', 'cli', 'petrel.js');
+  const before = join(root, 'dist', 'queue-server', 'cli', 'petrel.js');
+  return existsSync(current) || !existsSync(before) ? current : before;
+}
 
 export const petrel = {
   name: 'petrel',
   label: 'Petrel',
   command(ctx) {
-    const argv = [process.execPath, join(ctx.root, ...PETREL_CLI), 'crawl'];
+    const argv = [process.execPath, petrelCli(ctx.root), 'crawl'];
     for (const seed of ctx.seeds) argv.push('--seed', seed);
     argv.push('--data', join(ctx.dir, 'data'), '--fetchers', String(ctx.fetchers), '--delay-ms', '0');
     argv.push('--host-concurrency', String(ctx.hostConcurrency), '--scope', 'host', '--no-progress');

@@ -1,0 +1,58 @@
+/**
+ * Live progress for `petrel crawl`: follows the queue server's status stream (server-sent events)
+ * and keeps one line on the terminal up to date; without a terminal, prints a line every 5 s.
+ */
+import { ROUTES } from '../shared/protocol.js';
+import type { CrawlStatus } from '../queue-server/crawl/crawl.js';
+
+export function formatProgress(status: Pick<CrawlStatus, 'elapsedMs' | 'pagesFetched' | 'pagesPerSecond' | 'notModified' | 'errors' | 'robotsDenied' | 'frontierSize' | 'itemsLeased' | 'fetchers' | 'urlsDiscovered'>): string {
+  const seconds = (status.elapsedMs / 1000).toFixed(1);
+  return (
+    `[${seconds}s] fetched ${status.pagesFetched} (${status.pagesPerSecond}/s), 304 ${status.notModified}, ` +
+    `errors ${status.errors}, robots-denied ${status.robotsDenied}, discovered ${status.urlsDiscovered}, ` +
+    `queued ${status.frontierSize}, leased ${status.itemsLeased}, fetchers ${status.fetchers.length}`
+  );
+}
+
+export function followProgress(serverUrl: string, token: string, out: NodeJS.WriteStream): () => void {
+  const controller = new AbortController();
+  const tty = out.isTTY === true;
+  let lastPrinted = 0;
+  let latest: string | null = null;
+  const show = (line: string) => {
+    latest = line;
+    const now = Date.now();
+    if (tty) out.write(`\r\x1b[K${line}`);
+    else if (now - lastPrinted >= 5000) {
+      lastPrinted = now;
+      out.write(`${line}\n`);
+    }
+  };
+  void (async () => {
+    try {
+      const { request } = await import('undici');
+      const response = await request(serverUrl + ROUTES.statusStream, {
+        headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' },
+        signal: controller.signal,
+        bodyTimeout: 0,
+      });
+      let buffer = '';
+      for await (const chunk of response.body) {
+        buffer += chunk.toString();
+        let end: number;
+        while ((end = buffer.indexOf('\n\n')) >= 0) {
+          const event = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const data = /^data: (.*)$/m.exec(event);
+          if (event.startsWith('event: status') && data !== null) show(formatProgress(JSON.parse(data[1]!) as CrawlStatus));
+        }
+      }
+    } catch {
+      // The stream ends when the queue server exits; progress is best effort.
+    }
+  })();
+  return () => {
+    controller.abort();
+    if (tty && latest !== null) out.write('\n');
+  };
+}

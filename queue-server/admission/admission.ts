@@ -1,0 +1,178 @@
+/**
+ * Admission: how a URL enters the crawl. A discovered link is normalized, put through the crawl rules
+ * (session ids, spider traps: url-rules.ts) and the scope, checked against the seen-set and the
+ * per-host page budget, given a crawl database record and queued in the frontier with its priority
+ * (depth for breadth-first, OPIC score for page importance). URLs known from the crawl database
+ * (a restart, a new pass) come in through `queueKnown`. The first time an origin is met, its
+ * robots.txt may already be on disk.
+ */
+import { LIMITS } from '../../shared/protocol.js';
+import { urlHash, type UrlHash } from '../../shared/url-hash.js';
+import { normalizeUrl, type NormalizedUrl } from '../../shared/url-normalize.js';
+import type { CrawlConfig } from '../crawl-config.js';
+import type { CrawlStats } from '../crawl/crawl-stats.js';
+import type { CrawlDb } from '../crawldb/crawl-db.js';
+import type { FetchSchedulePolicy } from '../crawldb/fetch-schedule.js';
+import { newCrawlDbRecord, type CrawlDbRecord } from '../crawldb/record.js';
+import type { Frontier } from '../frontier/frontier.js';
+import type { RecentEvents } from '../crawl/recent-events.js';
+import { rulesFromFetch } from '../robots/robots.js';
+import type { RobotsStore } from '../robots/robots-store.js';
+import { makeScopeFilter, type ScopeFilter } from './scope.js';
+import { SeenSet } from './seen-set.js';
+import type { UrlPlacement } from '../frontier/url-placement.js';
+import { applyUrlRules, DEFAULT_URL_RULES } from './url-rules.js';
+
+export interface AdmissionParts {
+  readonly frontier: Frontier;
+  readonly crawlDb: CrawlDb;
+  readonly robots: RobotsStore | null;
+  readonly placement: UrlPlacement;
+  readonly stats: CrawlStats;
+  readonly recent: RecentEvents;
+  readonly schedule: FetchSchedulePolicy;
+}
+
+export class Admission {
+  readonly #parts: AdmissionParts;
+  #config: CrawlConfig;
+  #seen: SeenSet;
+  #seeds: NormalizedUrl[];
+  #inScope: ScopeFilter;
+  readonly #urlRules = DEFAULT_URL_RULES;
+
+  constructor(config: CrawlConfig, parts: AdmissionParts) {
+    this.#parts = parts;
+    this.#config = config;
+    this.#seen = this.#newSeenSet();
+    this.#seeds = config.seeds.map(mustBeSeed);
+    this.#inScope = makeScopeFilter(config.scope, this.#seeds);
+  }
+
+  get seeds(): readonly NormalizedUrl[] {
+    return this.#seeds;
+  }
+
+  /** New settings and seeds (a new crawl): the seen-set starts empty again. */
+  reconfigure(config: CrawlConfig): void {
+    this.#config = config;
+    this.#seeds = config.seeds.map(mustBeSeed);
+    this.#inScope = makeScopeFilter(config.scope, this.#seeds);
+    this.#seen = this.#newSeenSet();
+  }
+
+  /** Adds a seed to the running crawl (it widens the scope). */
+  addSeed(seed: NormalizedUrl): void {
+    this.#seeds.push(seed);
+    this.#inScope = makeScopeFilter(this.#config.scope, this.#seeds);
+  }
+
+  markSeen(hash: UrlHash): void {
+    this.#seen.addIfNew(hash);
+  }
+
+  seenStats(): ReturnType<SeenSet['stats']> {
+    return this.#seen.stats();
+  }
+
+  /** Admits the links of a page (or a redirect target) at `depth`, sharing the page's OPIC score among them. */
+  admitLinks(links: readonly string[], base: string, depth: number, parentScore: number, now: number, redirectHops = 0): void {
+    const capped = links.length > LIMITS.linksPerPage ? links.slice(0, LIMITS.linksPerPage) : links;
+    // OPIC: a page's importance is shared out equally among its outlinks.
+    const share = capped.length > 0 ? parentScore / capped.length : 0;
+    for (const link of capped) {
+      const normalized = normalizeUrl(link, base);
+      if (!normalized.ok) {
+        if (normalized.code === 'url-too-long') this.reject(link, normalized.code, now);
+        continue;
+      }
+      const ruled = applyUrlRules(normalized.url, this.#urlRules);
+      if (!ruled.ok) {
+        this.reject(normalized.url, ruled.code, now);
+        continue;
+      }
+      if (!this.#inScope(ruled.url)) continue;
+      this.admit(ruled.url, normalized.origin, depth, share, now, redirectHops);
+    }
+  }
+
+  /** A discovered URL refused by a crawl rule: counted under its code (a trap costs no request). */
+  reject(url: string, code: string, now: number): void {
+    this.#parts.stats.countError(code);
+    this.#parts.recent.error({ url: url.slice(0, LIMITS.urlChars), code, at: now });
+  }
+
+  /** Admits a newly discovered URL; returns false when it was already known. */
+  admit(url: NormalizedUrl, origin: string, depth: number, score: number, now: number, redirectHops = 0): boolean {
+    const hash = urlHash(url);
+    if (this.#seen.has(hash)) {
+      // OPIC cash reaching a known page is worth a crawl database write only when it decides the order.
+      if (score > 0 && this.#config.order === 'opic') this.#addScore(hash, score);
+      return false;
+    }
+    if (this.#parts.frontier.queued >= this.#config.maxQueuedUrls) {
+      // Bounded memory: the URL is not marked seen, so a later discovery can still admit it.
+      this.#parts.stats.counters.frontierOverflow++;
+      return false;
+    }
+    const queue = this.#parts.frontier.origin(origin);
+    if (queue.admitted >= this.#config.maxPagesPerHost) {
+      // The per-host budget: whatever trap got past the URL rules costs at most this many URLs.
+      this.reject(url, 'trap-budget', now);
+      return false;
+    }
+    queue.admitted++;
+    this.#seen.addIfNew(hash);
+    this.#parts.stats.counters.urlsDiscovered++;
+    this.#parts.stats.resume();
+    this.#parts.crawlDb.put(hash, newCrawlDbRecord(url, depth, score, now, this.#parts.schedule));
+    this.#loadRobots(origin, now);
+    const entry = this.#parts.frontier.add(origin, url, hash, depth, now, this.#priorityOf(depth, score));
+    if (redirectHops > 0) entry.redirectHops = redirectHops;
+    this.#parts.placement.pending(entry);
+    return true;
+  }
+
+  /** Frontier order: breadth-first by depth, or page importance (higher OPIC score first). */
+  #priorityOf(depth: number, score: number): number {
+    return this.#config.order === 'opic' ? -score : depth;
+  }
+
+  #addScore(hash: UrlHash, score: number): void {
+    const record = this.#parts.crawlDb.get(hash);
+    if (record !== null) this.#parts.crawlDb.put(hash, { ...record, score: record.score + score });
+  }
+
+  /** Puts a URL known from the crawl database into the frontier; false when out of scope or too deep. */
+  queueKnown(hash: UrlHash, record: CrawlDbRecord, now: number): boolean {
+    const normalized = normalizeUrl(record.url);
+    if (!normalized.ok || record.depth > this.#config.maxDepth || !(this.#inScope(normalized.url) || this.#seeds.includes(normalized.url))) return false;
+    this.#loadRobots(normalized.origin, now);
+    this.#parts.frontier.origin(normalized.origin).admitted++;
+    this.#parts.placement.pending(this.#parts.frontier.add(normalized.origin, normalized.url, hash, record.depth, now, this.#priorityOf(record.depth, record.score)));
+    return true;
+  }
+
+  /** The first time an origin is met in this process, its robots.txt may already be on disk. */
+  #loadRobots(origin: string, now: number): void {
+    const queue = this.#parts.frontier.origin(origin);
+    if (queue.robotsState !== 'unknown' || queue.robotsLoaded) return;
+    queue.robotsLoaded = true;
+    const stored = this.#parts.robots?.load(origin);
+    if (stored === undefined || stored === null) return;
+    const rules = rulesFromFetch(stored, { userAgentToken: this.#config.robotsToken, unreachableRetryMs: this.#config.robotsUnreachableRetryMs }, stored.fetchedAt);
+    if (rules.expiresAt <= now || rules.kind === 'deny-all') return;
+    queue.robots = rules;
+    queue.robotsState = 'known';
+  }
+
+  #newSeenSet(): SeenSet {
+    return new SeenSet({ capacity: this.#config.bloomCapacity, falsePositiveRate: this.#config.bloomFalsePositiveRate });
+  }
+}
+
+export function mustBeSeed(seed: string): NormalizedUrl {
+  const result = normalizeUrl(seed);
+  if (!result.ok) throw new Error(`seed is not a crawlable URL (${result.code}): ${seed.slice(0, 200)}`);
+  return result.url;
+}

@@ -1,0 +1,91 @@
+/**
+ * Crawl control as the API offers it: pause, resume, stop, inject URLs, start a crawl. The bearer-token
+ * routes (http-app.ts, for programs) and the admin page's session routes (admin/routes.ts) both call
+ * these, so a control behaves the same whichever way it is reached. Bodies are validated here; a bad
+ * one is a 400 naming the field, and changes nothing.
+ */
+import { z } from 'zod';
+import { LIMITS } from '../../shared/protocol.js';
+import { normalizeUrl } from '../../shared/url-normalize.js';
+import { crawlConfigSchema } from '../crawl-config.js';
+import { SCOPES } from '../admission/scope.js';
+import type { CrawlService, DisplayState } from '../crawl/crawl-service.js';
+import { HttpError, parseBody } from './http-errors.js';
+
+export const CONTROL_ACTIONS = ['pause', 'resume', 'stop', 'inject', 'crawl'] as const;
+export type ControlAction = (typeof CONTROL_ACTIONS)[number];
+
+const MAX_URLS = 1000;
+
+const injectSchema = z.object({ urls: z.array(z.string().min(1).max(LIMITS.urlChars)).min(1).max(MAX_URLS) }).strict();
+
+/**
+ * The settings a person may choose when starting a crawl. A field left out keeps the queue server's
+ * current value (no schema defaults here, or they would silently replace it); `maxDepth` and
+ * `maxPages` null mean no limit.
+ */
+const crawlStartSchema = z
+  .object({
+    seeds: z.array(z.string().min(1).max(LIMITS.urlChars)).max(MAX_URLS),
+    scope: z.enum(SCOPES).optional(),
+    maxDepth: z.number().int().nonnegative().nullable().optional(),
+    maxPages: z.number().int().positive().nullable().optional(),
+    delayMs: z.number().int().nonnegative().max(3_600_000).optional(),
+    hostConcurrency: z.number().int().min(1).max(256).optional(),
+    order: crawlConfigSchema.shape.order.unwrap().optional(),
+  })
+  .strict();
+
+export type ControlResult =
+  | { state: DisplayState }
+  | { state: DisplayState; dropped: number }
+  | { state: DisplayState; admitted: number; rejected: { url: string; code: string }[] };
+
+/** Runs one control with its (unvalidated) JSON body; throws HttpError for bad input or a refused action. */
+export function runControl(service: CrawlService, action: ControlAction, body: unknown): ControlResult {
+  switch (action) {
+    case 'pause':
+      service.pause();
+      return { state: service.displayState() };
+    case 'resume':
+      service.resume();
+      return { state: service.displayState() };
+    case 'stop': {
+      const dropped = service.stop();
+      return { state: service.displayState(), dropped };
+    }
+    case 'inject': {
+      const { urls } = parseBody(injectSchema, body);
+      const result = service.inject(urls);
+      return { state: service.displayState(), ...result };
+    }
+    case 'crawl':
+      return startCrawl(service, body);
+  }
+}
+
+function startCrawl(service: CrawlService, body: unknown): ControlResult {
+  const input = parseBody(crawlStartSchema, body);
+  if (input.seeds.length === 0) throw new HttpError(400, 'invalid-body', 'seeds: give at least one URL');
+  input.seeds.forEach((seed, index) => {
+    const result = normalizeUrl(seed);
+    if (!result.ok) throw new HttpError(400, 'invalid-seed', `seeds.${index}: not a crawlable http(s) URL (${result.code})`);
+  });
+  const current = service.crawl.config;
+  const config = crawlConfigSchema.parse({
+    ...current,
+    seeds: input.seeds,
+    scope: input.scope ?? current.scope,
+    maxDepth: input.maxDepth === undefined ? current.maxDepth : (input.maxDepth ?? Number.MAX_SAFE_INTEGER),
+    maxPages: input.maxPages === undefined ? current.maxPages : input.maxPages,
+    delayMs: input.delayMs ?? current.delayMs,
+    hostConcurrency: input.hostConcurrency ?? current.hostConcurrency,
+    order: input.order ?? current.order,
+  });
+  try {
+    service.restart(config);
+  } catch (error) {
+    throw new HttpError(409, 'crawl-running', (error as Error).message);
+  }
+  return { state: service.displayState() };
+}

@@ -1,0 +1,61 @@
+/**
+ * Errors of the queue server's HTTP interface: every failure a client can cause gets a status and a
+ * stable `code` (`unauthorized`, `invalid-body`, `crawl-running`, ...) with a one-line message, as
+ * `{"error":{"code","message"}}`. Anything else is a broken invariant: logged loudly, answered 500.
+ */
+import type { NextFunction, Request, Response } from 'express';
+import type { z } from 'zod';
+import { describeZodError, LIMITS } from '../../shared/protocol.js';
+
+export interface HttpErrorExtras {
+  /** More fields of the `error` object, for programs (e.g. `serverTime`). */
+  readonly details?: Readonly<Record<string, unknown>>;
+  /** Response headers (e.g. `Retry-After`). */
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+export class HttpError extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly extras: HttpErrorExtras;
+  constructor(status: number, code: string, message: string, extras: HttpErrorExtras = {}) {
+    super(message);
+    this.status = status;
+    this.code = code;
+    this.extras = extras;
+  }
+}
+
+/** Validates a JSON body against `schema`; a bad one is a 400 naming the fields. */
+export function parseBody<T extends z.ZodType>(schema: T, body: unknown): z.infer<T> {
+  if (body === undefined || body === null || typeof body !== 'object') {
+    throw new HttpError(400, 'bad-request', 'expected a JSON object body with Content-Type: application/json');
+  }
+  const parsed = schema.safeParse(body);
+  if (!parsed.success) throw new HttpError(400, 'invalid-body', describeZodError(parsed.error));
+  return parsed.data;
+}
+
+export function describeError(error: unknown): { status: number; code: string; message: string } & HttpErrorExtras {
+  if (error instanceof HttpError) return { status: error.status, code: error.code, message: error.message, ...error.extras };
+  const bodyError = error as { type?: string; status?: number; message?: string };
+  if (bodyError.type === 'entity.too.large') return { status: 413, code: 'body-too-large', message: `request body larger than ${LIMITS.requestBodyBytes} bytes` };
+  if (bodyError.type === 'entity.parse.failed') return { status: 400, code: 'invalid-json', message: 'request body is not valid JSON' };
+  if (typeof bodyError.status === 'number' && bodyError.status >= 400 && bodyError.status < 500) {
+    return { status: bodyError.status, code: 'bad-request', message: String(bodyError.message ?? 'bad request').slice(0, 200) };
+  }
+  // A broken invariant: crash loudly in the log, answer 500 without details.
+  console.error(error);
+  return { status: 500, code: 'internal', message: 'internal error' };
+}
+
+/** The last middleware of an app: errors as JSON. */
+export function jsonErrorHandler(error: unknown, _req: Request, res: Response, _next: NextFunction): void {
+  const { status, code, message, details, headers } = describeError(error);
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  if (headers !== undefined) res.set(headers);
+  res.status(status).json({ error: { ...details, code, message } });
+}

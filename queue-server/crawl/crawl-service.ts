@@ -1,0 +1,222 @@
+/**
+ * The crawl as a running service: the Crawl plus the clock. It owns the condition variable that
+ * parked claims wait on and the single timer that fires when time alone makes work available (a
+ * politeness wait ends) or takes it back (a lease runs out). No loop polls anything.
+ */
+import { EventEmitter } from 'node:events';
+import type { ClaimRequest, ClaimResponse, HeartbeatRequest, ResultsRequest, ResultsResponse } from '../../shared/protocol.js';
+import { Condition } from './condition.js';
+import type { Crawl, CrawlStatus } from './crawl.js';
+import type { CrawlConfig } from '../crawl-config.js';
+
+export type Clock = () => number;
+
+/** What the admin has asked for: `active` hands out work, `paused` holds it, `stopped` dropped the queue. */
+export type ControlState = 'active' | 'paused' | 'stopped';
+
+/** The state shown to people: the crawl's own state, unless the admin paused or stopped it. */
+export type DisplayState = 'running' | 'idle' | 'paused' | 'stopped' | 'done';
+
+export class CrawlService extends EventEmitter<{ change: []; finished: [] }> {
+  readonly crawl: Crawl;
+  readonly #clock: Clock;
+  readonly #workAvailable = new Condition();
+  #timer: NodeJS.Timeout | null = null;
+  #timerAt: number | null = null;
+  #finishedEmitted = false;
+  #closed = false;
+  #control: ControlState = 'active';
+  /** Fetchers that were answered `done`. */
+  readonly #toldDone = new Set<string>();
+  #pendingCommit: Promise<void> | null = null;
+  #lastCommitAt = 0;
+  readonly #commitIntervalMs: number;
+
+  constructor(crawl: Crawl, options: { clock?: Clock; commitIntervalMs?: number } = {}) {
+    super();
+    // One listener per open status stream (admin pages, progress displays); bounded by the sessions kept.
+    this.setMaxListeners(0);
+    this.crawl = crawl;
+    this.#clock = options.clock ?? Date.now;
+    this.#commitIntervalMs = options.commitIntervalMs ?? 100;
+  }
+
+  start(): void {
+    this.crawl.seed(this.#clock());
+    this.#afterChange(true);
+  }
+
+  /** Long poll: answers with a schedule as soon as one can be cut, else `wait` after waitMs. */
+  async claim(request: ClaimRequest, address: string, signal?: AbortSignal): Promise<ClaimResponse> {
+    const deadline = this.#clock() + request.waitMs;
+    for (;;) {
+      if (this.crawl.finished()) {
+        this.#toldDone.add(request.fetcherId);
+        this.emit('change');
+        return { kind: 'done' };
+      }
+      // A daemon shutting down sends fetchers away to retry, not home: it may be back soon.
+      if (this.#closed) return { kind: 'wait' };
+      const schedule = this.#control === 'active' ? this.crawl.claim(request, address, this.#clock()) : null;
+      if (schedule !== null) {
+        this.#afterChange(false);
+        return { kind: 'schedule', schedule };
+      }
+      this.#afterChange(false);
+      const remaining = deadline - this.#clock();
+      if (remaining <= 0 || signal?.aborted) return { kind: 'wait' };
+      if (!(await this.#workAvailable.wait(remaining, signal))) return { kind: 'wait' };
+    }
+  }
+
+  /** Applies results at once; resolves when they are durable (group commit), so the ack means it. */
+  async results(request: ResultsRequest): Promise<ResultsResponse> {
+    const response = this.crawl.applyResults(request, this.#clock());
+    this.#afterChange(response.applied > 0);
+    await this.#durable();
+    return response;
+  }
+
+  /**
+   * Group commit: every results post waits for the next commit, and commits are at least
+   * `commitIntervalMs` apart (100 ms by default: a handful of fsyncs a second however busy the crawl),
+   * so posts arriving together share one commit. Fetchers do not wait for acknowledgements to go on.
+   */
+  #durable(): Promise<void> {
+    if (this.#pendingCommit !== null) return this.#pendingCommit;
+    const wait = Math.max(0, this.#lastCommitAt + this.#commitIntervalMs - this.#clock());
+    this.#pendingCommit = new Promise<void>((resolve, reject) => {
+      setTimeout(() => {
+        this.#pendingCommit = null;
+        try {
+          this.crawl.commit();
+          this.#lastCommitAt = this.#clock();
+          resolve();
+        } catch (error) {
+          reject(error);
+        }
+      }, wait);
+    });
+    return this.#pendingCommit;
+  }
+
+  heartbeat(request: HeartbeatRequest, address: string): string[] {
+    const unknown = this.crawl.heartbeat(request, address, this.#clock());
+    this.#armTimer();
+    return unknown;
+  }
+
+  status(): CrawlStatus & { displayState: DisplayState; control: ControlState } {
+    const status = this.crawl.status(this.#clock());
+    return { ...status, displayState: this.displayState(), control: this.#control };
+  }
+
+  displayState(): DisplayState {
+    if (this.#control !== 'active') return this.#control;
+    if (this.crawl.finished()) return 'done';
+    return this.crawl.state();
+  }
+
+  /** Commits whatever is applied and not yet durable; resolves when it is. */
+  async flush(): Promise<void> {
+    if (this.#pendingCommit !== null) await this.#pendingCommit;
+    this.crawl.commit();
+  }
+
+  /** Resolves once every fetcher heard from recently was answered `done`, or after `timeoutMs`. */
+  allFetchersTold(timeoutMs: number): Promise<void> {
+    return new Promise((resolve) => {
+      const check = () => {
+        const live = this.crawl.liveFetcherIds(this.#clock());
+        if (live.every((id) => this.#toldDone.has(id))) finish();
+      };
+      const finish = () => {
+        clearTimeout(timer);
+        this.off('change', check);
+        resolve();
+      };
+      const timer = setTimeout(finish, timeoutMs);
+      this.on('change', check);
+      check();
+    });
+  }
+
+  /** Holds all new work; leases out finish. */
+  pause(): void {
+    this.#control = 'paused';
+    this.#afterChange(false);
+  }
+
+  resume(): void {
+    this.#control = 'active';
+    this.#afterChange(true);
+  }
+
+  /** Ends the crawl: queued URLs are dropped (they stay known); leases out finish. */
+  stop(): number {
+    this.#control = 'stopped';
+    const dropped = this.crawl.dropQueued(this.#clock());
+    this.#afterChange(false);
+    return dropped;
+  }
+
+  inject(urls: readonly string[]): ReturnType<Crawl['inject']> {
+    const result = this.crawl.inject(urls, this.#clock());
+    this.#afterChange(true);
+    return result;
+  }
+
+  /** Starts a new crawl with these settings; refused while the current one is running (stop it first). */
+  restart(config: CrawlConfig): void {
+    if (this.#control === 'active' && this.crawl.state() === 'running') {
+      throw new Error('a crawl is running: stop it before starting another');
+    }
+    this.crawl.restart(config, this.#clock());
+    this.#control = 'active';
+    this.#finishedEmitted = false;
+    this.#afterChange(true);
+  }
+
+  get waitingClaims(): number {
+    return this.#workAvailable.waiting;
+  }
+
+  /** Stops the timer and releases every parked claim (with `wait`, or `done` if the crawl finished). */
+  close(): void {
+    this.#closed = true;
+    if (this.#timer !== null) clearTimeout(this.#timer);
+    this.#timer = null;
+    this.#workAvailable.notifyAll();
+  }
+
+  #afterChange(mayHaveWork: boolean): void {
+    if (mayHaveWork) this.#workAvailable.notifyAll();
+    this.#armTimer();
+    this.emit('change');
+    if (!this.#finishedEmitted && this.crawl.finished()) {
+      this.#finishedEmitted = true;
+      this.#workAvailable.notifyAll();
+      this.emit('finished');
+    }
+  }
+
+  #armTimer(): void {
+    if (this.#closed) return;
+    const at = this.crawl.nextTimerAt(this.#clock());
+    if (at === this.#timerAt && this.#timer !== null) return;
+    if (this.#timer !== null) clearTimeout(this.#timer);
+    this.#timer = null;
+    this.#timerAt = at;
+    if (at === null) return;
+    const delay = Math.min(Math.max(0, at - this.#clock()), 2 ** 31 - 1);
+    this.#timer = setTimeout(() => this.#onTimer(), delay);
+  }
+
+  #onTimer(): void {
+    this.#timer = null;
+    this.#timerAt = null;
+    this.crawl.expireLeases(this.#clock());
+    this.crawl.releaseDue(this.#clock());
+    this.#afterChange(true);
+  }
+}

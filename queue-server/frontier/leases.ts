@@ -1,0 +1,137 @@
+/**
+ * Leases: every schedule handed out is leased to one fetcher until `deadline`. The deadline moves
+ * forward with every sign of life from that fetcher (a results post or a heartbeat). Items are "in
+ * transit" until their result is applied; when a lease runs out, its unapplied items go back to the
+ * frontier (crawl.ts does that with what `expire` returns).
+ *
+ * Each item is applied at most once: a fetcher that retries a post is told "duplicate" and nothing
+ * changes. A finished lease's id is remembered for a while (bounded) so that a late retry is
+ * recognised as a duplicate rather than mistaken for an unknown lease.
+ */
+import type { Validators } from '../../shared/protocol.js';
+import type { QueuedUrl } from './frontier.js';
+
+export interface LeasedItem {
+  readonly kind: 'page' | 'robots';
+  /** For pages, the frontier entry (returned as is if the lease expires); for robots.txt, null. */
+  readonly entry: QueuedUrl | null;
+  readonly url: string;
+  /** Sent with the item for a conditional request. */
+  readonly validators?: Validators | null;
+  applied: boolean;
+}
+
+export interface LeasedSlot {
+  readonly origin: string;
+  readonly delayMs: number;
+  readonly items: LeasedItem[];
+  remaining: number;
+}
+
+export interface Lease {
+  readonly id: string;
+  readonly fetcherId: string;
+  readonly issuedAt: number;
+  deadline: number;
+  readonly slots: LeasedSlot[];
+  remaining: number;
+}
+
+export type ItemLookup =
+  | { readonly kind: 'ok'; readonly lease: Lease; readonly slot: LeasedSlot; readonly item: LeasedItem }
+  | { readonly kind: 'duplicate' }
+  | { readonly kind: 'unknown-lease' }
+  | { readonly kind: 'no-such-item' };
+
+const FINISHED_IDS_KEPT = 10_000;
+
+export class LeaseTable {
+  readonly #leases = new Map<string, Lease>();
+  readonly #finished = new Set<string>();
+  #counter = 0;
+  readonly #prefix: string;
+
+  constructor(idPrefix: string) {
+    this.#prefix = idPrefix;
+  }
+
+  get size(): number {
+    return this.#leases.size;
+  }
+
+  /** Items (URLs and robots.txt) currently out on lease. */
+  itemsOut(): number {
+    let out = 0;
+    for (const lease of this.#leases.values()) out += lease.remaining;
+    return out;
+  }
+
+  values(): IterableIterator<Lease> {
+    return this.#leases.values();
+  }
+
+  get(id: string): Lease | undefined {
+    return this.#leases.get(id);
+  }
+
+  issue(fetcherId: string, slots: LeasedSlot[], now: number, leaseMs: number): Lease {
+    const id = `${this.#prefix}-${(++this.#counter).toString(36)}`;
+    const remaining = slots.reduce((sum, slot) => sum + slot.remaining, 0);
+    const lease: Lease = { id, fetcherId, issuedAt: now, deadline: now + leaseMs, slots, remaining };
+    this.#leases.set(id, lease);
+    return lease;
+  }
+
+  renew(id: string, fetcherId: string, now: number, leaseMs: number): boolean {
+    const lease = this.#leases.get(id);
+    if (lease === undefined || lease.fetcherId !== fetcherId) return false;
+    lease.deadline = Math.max(lease.deadline, now + leaseMs);
+    return true;
+  }
+
+  lookup(leaseId: string, slotIndex: number, itemIndex: number): ItemLookup {
+    const lease = this.#leases.get(leaseId);
+    if (lease === undefined) return this.#finished.has(leaseId) ? { kind: 'duplicate' } : { kind: 'unknown-lease' };
+    const slot = lease.slots[slotIndex];
+    const item = slot?.items[itemIndex];
+    if (slot === undefined || item === undefined) return { kind: 'no-such-item' };
+    if (item.applied) return { kind: 'duplicate' };
+    return { kind: 'ok', lease, slot, item };
+  }
+
+  /** Marks an item applied; returns whether its slot (and the lease) are now complete. */
+  markApplied(lease: Lease, slot: LeasedSlot, item: LeasedItem): { slotDone: boolean; leaseDone: boolean } {
+    item.applied = true;
+    slot.remaining--;
+    lease.remaining--;
+    const leaseDone = lease.remaining === 0;
+    if (leaseDone) this.#retire(lease.id);
+    return { slotDone: slot.remaining === 0, leaseDone };
+  }
+
+  /** Removes and returns the leases whose deadline has passed. */
+  expire(now: number): Lease[] {
+    const expired: Lease[] = [];
+    for (const lease of this.#leases.values()) {
+      if (lease.deadline <= now) expired.push(lease);
+    }
+    for (const lease of expired) this.#retire(lease.id);
+    return expired;
+  }
+
+  /** The earliest deadline, ms since epoch, or null with no lease out. */
+  nextDeadline(): number | null {
+    let next: number | null = null;
+    for (const lease of this.#leases.values()) if (next === null || lease.deadline < next) next = lease.deadline;
+    return next;
+  }
+
+  #retire(id: string): void {
+    this.#leases.delete(id);
+    this.#finished.add(id);
+    if (this.#finished.size > FINISHED_IDS_KEPT) {
+      const oldest = this.#finished.values().next().value;
+      if (oldest !== undefined) this.#finished.delete(oldest);
+    }
+  }
+}

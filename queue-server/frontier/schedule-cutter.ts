@@ -1,0 +1,144 @@
+/**
+ * Cutting a fetch schedule: which URLs a claiming fetcher gets now. Deterministic given the frontier
+ * and `now` (ms since epoch); the only side effects are on the frontier it is handed.
+ *
+ * Rules:
+ *  1. Origins are served breadth-first: the origin whose next URL is shallowest goes first.
+ *  2. An origin whose robots.txt is unknown or expired gets a slot holding only its robots.txt
+ *     (RFC 9309 section 2.4: fetched before any other URL of that origin); its other URLs wait.
+ *  3. An origin never has more than its concurrency of slots out across all fetchers; one schedule
+ *     takes at most its fair share, ceil(concurrency / live fetchers), so every fetcher gets work
+ *     from a single-origin crawl.
+ *  4. A slot holds up to `slotUrls` URLs of one origin (fewer when the origin's queue is short: its
+ *     URLs are spread over the slots it may still have out), fetched serially with `delayMs` between the
+ *     end of one response and the next request. At concurrency 1 a new slot of an origin starts no
+ *     earlier than `nextStartAt` (set when the previous slot's results arrived plus the delay).
+ *  5. URLs that robots.txt forbids are not handed out; they are returned as `denied`.
+ *  6. No more page URLs than `budget` are handed out (for --max-pages); a URL re-leased after an
+ *     expired lease was already counted, so it goes out even when the budget is spent.
+ *  7. An origin whose robots.txt was unreachable waits (its `nextStartAt`) until robots.txt may be
+ *     asked again; only after the last allowed attempt are its URLs denied (`robots-unreachable`).
+ *  8. A URL whose stored response is still fresh is not sent (`skippedFresh`); a stale one with
+ *     validators goes out with them, for a conditional request (cache-policy.ts).
+ */
+import type { Validators } from '../../shared/protocol.js';
+import type { NormalizedUrl } from '../../shared/url-normalize.js';
+import type { CacheDecision } from '../cache/cache-policy.js';
+import type { Frontier, OriginQueue, QueuedUrl } from './frontier.js';
+import { robotsVerdict, type RobotsVerdict } from '../robots/robots.js';
+
+export interface CutPolicy {
+  /** Slots the fetcher can start now. */
+  readonly capacity: number;
+  readonly liveFetchers: number;
+  /** Page URLs that may still be handed out (--max-pages), or null for no limit. */
+  readonly budget: number | null;
+  readonly userAgentToken: string;
+  concurrencyOf(queue: OriginQueue): number;
+  delayOf(queue: OriginQueue): number;
+  slotUrlsOf(queue: OriginQueue): number;
+  /** What the cache-validator store says of the URL (cache-policy.ts); absent: always fetch. */
+  cacheDecisionOf?(entry: QueuedUrl): CacheDecision;
+}
+
+export interface CutSlot {
+  readonly queue: OriginQueue;
+  readonly kind: 'page' | 'robots';
+  readonly startAfterMs: number;
+  readonly delayMs: number;
+  readonly entries: QueuedUrl[];
+  /** Per entry: validators for a conditional request, or null. */
+  readonly validators: (Validators | null)[];
+}
+
+export interface SkippedFresh {
+  readonly entry: QueuedUrl;
+  /** When the stored copy stops being fresh, ms since epoch. */
+  readonly until: number;
+  readonly savedBytes: number;
+}
+
+export interface DeniedUrl {
+  readonly entry: QueuedUrl;
+  readonly code: Extract<RobotsVerdict, { allowed: false }>['code'];
+}
+
+export interface CutResult {
+  readonly slots: CutSlot[];
+  readonly denied: DeniedUrl[];
+  /** URLs not sent because their stored copy is still fresh. */
+  readonly skippedFresh: SkippedFresh[];
+  /** Page URLs newly counted against the budget. */
+  readonly charged: number;
+}
+
+export function cutSchedule(frontier: Frontier, policy: CutPolicy, now: number): CutResult {
+  const slots: CutSlot[] = [];
+  const denied: DeniedUrl[] = [];
+  const skippedFresh: SkippedFresh[] = [];
+  const touched: OriginQueue[] = [];
+  let budget = policy.budget;
+  let charged = 0;
+
+  while (slots.length < policy.capacity) {
+    const queue = frontier.popEligible(now);
+    if (queue === undefined) break;
+    touched.push(queue);
+    const startAfterMs = Math.max(0, queue.nextStartAt - now);
+
+    if (queue.needsRobots(now)) {
+      queue.robotsState = 'fetching';
+      queue.slotsOut++;
+      slots.push({ queue, kind: 'robots', startAfterMs, delayMs: policy.delayOf(queue), entries: [], validators: [] });
+      continue;
+    }
+
+    const concurrency = policy.concurrencyOf(queue);
+    const fairShare = Math.max(1, Math.ceil(concurrency / Math.max(1, policy.liveFetchers)));
+    const slotCount = Math.min(fairShare, concurrency - queue.slotsOut, policy.capacity - slots.length);
+    const setAside: QueuedUrl[] = [];
+    for (let s = 0; s < slotCount; s++) {
+      // Spread the origin's URLs over the slots it may still have out, so that a short queue does not
+      // end up in one slot (fetched one by one) while the origin's other slots stay empty.
+      const openSlots = Math.max(1, concurrency - queue.slotsOut);
+      const slotUrls = Math.max(1, Math.min(policy.slotUrlsOf(queue), Math.ceil(queue.urls.size / openSlots)));
+      const entries: QueuedUrl[] = [];
+      const validators: (Validators | null)[] = [];
+      while (entries.length < slotUrls) {
+        // With the budget spent only URLs already counted (back from an expired lease) may go out.
+        if (budget === 0 && queue.chargedQueued === 0) break;
+        const entry = frontier.take(queue);
+        if (entry === undefined) break;
+        if (entry.settled === true) continue;
+        if (!entry.charged && budget === 0) {
+          setAside.push(entry);
+          continue;
+        }
+        const verdict = robotsVerdict(queue.robots!, entry.url as NormalizedUrl, policy.userAgentToken);
+        if (!verdict.allowed) {
+          denied.push({ entry, code: verdict.code });
+          continue;
+        }
+        const cached = policy.cacheDecisionOf?.(entry) ?? { kind: 'fetch' };
+        if (cached.kind === 'fresh') {
+          skippedFresh.push({ entry, until: cached.until, savedBytes: cached.savedBytes });
+          continue;
+        }
+        if (!entry.charged) {
+          entry.charged = true;
+          charged++;
+          if (budget !== null) budget--;
+        }
+        entries.push(entry);
+        validators.push(cached.kind === 'revalidate' ? cached.validators : null);
+      }
+      if (entries.length === 0) break;
+      queue.slotsOut++;
+      slots.push({ queue, kind: 'page', startAfterMs: s === 0 ? startAfterMs : 0, delayMs: policy.delayOf(queue), entries, validators });
+    }
+    for (const entry of setAside) frontier.push(queue, entry, now);
+  }
+
+  for (const queue of touched) frontier.reconsider(queue, now);
+  return { slots, denied, skippedFresh, charged };
+}

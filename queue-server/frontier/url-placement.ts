@@ -1,0 +1,62 @@
+/**
+ * Where each known URL is right now, for the URLs that are not at rest in the crawl database:
+ * pending (queued in the frontier or out on lease, from admission until its result is applied, it
+ * is denied, skipped as fresh, or dropped), or waiting for a time (`dueLater`: a retry's backoff, or
+ * in continuous mode the next fetch time). Pending entries are found by hash, so a result that
+ * arrives without a lease (after a queue server restart) can settle its URL, and a URL is never
+ * pending twice. Memory: one map entry per pending URL, about 40 bytes per waiting URL (the URL
+ * itself stays in the crawl database).
+ */
+import type { UrlHash } from '../../shared/url-hash.js';
+import type { QueuedUrl } from './frontier.js';
+import { MinHeap } from './heap.js';
+import { hexOf } from '../storage/staged-tree.js';
+
+export class UrlPlacement {
+  readonly #pending = new Map<string, QueuedUrl>();
+  readonly #dueLater = new MinHeap<{ at: number; hash: UrlHash }>((a, b) => a.at < b.at);
+
+  pending(entry: QueuedUrl): void {
+    this.#pending.set(hexOf(entry.hash), entry);
+  }
+
+  /** The URL is at rest again (result applied, denied, skipped as fresh, dropped). */
+  settled(entry: QueuedUrl): void {
+    if (this.#pending.get(hexOf(entry.hash)) === entry) this.#pending.delete(hexOf(entry.hash));
+  }
+
+  pendingEntry(hash: UrlHash): QueuedUrl | undefined {
+    return this.#pending.get(hexOf(hash));
+  }
+
+  get pendingCount(): number {
+    return this.#pending.size;
+  }
+
+  /** Forgets every pending URL that is not out on lease (the frontier was cleared). */
+  dropQueued(): void {
+    for (const [key, entry] of this.#pending) if (!entry.leased) this.#pending.delete(key);
+  }
+
+  later(hash: UrlHash, at: number): void {
+    this.#dueLater.push({ at, hash });
+  }
+
+  get waiting(): number {
+    return this.#dueLater.size;
+  }
+
+  nextDueAt(): number | null {
+    return this.#dueLater.peek()?.at ?? null;
+  }
+
+  /** Hashes whose time has come (the caller checks the record still wants fetching). */
+  takeDue(now: number): UrlHash[] {
+    const due: UrlHash[] = [];
+    for (let next = this.#dueLater.peek(); next !== undefined && next.at <= now; next = this.#dueLater.peek()) {
+      this.#dueLater.pop();
+      due.push(next.hash);
+    }
+    return due;
+  }
+}

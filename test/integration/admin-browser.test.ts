@@ -1,0 +1,188 @@
+/**
+ * The admin page in a real browser: Debian's chromium driven by playwright-core against a real
+ * `petrel start` child process (queue server and two fetcher processes) crawling the test web.
+ * A person's session: log in, start a crawl from the form, watch the counters and the fetcher table
+ * move by themselves, pause and resume, and see a page title carrying markup shown as text, with
+ * nothing of it run. Screenshots of the page mid-crawl (desktop and phone width) go to a temporary
+ * directory, or to docs/ (the README shows them) with PETREL_UPDATE_SCREENSHOTS=1.
+ * Skipped where /usr/bin/chromium is missing (.ci/run installs it).
+ */
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestWeb, type TestWeb } from '../../scripts/test-web.js';
+import { EVIL_TITLE } from '../../scripts/test-web/main-extras.js';
+import { assertBuilt, killStartedPetrels, startPetrel, tempDir, waitForEvent } from '../support/petrel-process.js';
+
+/** The `started` event, or an error with the child's stderr if it exits first. */
+function startedOrExit(child: ReturnType<typeof startPetrel>): Promise<Record<string, unknown>> {
+  const exit = child.output.then((finished): never => {
+    throw new Error(`petrel start exited (${finished.code ?? finished.signal}) before starting: ${finished.stderr.slice(0, 2000)}`);
+  });
+  return Promise.race([waitForEvent(child, 'started'), exit]);
+}
+
+const CHROMIUM = '/usr/bin/chromium';
+const DOCS = fileURLToPath(new URL('../../docs/', import.meta.url));
+/** Refreshing the README's screenshots is a choice, so that a test run leaves the work tree as it was. */
+const UPDATE_SCREENSHOTS = process.env.PETREL_UPDATE_SCREENSHOTS === '1';
+const LAUNCH_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+
+/** The number a counter shows ("1,234" -> 1234; "–" -> NaN). */
+async function counter(page: Page, id: string): Promise<number> {
+  return Number((await page.locator(`#${id}`).textContent())!.replace(/,/g, ''));
+}
+
+async function waitForCounterAbove(page: Page, id: string, value: number, timeout = 15_000): Promise<number> {
+  await page.waitForFunction(
+    ([selector, min]) => {
+      const text = (globalThis as unknown as { document: { querySelector(s: string): { textContent: string } | null } }).document.querySelector(selector as string)?.textContent ?? '';
+      return Number(text.replace(/,/g, '')) > (min as number);
+    },
+    [`#${id}`, value] as const,
+    { timeout },
+  );
+  return counter(page, id);
+}
+
+describe.skipIf(!existsSync(CHROMIUM))('the admin page in chromium, against petrel start with two fetchers', () => {
+  let web: TestWeb;
+  let dataDir: string;
+  let profileDir: string;
+  let petrel: ReturnType<typeof startPetrel>;
+  let adminUrl: string;
+  let adminToken: string;
+  let context: BrowserContext;
+
+  beforeAll(async () => {
+    assertBuilt();
+    // 120 pages on the main host: enough for a crawl of a few seconds at a 50 ms delay.
+    web = await startTestWeb({ pagesPerHost: 120, hosts: 2, slowMs: 200 });
+    dataDir = tempDir('admin-browser');
+    // Slots of 8 URLs: a pause takes effect (leases out drain) within a second.
+    petrel = startPetrel(['start', '--data', dataDir, '--fetchers', '2', '--port', '0', '--slot-urls', '8']);
+    const started = await startedOrExit(petrel);
+    adminUrl = String(started.adminUrl);
+    adminToken = readFileSync(String(started.adminTokenFile), 'utf8').trim();
+    profileDir = await mkdtemp(join(tmpdir(), 'petrel-pw-profile-'));
+    context = await chromium.launchPersistentContext(profileDir, { executablePath: CHROMIUM, headless: true, viewport: { width: 1280, height: 900 }, args: LAUNCH_ARGS });
+  });
+
+  afterAll(async () => {
+    killStartedPetrels();
+    await context?.close();
+    if (petrel !== undefined && petrel.exitCode === null) {
+      petrel.kill('SIGTERM');
+      await petrel.output;
+    }
+    await web?.close();
+    for (const dir of [profileDir, dataDir]) if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('prints where the admin page and its token are', async () => {
+    expect(adminUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/admin$/);
+    expect(adminToken).toMatch(/^[A-Za-z0-9_-]{43}$/);
+  });
+
+  it('logs in, starts a crawl from the form, shows it live, pauses and resumes, and shows an evil title as text', async () => {
+    const page = await context.newPage();
+    const problems: string[] = [];
+    page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+
+    // Without a session the page is the login form; a wrong token is refused.
+    await page.goto(adminUrl);
+    expect(new URL(page.url()).pathname).toBe('/admin/login');
+    await page.fill('#token', 'wrong-token-0123456789');
+    await page.click('button[type=submit]');
+    await page.locator('.notice-error').waitFor();
+    await page.fill('#token', adminToken);
+    await Promise.all([page.waitForURL(adminUrl), page.click('button[type=submit]')]);
+    // From here on, nothing may fail in the page: no script error, no refused resource (CSP), no 4xx.
+    page.on('console', (message) => {
+      if (message.type() === 'error' || message.type() === 'warning') problems.push(`console: ${message.text()}`);
+    });
+    await page.locator('#connection[data-live="true"]').waitFor();
+    await expect.poll(() => page.locator('#state').textContent()).toBe('idle');
+
+    // Watch for the evil title being put into the recent-fetches table (it scrolls out again later).
+    await page.evaluate((title) => {
+      const g = globalThis as unknown as { __evilShown?: boolean; document: { getElementById(id: string): unknown }; MutationObserver: new (cb: () => void) => { observe(node: unknown, options: object): void } };
+      const table = g.document.getElementById('recent') as { querySelectorAll(s: string): { textContent: string }[] };
+      new g.MutationObserver(() => {
+        for (const cell of table.querySelectorAll('.title')) if (cell.textContent === title) g.__evilShown = true;
+      }).observe(table, { childList: true, subtree: true });
+    }, EVIL_TITLE);
+
+    // Start a crawl of the test web's main host from the form.
+    await page.fill('#f-seeds', `${web.hostByRole.main}/index.html`);
+    await page.selectOption('#f-scope', 'host');
+    await page.fill('#f-maxDepth', '4');
+    await page.fill('#f-delayMs', '50');
+    await page.fill('#f-hostConcurrency', '2');
+    await page.click('#btn-crawl');
+    await expect.poll(() => page.locator('#crawl-message').textContent()).toContain('Crawl started');
+
+    // The counters move by themselves (server push), more than once.
+    const first = await waitForCounterAbove(page, 'c-pagesFetched', 0);
+    const second = await waitForCounterAbove(page, 'c-pagesFetched', first);
+    expect(second).toBeGreaterThan(first);
+    expect(await counter(page, 'c-urlsDiscovered')).toBeGreaterThan(1);
+
+    // Both fetchers appear in the table, and its figures change while we watch.
+    const rows = page.locator('#fetchers tbody tr:not(.empty)');
+    await expect.poll(() => rows.count(), { timeout: 10_000 }).toBe(2);
+    expect(await rows.allTextContents()).toEqual([expect.stringContaining('local-1'), expect.stringContaining('local-2')]);
+    const fetchedCells = () => page.locator('#fetchers tbody tr td:nth-child(6)').allTextContents();
+    const before = await fetchedCells();
+    await expect.poll(fetchedCells, { timeout: 10_000 }).not.toEqual(before);
+
+    // Screenshots mid-crawl: the whole page at desktop width, the first screen at phone width.
+    const shots = UPDATE_SCREENSHOTS ? DOCS : join(dataDir, 'screenshots');
+    mkdirSync(shots, { recursive: true });
+    const phone = await context.newPage();
+    await phone.setViewportSize({ width: 375, height: 812 });
+    await phone.goto(adminUrl);
+    await phone.locator('#connection[data-live="true"]').waitFor();
+    await phone.locator('#fetchers tbody tr:not(.empty)').first().waitFor();
+    // Nothing wider than the phone's screen but the tables, which scroll inside their cards.
+    const overflow = await phone.evaluate(() => {
+      const d = (globalThis as unknown as { document: { documentElement: { scrollWidth: number; clientWidth: number } } }).document.documentElement;
+      return d.scrollWidth - d.clientWidth;
+    });
+    expect(overflow).toBeLessThanOrEqual(0);
+    await phone.screenshot({ path: join(shots, 'admin-phone.png') });
+    await phone.close();
+    // A little further into the crawl, so the chart has a curve to show.
+    await waitForCounterAbove(page, 'c-pagesFetched', 30);
+    await page.screenshot({ path: join(shots, 'admin.png'), fullPage: true });
+    expect(readFileSync(join(shots, 'admin.png')).subarray(1, 4).toString()).toBe('PNG');
+
+    // Pause: the state says so, leases out drain, then the counters stand still.
+    await page.click('#btn-pause');
+    await expect.poll(() => page.locator('#state').textContent()).toBe('paused');
+    await expect.poll(() => counter(page, 'c-itemsLeased'), { timeout: 15_000 }).toBe(0);
+    const paused = await counter(page, 'c-pagesFetched');
+    await page.waitForTimeout(800);
+    expect(await counter(page, 'c-pagesFetched')).toBe(paused);
+    expect(await page.locator('#btn-resume').isEnabled()).toBe(true);
+    expect(await page.locator('#btn-pause').isEnabled()).toBe(false);
+
+    // Resume: fetching goes on.
+    await page.click('#btn-resume');
+    await expect.poll(() => page.locator('#state').textContent()).not.toBe('paused');
+    await waitForCounterAbove(page, 'c-pagesFetched', paused);
+
+    // The evil title was shown, as text, and none of it ran.
+    await page.waitForFunction(() => (globalThis as unknown as { __evilShown?: boolean }).__evilShown === true, undefined, { timeout: 20_000 });
+    const pwned = await page.evaluate(() => (globalThis as unknown as { __pwned?: unknown }).__pwned);
+    expect(pwned).toBeUndefined();
+    expect(await page.locator('img[src="x"]').count()).toBe(0);
+    expect(await page.locator('#recent script').count()).toBe(0);
+    expect(problems).toEqual([]);
+    await page.close();
+  });
+});

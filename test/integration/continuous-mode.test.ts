@@ -1,0 +1,51 @@
+/**
+ * Continuous mode: `petrel queue-server` without --once keeps the crawl alive, and each URL comes back
+ * at its next fetch time (adaptive interval, never before HTTP freshness), revalidated with its
+ * validators.
+ */
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestWeb, type TestWeb } from '../../scripts/test-web.js';
+import { assertBuilt, killStartedPetrels, startPetrel, tempDir, waitForEvent } from '../support/petrel-process.js';
+import { countBy, pageRequests, urlOf } from '../support/request-log.js';
+
+describe('a queue server in continuous mode', () => {
+  let web: TestWeb;
+
+  beforeAll(async () => {
+    assertBuilt();
+    // Bench profile, two hosts: host 0 says max-age=3600 (never due again within the test), host 1 max-age=0.
+    web = await startTestWeb({ profile: 'bench', hosts: 2, pagesPerHost: 8 });
+  });
+
+  afterAll(async () => {
+    killStartedPetrels();
+    await web?.close();
+  });
+
+  it('fetches stale pages again at their next fetch time, conditionally, and leaves fresh ones alone', async () => {
+    const [fresh, stale] = web.origins as [string, string];
+    const server = startPetrel([
+      'queue-server', '--data', join(tempDir('continuous'), 'data'), '--port', '0', '--seed', `${fresh}/index.html`, '--seed', `${stale}/index.html`,
+      '--scope', 'host', '--delay-ms', '0', '--initial-interval-ms', '1500', '--min-interval-ms', '1000',
+    ]);
+    const listening = await waitForEvent(server, 'listening');
+    const fetcher = startPetrel(['fetcher', '--server', String(listening.url), '--token-file', String(listening.tokenFile), '--concurrency', '4']);
+    await new Promise((resolve) => setTimeout(resolve, 6000));
+    fetcher.kill('SIGTERM');
+    server.kill('SIGTERM');
+    await Promise.all([fetcher.output, server.output]);
+
+    const requests = pageRequests(web.log);
+    const staleHost = new URL(stale).host;
+    const freshHost = new URL(fresh).host;
+    const staleCounts = countBy(requests.filter((entry) => entry.host === staleHost), urlOf);
+    expect(staleCounts.size).toBe(8);
+    for (const [url, count] of staleCounts) expect(count, url).toBeGreaterThanOrEqual(2);
+    const revalidations = requests.filter((entry) => entry.host === staleHost && entry.ifNoneMatch !== null);
+    expect(revalidations.length).toBeGreaterThanOrEqual(8);
+    expect(revalidations.every((entry) => entry.status === 304)).toBe(true);
+    const freshCounts = countBy(requests.filter((entry) => entry.host === freshHost), urlOf);
+    expect([...freshCounts.values()].every((count) => count === 1)).toBe(true);
+  }, 30_000);
+});

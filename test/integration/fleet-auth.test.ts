@@ -1,0 +1,373 @@
+/**
+ * The fleet's doors, against a real queue server listening on 127.0.0.1 port 0 (startQueueServer with a
+ * temporary data directory): every request to the fetcher API is signed (shared/request-signing.ts),
+ * and a replayed request, a forged signature, a stale timestamp, a body altered in flight, an oversized
+ * body, a wrong secret and a bare bearer token are each refused with a clear 4xx and its code, with
+ * nothing changed (the status counters compared before and after). The real fetcher client signs every
+ * attempt anew and never sends the secret. Over TLS, a real `petrel fetcher` process verifies the queue
+ * server with --ca and claims work; without --ca it refuses the server with a clear error.
+ */
+import { spawnSync } from 'node:child_process';
+import { readFileSync, rmSync } from 'node:fs';
+import { createServer, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { QueueClient } from '../../fetcher/queue-client.js';
+import { startQueueServer, type RunningQueueServer } from '../../queue-server/daemon.js';
+import type { CrawlStatus } from '../../queue-server/crawl/crawl.js';
+import { LIMITS, PROTOCOL_VERSION, ROUTES, type ClaimRequest, type ItemResult, type Schedule } from '../../shared/protocol.js';
+import { MAX_CLOCK_SKEW_MS, SIGNATURE_HEADERS } from '../../shared/request-signing.js';
+import { assertBuilt, killStartedPetrels, startPetrel, tempDir, waitForEvent } from '../support/petrel-process.js';
+import { signatureFor } from '../support/signed-request.js';
+
+const HOST = '127.0.0.1';
+/** Nothing listens on the discard port: fetching it fails fast, and robots.txt is what a fetcher gets first. */
+const SEED = 'http://127.0.0.1:9/start.html';
+const STATS = { rssBytes: 0, inFlight: 0, pagesFetched: 0, errors: 0, bytesDownloaded: 0 };
+const FETCHER_ID = 'fleet-test-1';
+
+const cleanups: (() => void | Promise<void>)[] = [];
+afterEach(async () => {
+  killStartedPetrels();
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function queueServer(options: { tls?: { cert: Buffer; key: Buffer } } = {}): Promise<{ server: RunningQueueServer; dir: string }> {
+  const dir = tempDir('fleet-auth');
+  const server = await startQueueServer({ dataDir: join(dir, 'data'), host: HOST, port: 0, tls: options.tls, crawl: { seeds: [SEED], delayMs: 0, bloomCapacity: 1000 } });
+  cleanups.push(async () => {
+    await server.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return { server, dir };
+}
+
+interface Answer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: { error?: { code: string; message: string; serverTime?: number; skewMs?: number } } & Record<string, unknown>;
+}
+
+/** Sends exactly these bytes with exactly these headers (what a captured request looks like). */
+function send(base: string, path: string, headers: Record<string, string>, body: Buffer, method = 'POST'): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(`${base}${path}`, { method, headers: { 'Content-Type': 'application/json', ...headers, 'Content-Length': String(body.length) } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: JSON.parse(text) as Answer['body'] }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** A request as a fetcher signs it, kept as headers and bytes so that it can be sent again. */
+function signed(secret: string, path: string, payload: unknown, options: { now?: number; fetcherId?: string } = {}) {
+  const body = Buffer.from(JSON.stringify(payload));
+  return { path, body, headers: signatureFor('POST', path, body, { secret, fetcherId: options.fetcherId ?? FETCHER_ID, now: options.now }) };
+}
+
+function claimBody(): ClaimRequest {
+  return { protocolVersion: PROTOCOL_VERSION, fetcherId: FETCHER_ID, name: 'fleet test', capacity: 4, waitMs: 0, stats: STATS };
+}
+
+function robotsResult(schedule: Schedule, status: number): ItemResult {
+  const slot = schedule.slots[0]!;
+  return {
+    slot: slot.slot, i: 0, url: slot.items[0]!.url, fetchedAt: Date.now(), durationMs: 1, status, error: null, contentType: null, bytes: 0, wireBytes: 0,
+    truncated: false, redirectTo: null, retryAfterMs: null, signature: null, page: null, links: [], robotsTxt: null,
+    cache: { etag: null, lastModified: null, date: null, age: null, expires: null, cacheControl: null },
+  };
+}
+
+/** The status without what moves by itself (clocks, rates, memory). */
+function counters(status: CrawlStatus): unknown {
+  const { elapsedMs: _e, pagesPerSecond: _p, fetchers, hosts: _h, seenSet: _s, cacheTree: _c, crawlDbTree: _d, ...rest } = status;
+  return { ...rest, fetchers: fetchers.map(({ id, name, resultsApplied, pagesFetched, itemsLeased }) => ({ id, name, resultsApplied, pagesFetched, itemsLeased })) };
+}
+
+async function claimRobots(server: RunningQueueServer): Promise<Schedule> {
+  const claim = signed(server.token, ROUTES.claim, claimBody());
+  const answer = await send(server.url, claim.path, claim.headers, claim.body);
+  expect(answer.status).toBe(200);
+  expect(answer.body.kind).toBe('schedule');
+  return answer.body.schedule as Schedule;
+}
+
+describe('signed requests to a real queue server', () => {
+  it('accepts a request once: the same headers and body again are refused as a replay, and change nothing', async () => {
+    const { server } = await queueServer();
+    const claim = signed(server.token, ROUTES.claim, claimBody());
+    const first = await send(server.url, claim.path, claim.headers, claim.body);
+    expect(first.status).toBe(200);
+    expect(first.body.kind).toBe('schedule');
+    const schedule = first.body.schedule as Schedule;
+    const afterClaim = counters(server.service.status());
+    const replayedClaim = await send(server.url, claim.path, claim.headers, claim.body);
+    expect(replayedClaim.status).toBe(401);
+    expect(replayedClaim.body.error!.code).toBe('replayed-nonce');
+    expect(counters(server.service.status())).toEqual(afterClaim);
+
+    const post = signed(server.token, ROUTES.results, { protocolVersion: PROTOCOL_VERSION, fetcherId: FETCHER_ID, scheduleId: schedule.id, results: [robotsResult(schedule, 404)] });
+    const applied = await send(server.url, post.path, post.headers, post.body);
+    expect(applied.status).toBe(200);
+    expect(applied.body).toEqual({ applied: 1, duplicates: 0, leaseActive: true });
+    const afterResults = counters(server.service.status());
+    expect(afterResults).toMatchObject({ robotsRequests: 1, duplicateResults: 0 });
+    // Were the replay let through, the idempotent apply would count it as a duplicate: it is not even counted.
+    const replayedResults = await send(server.url, post.path, post.headers, post.body);
+    expect(replayedResults.status).toBe(401);
+    expect(replayedResults.body.error!.code).toBe('replayed-nonce');
+    expect(counters(server.service.status())).toEqual(afterResults);
+  });
+
+  it('refuses a forged signature, a stale or future timestamp, a wrong secret and a bare bearer token, changing nothing', async () => {
+    const { server } = await queueServer();
+    const before = counters(server.service.status());
+    const good = signed(server.token, ROUTES.claim, claimBody());
+    const refusals: [string, Record<string, string>, Buffer, string][] = [];
+
+    const sig = good.headers[SIGNATURE_HEADERS.signature]!;
+    const flipped = `${sig[0] === 'A' ? 'B' : 'A'}${sig.slice(1)}`;
+    refusals.push(['forged signature', { ...good.headers, [SIGNATURE_HEADERS.signature]: flipped }, good.body, 'bad-signature']);
+    refusals.push(['no signature', { [SIGNATURE_HEADERS.timestamp]: good.headers[SIGNATURE_HEADERS.timestamp]! }, good.body, 'bad-signature']);
+    const stale = signed(server.token, ROUTES.claim, claimBody(), { now: Date.now() - MAX_CLOCK_SKEW_MS - 60_000 });
+    refusals.push(['stale timestamp', stale.headers, stale.body, 'stale-timestamp']);
+    const future = signed(server.token, ROUTES.claim, claimBody(), { now: Date.now() + MAX_CLOCK_SKEW_MS + 60_000 });
+    refusals.push(['future timestamp', future.headers, future.body, 'stale-timestamp']);
+    const otherSecret = signed('another-fleet-secret-0123456789', ROUTES.claim, claimBody());
+    refusals.push(['wrong secret, named by its key id', otherSecret.headers, otherSecret.body, 'unknown-key']);
+    const { [SIGNATURE_HEADERS.keyId]: _keyId, ...withoutKeyId } = otherSecret.headers;
+    refusals.push(['wrong secret, no key id', withoutKeyId, otherSecret.body, 'bad-signature']);
+    refusals.push(['the right token as a bearer token', { Authorization: `Bearer ${server.token}` }, good.body, 'bad-signature']);
+    const otherSender = { ...good.headers, [SIGNATURE_HEADERS.fetcherId]: 'someone-else' };
+    refusals.push(['another fetcher id than signed', otherSender, good.body, 'bad-signature']);
+
+    for (const [what, headers, body, code] of refusals) {
+      const answer = await send(server.url, ROUTES.claim, headers, body);
+      expect(answer.status, what).toBe(401);
+      expect(answer.body.error!.code, what).toBe(code);
+      expect(answer.body.error!.message.length, what).toBeGreaterThan(20);
+    }
+    expect(counters(server.service.status())).toEqual(before);
+
+    // A skewed clock is told what the queue server's clock says, and by how much they differ.
+    const answer = await send(server.url, ROUTES.claim, stale.headers, stale.body);
+    expect(answer.body.error!.serverTime).toBeGreaterThanOrEqual(Number(stale.headers[SIGNATURE_HEADERS.timestamp]) + MAX_CLOCK_SKEW_MS);
+    expect(answer.body.error!.skewMs).toBeLessThan(-MAX_CLOCK_SKEW_MS);
+    expect(answer.body.error!.message).toMatch(/behind the queue server's clock/);
+
+    // The untouched request still works: none of the refusals burned its nonce.
+    expect((await send(server.url, ROUTES.claim, good.headers, good.body)).status).toBe(200);
+  });
+
+  it('refuses a body altered in flight, and a request sent to another route than signed', async () => {
+    const { server } = await queueServer();
+    const schedule = await claimRobots(server);
+    const before = counters(server.service.status());
+    const honest = { protocolVersion: PROTOCOL_VERSION, fetcherId: FETCHER_ID, scheduleId: schedule.id, results: [robotsResult(schedule, 404)] };
+    const post = signed(server.token, ROUTES.results, honest);
+    // Same length, one byte different: the status 404 becomes 200.
+    const altered = Buffer.from(post.body.toString().replace('"status":404', '"status":200'));
+    expect(altered.length).toBe(post.body.length);
+    const answer = await send(server.url, ROUTES.results, post.headers, altered);
+    expect(answer.status).toBe(401);
+    expect(answer.body.error!.code).toBe('bad-signature');
+    // Compressed bodies are signed as sent: inflating to the same JSON does not make other bytes right.
+    const zipped = gzipSync(post.body);
+    const zipAnswer = await send(server.url, ROUTES.results, { ...post.headers, 'Content-Encoding': 'gzip' }, zipped);
+    expect(zipAnswer.body.error!.code).toBe('bad-signature');
+    const heartbeat = signed(server.token, ROUTES.heartbeat, { protocolVersion: PROTOCOL_VERSION, fetcherId: FETCHER_ID, name: 'x', scheduleIds: [schedule.id], stats: STATS });
+    const moved = await send(server.url, ROUTES.claim, heartbeat.headers, heartbeat.body);
+    expect(moved.body.error!.code).toBe('bad-signature');
+    expect(counters(server.service.status())).toEqual(before);
+    // The honest bytes, gzip-compressed and signed as such, are accepted.
+    const zippedPost = { ...signed(server.token, ROUTES.results, honest), body: zipped };
+    zippedPost.headers = signatureFor('POST', ROUTES.results, zipped, { secret: server.token, fetcherId: FETCHER_ID });
+    const accepted = await send(server.url, ROUTES.results, { ...zippedPost.headers, 'Content-Encoding': 'gzip' }, zipped);
+    expect(accepted.body).toEqual({ applied: 1, duplicates: 0, leaseActive: true });
+  });
+
+  it('refuses an oversized body with 413 before reading it or checking anything else', async () => {
+    const { server } = await queueServer();
+    const before = counters(server.service.status());
+    const headers = signatureFor('POST', ROUTES.results, Buffer.alloc(0), { secret: server.token });
+    const answer = await new Promise<{ status: number; connection: string | undefined; body: Answer['body'] }>((resolve, reject) => {
+      const req = httpRequest(`${server.url}${ROUTES.results}`, {
+        method: 'POST',
+        headers: { ...headers, 'Content-Type': 'application/json', 'Content-Length': String(LIMITS.requestBodyBytes + 1) },
+      }, (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (text += chunk));
+        res.on('end', () => {
+          req.destroy();
+          resolve({ status: res.statusCode ?? 0, connection: res.headers.connection, body: JSON.parse(text) as Answer['body'] });
+        });
+      });
+      req.on('error', (error) => ((error as NodeJS.ErrnoException).code === 'ECONNRESET' ? undefined : reject(error)));
+      // Only the first kilobyte of the announced 64 MiB is ever sent.
+      req.write(Buffer.alloc(1024, 0x20));
+    });
+    expect(answer.status).toBe(413);
+    expect(answer.body.error!.code).toBe('body-too-large');
+    expect(answer.connection).toBe('close');
+    // Without a valid signature too: size is checked first.
+    const unsigned = await new Promise<number>((resolve, reject) => {
+      const req = httpRequest(`${server.url}${ROUTES.claim}`, { method: 'POST', headers: { 'Content-Type': 'application/json', 'Content-Length': String(LIMITS.requestBodyBytes + 1) } }, (res) => {
+        res.resume();
+        res.on('end', () => {
+          req.destroy();
+          resolve(res.statusCode ?? 0);
+        });
+      });
+      req.on('error', (error) => ((error as NodeJS.ErrnoException).code === 'ECONNRESET' ? undefined : reject(error)));
+      req.write('{');
+    });
+    expect(unsigned).toBe(413);
+    expect(counters(server.service.status())).toEqual(before);
+  });
+});
+
+describe('the fetcher client', () => {
+  it('signs every attempt anew and never sends the secret', async () => {
+    const secret = 'client-side-secret-0123456789abcdef';
+    const seen: { headers: IncomingHttpHeaders; raw: string }[] = [];
+    const capture = createServer((req, res) => {
+      let body = '';
+      req.setEncoding('utf8');
+      req.on('data', (chunk: string) => (body += chunk));
+      req.on('end', () => {
+        seen.push({ headers: req.headers, raw: `${req.method} ${req.url}\n${JSON.stringify(req.rawHeaders)}\n${body}` });
+        // The first attempt fails as a queue server in trouble would; the client retries.
+        if (seen.length === 1) res.writeHead(503).end('busy');
+        else res.writeHead(200, { 'Content-Type': 'application/json' }).end('{"kind":"wait"}');
+      });
+    });
+    await new Promise<void>((resolve) => capture.listen(0, HOST, resolve));
+    cleanups.push(() => new Promise<void>((resolve) => capture.close(() => resolve())));
+    const stop = new AbortController();
+    const client = new QueueClient({ serverUrl: `http://${HOST}:${(capture.address() as AddressInfo).port}`, token: secret, signal: stop.signal });
+    cleanups.push(() => client.close());
+    expect(await client.claim(claimBody())).toEqual({ kind: 'wait' });
+    expect(seen).toHaveLength(2);
+    for (const { headers, raw } of seen) {
+      expect(raw).not.toContain(secret);
+      expect(headers.authorization).toBeUndefined();
+      expect(headers[SIGNATURE_HEADERS.fetcherId]).toBe(FETCHER_ID);
+      expect(headers[SIGNATURE_HEADERS.signature]).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    }
+    expect(seen[0]!.headers[SIGNATURE_HEADERS.nonce]).not.toBe(seen[1]!.headers[SIGNATURE_HEADERS.nonce]);
+    expect(seen[0]!.headers[SIGNATURE_HEADERS.signature]).not.toBe(seen[1]!.headers[SIGNATURE_HEADERS.signature]);
+  });
+});
+
+const hasOpenssl = spawnSync('openssl', ['version'], { stdio: 'ignore' }).status === 0;
+
+describe.skipIf(!hasOpenssl)('HTTPS between fetchers and the queue server', () => {
+  let tlsDir: string;
+  let tls: { cert: Buffer; key: Buffer };
+  let certFile: string;
+
+  beforeAll(() => {
+    assertBuilt();
+    tlsDir = tempDir('fleet-tls');
+    certFile = join(tlsDir, 'cert.pem');
+    const made = spawnSync('openssl', [
+      'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(tlsDir, 'key.pem'), '-out', certFile,
+      '-days', '2', '-subj', `/CN=${HOST}`, '-addext', `subjectAltName=IP:${HOST}`,
+    ], { encoding: 'utf8' });
+    if (made.status !== 0) throw new Error(`openssl could not make a test certificate: ${made.stderr}`);
+    tls = { cert: readFileSync(certFile), key: readFileSync(join(tlsDir, 'key.pem')) };
+    return () => rmSync(tlsDir, { recursive: true, force: true });
+  });
+
+  it('serves HTTPS to a fetcher that verifies it with --ca, and the fetcher claims work', async () => {
+    const { server } = await queueServer({ tls });
+    expect(server.url).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
+    const fetcher = startPetrel(['fetcher', '--server', server.url, '--token-file', server.tokenFile, '--ca', certFile, '--name', 'tls-fetcher', '--concurrency', '2']);
+    cleanups.push(async () => {
+      if (fetcher.exitCode === null && fetcher.signalCode === null) fetcher.kill('SIGKILL');
+      await fetcher.output;
+    });
+    // It claimed the robots.txt of the seed's host, fetched it (nothing listens there) and reported back.
+    const deadline = Date.now() + 20_000;
+    while (server.service.status().robotsRequests < 1 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    const status = server.service.status();
+    expect(status.robotsRequests).toBeGreaterThanOrEqual(1);
+    expect(status.fetchers.map((f) => f.name)).toContain('tls-fetcher');
+    fetcher.kill('SIGTERM');
+    const finished = await fetcher.output;
+    expect(finished.stderr).not.toMatch(/TLS|certificate/);
+
+    // The admin page over TLS: a Secure cookie would follow, and browsers are told to stay on HTTPS.
+    const login = await new Promise<IncomingHttpHeaders>((resolve, reject) => {
+      httpsRequest(`${server.url}/admin/login`, { ca: tls.cert }, (res) => {
+        res.resume();
+        resolve(res.headers);
+      }).on('error', reject).end();
+    });
+    expect(login['strict-transport-security']).toBe('max-age=31536000');
+  });
+
+  it('refuses a queue server whose certificate it cannot verify (no --ca), with a clear error', async () => {
+    const { server } = await queueServer({ tls });
+    const fetcher = startPetrel(['fetcher', '--server', server.url, '--token-file', server.tokenFile, '--name', 'untrusting']);
+    const timer = setTimeout(() => fetcher.kill('SIGKILL'), 20_000);
+    const finished = await fetcher.output;
+    clearTimeout(timer);
+    expect(finished.code).toBe(1);
+    expect(finished.stderr).toContain('TLS certificate cannot be verified');
+    expect(finished.stderr).toContain('DEPTH_ZERO_SELF_SIGNED_CERT');
+    expect(finished.stderr).toContain('--ca FILE');
+    expect(server.service.status().fetchers).toEqual([]);
+  });
+
+  it('serves HTTPS from petrel start --tls-cert --tls-key, its local fetcher trusting the certificate', async () => {
+    const dir = tempDir('fleet-tls-start');
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const child = startPetrel(['start', '--data', join(dir, 'data'), '--fetchers', '1', '--port', '0', '--tls-cert', certFile, '--tls-key', join(tlsDir, 'key.pem'), '--seed', SEED]);
+    cleanups.push(async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await child.output;
+    });
+    const exit = child.output.then((finished): never => {
+      throw new Error(`petrel start exited (${finished.code ?? finished.signal}): ${finished.stderr.slice(0, 2000)}`);
+    });
+    const started = await Promise.race([waitForEvent(child, 'started'), exit]);
+    expect(String(started.url)).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
+    const adminToken = readFileSync(String(started.adminTokenFile), 'utf8').trim();
+    const status = () =>
+      new Promise<{ fetchers: { name: string }[]; robotsRequests: number }>((resolve, reject) => {
+        httpsRequest(`${String(started.url)}${ROUTES.status}`, { ca: tls.cert, headers: { authorization: `Bearer ${adminToken}` } }, (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => (text += chunk));
+          res.on('end', () => resolve(JSON.parse(text) as { fetchers: { name: string }[]; robotsRequests: number }));
+        }).on('error', reject).end();
+      });
+    await expect
+      .poll(
+        async () => {
+          const now = await status();
+          return { names: now.fetchers.map((f) => f.name), claimed: now.robotsRequests >= 1 };
+        },
+        { timeout: 15_000 },
+      )
+      .toEqual({ names: ['local-1'], claimed: true });
+    child.kill('SIGTERM');
+    const finished = await child.output;
+    expect(finished.code, finished.stderr).toBe(0);
+    expect(finished.stderr).toContain(`--ca ${certFile}`);
+  });
+
+  it('refuses --ca with a plain http:// queue server', async () => {
+    const finished = await startPetrel(['fetcher', '--server', 'http://127.0.0.1:9', '--token-file', certFile, '--ca', certFile]).output;
+    expect(finished.code).toBe(2);
+    expect(finished.stderr).toContain('--ca verifies an https:// queue server');
+  });
+});

@@ -1,0 +1,77 @@
+/**
+ * One crawl of the hostile host with real processes: Petrel meets every hostile case in one crawl and
+ * keeps crawling; nothing disallowed is requested, every failure is recorded with its stable code, and
+ * the crawl finishes. (The per-case fetcher outcomes are tested in hostile-fetch.test.ts; peak memory
+ * is measured by scripts/bench-hostile.ts.)
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DISALLOWED_PREFIX } from '../../scripts/test-web/hostile/cases.js';
+import { startTestWeb, type TestWeb } from '../../scripts/test-web.js';
+import { assertBuilt, runPetrel, tempDir } from '../support/petrel-process.js';
+
+interface Summary {
+  requests: number;
+  pagesFetched: number;
+  errorsByCode: Record<string, number>;
+  retriedLater: number;
+  elapsedMs: number;
+}
+
+describe('a crawl of the hostile host', () => {
+  let web: TestWeb;
+  let summary: Summary;
+  let code: number | null;
+  let stderr: string;
+  let dataDir: string;
+  let wallMs: number;
+
+  beforeAll(async () => {
+    assertBuilt();
+    web = await startTestWeb({ pagesPerHost: 5 });
+    const dir = tempDir('hostile-crawl');
+    dataDir = join(dir, 'data');
+    const summaryFile = join(dir, 'summary.json');
+    const started = Date.now();
+    const run = await runPetrel([
+      'crawl', '--seed', `${web.hostile.origin}/index.html`, '--data', dataDir, '--scope', 'host', '--max-depth', '6', '--delay-ms', '0',
+      '--host-concurrency', '4', '--max-retries', '1', '--retry-base-ms', '100', '--timeout-ms', '3000', '--summary-json', summaryFile, '--no-progress',
+    ], 170_000);
+    wallMs = Date.now() - started;
+    code = run.code;
+    stderr = run.stderr;
+    summary = JSON.parse(readFileSync(summaryFile, 'utf8')) as Summary;
+  }, 180_000);
+
+  afterAll(async () => {
+    await web?.close();
+  });
+
+  it('finishes, within a few minutes', () => {
+    expect(code, stderr.slice(-2000)).toBe(0);
+    expect(wallMs).toBeLessThan(150_000);
+  });
+
+  it('never requests the path the 600 KiB robots.txt disallows in its first rule', () => {
+    const hostileHost = new URL(web.hostile.origin).host;
+    const disallowed = web.log.filter((entry) => entry.host === hostileHost && entry.path.startsWith(DISALLOWED_PREFIX));
+    expect(disallowed).toEqual([]);
+  });
+
+  it('records every failure under a stable code', () => {
+    for (const expected of ['timeout', 'headers-too-large', 'bad-content-encoding', 'connection-reset', 'content-length-mismatch', 'bad-http-response', 'http-404', 'http-410', 'trap-repeated-segment']) {
+      expect(summary.errorsByCode, expected).toHaveProperty(expected);
+    }
+    expect(summary.retriedLater).toBeGreaterThan(0);
+    for (const code of Object.keys(summary.errorsByCode)) expect(code).toMatch(/^[a-z0-9-]{1,48}$/);
+  });
+
+  it('leaves a consistent crawl database', async () => {
+    const check = await runPetrel(['db', 'check', '--data', dataDir, '--json']);
+    expect(check.code, check.stdout.slice(0, 2000)).toBe(0);
+    const report = JSON.parse(check.stdout) as { byStatus: Record<string, number> };
+    expect(report.byStatus.unfetched).toBe(0);
+    expect(report.byStatus.retry).toBe(0);
+  });
+});

@@ -1,0 +1,115 @@
+import * as fs from 'node:fs';
+import { CommanderError } from 'commander';
+import { describe, expect, it } from 'vitest';
+import { BTree } from '../../queue-server/btree/index.js';
+import { btreeCommand } from '../../cli/btree-command.js';
+import { key, tempFile, text } from '../support/btree-helpers.js';
+
+interface Result {
+  out: string;
+  err: string;
+  code: number | null;
+  /** Set when commander itself stopped (help, usage error) instead of an action running. */
+  commander?: string;
+}
+
+async function run(args: string[]): Promise<Result> {
+  const result: Result = { out: '', err: '', code: null };
+  const cmd = btreeCommand({
+    out: (t) => {
+      result.out += t;
+    },
+    err: (t) => {
+      result.err += t;
+    },
+    setExitCode: (c) => {
+      result.code = c;
+    },
+  });
+  for (const c of [cmd, ...cmd.commands]) {
+    c.exitOverride().configureOutput({
+      writeOut: (t) => {
+        result.out += t;
+      },
+      writeErr: (t) => {
+        result.err += t;
+      },
+    });
+  }
+  try {
+    await cmd.parseAsync(args, { from: 'user' });
+  } catch (err) {
+    if (!(err instanceof CommanderError)) throw err;
+    result.commander = err.code;
+  }
+  return result;
+}
+
+function sampleFile(): string {
+  const file = tempFile();
+  const tree = BTree.open(file, { pageSize: 1024 });
+  tree.write((b) => {
+    for (let i = 0; i < 500; i++) b.put(key(i * 31), text(`value ${i}`));
+  });
+  tree.close();
+  return file;
+}
+
+describe('petrel btree', () => {
+  it('check prints ok and exits 0 for a clean file', async () => {
+    const file = sampleFile();
+    expect(await run(['check', file])).toEqual({ out: `${file}: ok\n`, err: '', code: 0 });
+    const json = await run(['check', '--json', file]);
+    expect(JSON.parse(json.out)).toEqual({ file, ok: true, faults: [] });
+  });
+
+  it('check lists faults and exits 1 when a page is damaged', async () => {
+    const file = sampleFile();
+    const bytes = fs.readFileSync(file);
+    bytes[2 * 1024 + 300]! ^= 0xff; // page 2 is in the tree: the first page a new file allocates
+    fs.writeFileSync(file, bytes);
+    const res = await run(['check', file]);
+    expect(res.code).toBe(1);
+    expect(res.out).toMatch(/^PAGE_CORRUPT page 2: /m);
+    const json = JSON.parse((await run(['check', '--json', file])).out) as { ok: boolean; faults: unknown[] };
+    expect(json.ok).toBe(false);
+    expect(json.faults).toContainEqual(expect.objectContaining({ code: 'PAGE_CORRUPT', page: 2 }));
+  });
+
+  it('check exits 1 when no meta page is readable, and 2 for a missing file', async () => {
+    const garbage = tempFile();
+    fs.writeFileSync(garbage, Buffer.alloc(8192, 7));
+    const res = await run(['check', garbage]);
+    expect(res.code).toBe(1);
+    expect(res.out).toMatch(/PAGE_CORRUPT page 0: .*neither meta page/);
+
+    const missing = tempFile('nope.btree');
+    const gone = await run(['check', missing]);
+    expect(gone.code).toBe(2);
+    expect(gone.err).toMatch(/no B-tree file/);
+    expect(fs.existsSync(missing)).toBe(false);
+  });
+
+  it('stats prints a table, or JSON with --json', async () => {
+    const file = sampleFile();
+    const table = await run(['stats', file]);
+    expect(table.code).toBe(0);
+    expect(table.out).toMatch(/^keys +500$/m);
+    expect(table.out).toMatch(/^page size +1024 B \(values up to 242 B\)$/m);
+    expect(table.out).toMatch(/^last commit +txid 1$/m);
+    const json = JSON.parse((await run(['stats', '--json', file])).out) as Record<string, unknown>;
+    expect(json).toMatchObject({ file, keys: 500, pageSize: 1024, txid: 1, height: 2 });
+  });
+
+  it('documents every option and the exit statuses in --help', async () => {
+    for (const sub of ['check', 'stats']) {
+      const help = await run([sub, '--help']);
+      expect(help.commander).toBe('commander.helpDisplayed');
+      expect(help.out).toContain(`btree ${sub} [options] <file>`);
+      expect(help.out).toMatch(/--json +print/);
+      expect(help.out).toContain('Exit status: 0 when clean, 1 when the file has faults');
+    }
+    const usage = await run(['check']);
+    expect(usage.commander).toBe('commander.missingArgument');
+  });
+});

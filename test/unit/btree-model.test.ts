@@ -1,0 +1,226 @@
+/**
+ * Property tests: random operation sequences against an in-memory Map model (keys as hex strings).
+ * Small pages (1 KiB) and a tiny cache force splits, merges, refills, root changes and cache evictions
+ * within short runs. Every run ends with the full consistency check and a comparison of the contents.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { BTree, maxValueBytes } from '../../queue-server/btree/index.js';
+import { dump, expectClean, fromHex, hex, withTempFile } from '../support/btree-helpers.js';
+
+const seed = process.env.FC_SEED === undefined ? Date.now() % 2 ** 31 : Number(process.env.FC_SEED);
+console.log(`btree-model fast-check seed ${seed} (set FC_SEED to replay)`);
+
+const PAGE_SIZE = 1024;
+const MAX = maxValueBytes(PAGE_SIZE);
+
+/** Keys that exercise byte order: extremes, the sign bit, and neighbours. */
+const EDGE_KEYS = [
+  '0000000000000000',
+  '0000000000000001',
+  '00000000000000ff',
+  '7fffffffffffffff',
+  '8000000000000000',
+  '8000000000000001',
+  'ff00000000000000',
+  'fffffffffffffffe',
+  'ffffffffffffffff',
+];
+
+/** Keys from a pool of `pool` scattered values (so puts overwrite and deletes hit), edges, and random. */
+function keysFrom(pool: number): fc.Arbitrary<string> {
+  return fc
+    .oneof(
+      { weight: 1, arbitrary: fc.constantFrom(...EDGE_KEYS) },
+      {
+        weight: 4,
+        arbitrary: fc
+          .integer({ min: 0, max: pool })
+          .map((n) => BigInt.asUintN(64, BigInt(n) * 0x9e3779b97f4a7c15n).toString(16)),
+      },
+      { weight: 2, arbitrary: fc.uint8Array({ minLength: 8, maxLength: 8 }).map(hex) },
+    )
+    .map((s) => s.padStart(16, '0'));
+}
+
+const keyArb = keysFrom(300);
+
+const valueArb = fc
+  .oneof(
+    { weight: 3, arbitrary: fc.uint8Array({ maxLength: 12 }) },
+    { weight: 2, arbitrary: fc.uint8Array({ minLength: 100, maxLength: MAX }) },
+    { weight: 1, arbitrary: fc.constant(new Uint8Array(MAX).fill(0xee)) },
+  )
+  .map(hex);
+
+type Mutation = { op: 'put'; key: string; value: string } | { op: 'del'; key: string };
+
+function mutationsOn(keys: fc.Arbitrary<string>): fc.Arbitrary<Mutation> {
+  return fc.oneof(
+    { weight: 3, arbitrary: fc.record({ op: fc.constant('put' as const), key: keys, value: valueArb }) },
+    { weight: 2, arbitrary: fc.record({ op: fc.constant('del' as const), key: keys }) },
+  );
+}
+
+const mutationArb = mutationsOn(keyArb);
+
+type Step =
+  | Mutation
+  | { op: 'batch'; ops: Mutation[]; abort: boolean }
+  | { op: 'reopen'; cachePages: number }
+  | { op: 'iter'; from: string | null; take: number }
+  | { op: 'get'; key: string }
+  /** One batch deleting every `every`-th key in key order: mass merges and root collapses. */
+  | { op: 'drain'; every: number };
+
+const stepArb: fc.Arbitrary<Step> = fc.oneof(
+  { weight: 6, arbitrary: mutationArb },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      op: fc.constant('batch' as const),
+      ops: fc.array(mutationArb, { minLength: 0, maxLength: 60, size: 'medium' }),
+      abort: fc.integer({ min: 0, max: 4 }).map((n) => n === 0),
+    }),
+  },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('reopen' as const), cachePages: fc.integer({ min: 1, max: 16 }) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      op: fc.constant('iter' as const),
+      from: fc.option(keyArb, { nil: null }),
+      take: fc.integer({ min: 1, max: 400 }),
+    }),
+  },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant('get' as const), key: keyArb }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('drain' as const), every: fc.integer({ min: 1, max: 3 }) }) },
+);
+
+function applyToModel(model: Map<string, string>, m: Mutation): boolean {
+  if (m.op === 'put') {
+    model.set(m.key, m.value);
+    return true;
+  }
+  return model.delete(m.key);
+}
+
+function sortedModel(model: Map<string, string>): Map<string, string> {
+  return new Map([...model.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}
+
+function runSteps(steps: Step[]): void {
+  withTempFile((file) => runStepsOn(file, steps));
+}
+
+function runStepsOn(file: string, steps: Step[]): void {
+  let tree = BTree.open(file, { pageSize: PAGE_SIZE, cachePages: 4 });
+  const model = new Map<string, string>();
+  try {
+    for (const step of steps) {
+      switch (step.op) {
+        case 'put':
+          tree.put(fromHex(step.key), fromHex(step.value));
+          applyToModel(model, step);
+          break;
+        case 'del':
+          expect(tree.delete(fromHex(step.key))).toBe(model.has(step.key));
+          applyToModel(model, step);
+          break;
+        case 'batch': {
+          const staged = new Map(model);
+          const write = (): void =>
+            tree.write((b) => {
+              for (const m of step.ops) {
+                if (m.op === 'put') b.put(fromHex(m.key), fromHex(m.value));
+                else expect(b.delete(fromHex(m.key))).toBe(staged.has(m.key));
+                applyToModel(staged, m);
+                expect(hex(b.get(fromHex(m.key)) ?? new Uint8Array())).toBe(staged.get(m.key) ?? '');
+              }
+              if (step.abort) throw new Error('abort batch');
+            });
+          if (step.abort) {
+            expect(write).toThrow('abort batch');
+          } else {
+            write();
+            for (const m of step.ops) applyToModel(model, m);
+          }
+          break;
+        }
+        case 'reopen':
+          tree.close();
+          tree = BTree.open(file, { create: false, cachePages: step.cachePages });
+          expect(tree.stats().cachePages).toBe(0);
+          break;
+        case 'iter': {
+          const got: string[] = [];
+          for (const [k, v] of tree.entries(step.from === null ? {} : { from: fromHex(step.from) })) {
+            got.push(`${hex(k)}=${hex(v)}`);
+            if (got.length >= step.take) break;
+          }
+          const want = [...sortedModel(model).entries()]
+            .filter(([k]) => step.from === null || k >= step.from)
+            .slice(0, step.take)
+            .map(([k, v]) => `${k}=${v}`);
+          expect(got).toEqual(want);
+          break;
+        }
+        case 'drain': {
+          const doomed = [...sortedModel(model).keys()].filter((_, i) => i % step.every === 0);
+          tree.write((b) => {
+            for (const k of doomed) expect(b.delete(fromHex(k))).toBe(true);
+          });
+          for (const k of doomed) model.delete(k);
+          break;
+        }
+        case 'get':
+          expect(hex(tree.get(fromHex(step.key)) ?? new Uint8Array())).toBe(model.get(step.key) ?? '');
+          break;
+      }
+      expect(tree.stats().keys).toBe(model.size);
+      expect(tree.stats().cachePages).toBeLessThanOrEqual(tree.stats().cacheCapacity);
+    }
+    expect(dump(tree)).toEqual(sortedModel(model));
+    expectClean(tree);
+    tree.close();
+    // And the durable file says the same after a cold reopen.
+    const again = BTree.open(file, { create: false });
+    expect(dump(again)).toEqual(sortedModel(model));
+    expectClean(again);
+    again.close();
+  } finally {
+    tree.close();
+  }
+}
+
+describe('BTree against a Map model', () => {
+  it('agrees with the model over random put/delete/batch/reopen/iterate sequences', () => {
+    fc.assert(
+      fc.property(fc.array(stepArb, { minLength: 1, maxLength: 80, size: 'medium' }), (steps) => runSteps(steps)),
+      { seed, numRuns: 60, interruptAfterTimeLimit: 30_000 },
+    );
+  });
+
+  it('agrees with the model when large batches build deep trees that are then drained', () => {
+    const bulkArb = fc.array(
+      fc.record({
+        op: fc.constant('batch' as const),
+        ops: fc.array(mutationsOn(keysFrom(3000)), { minLength: 300, maxLength: 600 }),
+        abort: fc.constant(false),
+      }),
+      { minLength: 3, maxLength: 8 },
+    );
+    const teardownArb = fc.array(
+      fc.oneof(
+        fc.record({ op: fc.constant('del' as const), key: keyArb }),
+        fc.record({ op: fc.constant('drain' as const), every: fc.integer({ min: 1, max: 3 }) }),
+      ),
+      { maxLength: 20 },
+    );
+    fc.assert(
+      fc.property(bulkArb, teardownArb, fc.array(stepArb, { maxLength: 10 }), (bulk, teardown, tail) =>
+        runSteps([...bulk, { op: 'reopen', cachePages: 3 }, ...teardown, ...tail]),
+      ),
+      { seed, numRuns: 15, interruptAfterTimeLimit: 30_000 },
+    );
+  });
+});
