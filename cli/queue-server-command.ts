@@ -3,6 +3,7 @@
  * (`listening`, `finished`); messages for people go to stderr.
  */
 import { Command } from 'commander';
+import { CRAWL_SETTINGS } from '../queue-server/crawl-config.js';
 import { addCrawlOptions, crawlConfigFrom, type CrawlOptionValues } from './crawl-options.js';
 import { fail, integerOption, readTlsFiles } from './options.js';
 
@@ -25,7 +26,7 @@ export function queueServerCommand(): Command {
     .option('--token-file <file>', 'fetcher API token to use (default: <data>/fetcher.token, created on first start)')
     .option('--tls-cert <file>', 'serve HTTPS with this certificate (PEM; with --tls-key); fetchers then need --ca unless a public CA signed it')
     .option('--tls-key <file>', 'private key of --tls-cert (PEM)')
-    .option('--once', 'exit when nothing is due or leased (a one-shot crawl), telling fetchers they are done', false);
+    .option('--once', CRAWL_SETTINGS.once.help, CRAWL_SETTINGS.once.default);
   addCrawlOptions(command);
   command.action(async (values: QueueServerValues) => {
     // Loaded here, not at the top, so that other commands do not pay for express and the storage stack.

@@ -1,50 +1,199 @@
 /**
- * The settings of one crawl, validated once at the boundary (CLI or API) and then trusted.
- * Every default is stated here and shown by --help.
+ * The settings of one crawl, each defined once in CRAWL_SETTINGS: its default, its bounds, what it
+ * means, the `petrel` option that sets it and whether the admin page's "start a crawl" form offers it.
+ * Everything else is derived from the table: the zod schema that validates settings once at the
+ * boundary (CLI, API) and is then trusted; the options of `petrel queue-server`, `crawl` and `start`
+ * with their --help defaults (cli/crawl-options.ts); the admin form's bounds and defaults (GET
+ * /admin/api/settings) and the body it may post (api/crawl-control.ts); the fetch schedule's defaults.
+ *
+ * "No limit" is null, everywhere: in the table, the schema, the status JSON and the admin form.
  */
 import { z } from 'zod';
+import { NUTCH_ADAPTIVE_RATES, type FetchSchedulePolicy } from './crawldb/fetch-schedule.js';
 import { SCOPES } from './admission/scope.js';
 
-export const crawlConfigSchema = z.object({
-  seeds: z.array(z.string().min(1)).default([]),
-  scope: z.enum(SCOPES).default('host'),
+interface SettingBase<T> {
+  /** What the setting means, for --help and the admin form. */
+  readonly help: string;
+  readonly default: T;
+  /** The option of `petrel queue-server`, `crawl` and `start` that sets it (commander flags), or null. */
+  readonly option: string | null;
+  /** Offered by the admin page's "start a crawl" form. */
+  readonly form: boolean;
+  /** The value's type and bounds, without the default. */
+  readonly schema: z.ZodType<T>;
+}
+
+/** A whole number within [min, max] (max null: none but the safe-integer range); with `noLimit`, null means no limit. */
+export interface IntegerSetting<T extends number | null = number | null> extends SettingBase<T> {
+  readonly kind: 'integer';
+  readonly min: number;
+  readonly max: number | null;
+  readonly noLimit: boolean;
+}
+
+export interface ChoiceSetting<T extends string = string> extends SettingBase<T> {
+  readonly kind: 'choice';
+  readonly choices: readonly T[];
+}
+
+/** Strings given one by one (the option is repeated). */
+export interface ListSetting extends SettingBase<string[]> {
+  readonly kind: 'list';
+}
+
+/** Anything else (a token, a fraction, a switch): its schema says what is allowed. */
+export interface OtherSetting<T> extends SettingBase<T> {
+  readonly kind: 'other';
+}
+
+export type CrawlSetting = IntegerSetting | ChoiceSetting | ListSetting | OtherSetting<unknown>;
+
+interface Presentation {
+  readonly help: string;
+  readonly option?: string;
+  readonly form?: boolean;
+}
+
+function integer(spec: Presentation & { min: number; max?: number; default: number }): IntegerSetting<number> {
+  let schema = z.number().int().min(spec.min);
+  if (spec.max !== undefined) schema = schema.max(spec.max);
+  return { kind: 'integer', help: spec.help, option: spec.option ?? null, form: spec.form ?? false, min: spec.min, max: spec.max ?? null, noLimit: false, default: spec.default, schema };
+}
+
+/** An integer bound where null means no limit. */
+function limit(spec: Presentation & { min: number; default: number | null }): IntegerSetting<number | null> {
+  const schema = z.number().int().min(spec.min).nullable();
+  return { kind: 'integer', help: spec.help, option: spec.option ?? null, form: spec.form ?? false, min: spec.min, max: null, noLimit: true, default: spec.default, schema };
+}
+
+function choice<const T extends string>(spec: Presentation & { choices: readonly [T, ...T[]]; default: NoInfer<T> }): ChoiceSetting<T> {
+  return { kind: 'choice', help: spec.help, option: spec.option ?? null, form: spec.form ?? false, choices: spec.choices, default: spec.default, schema: z.enum(spec.choices) as unknown as z.ZodType<T> };
+}
+
+function list(spec: Presentation & { schema: z.ZodType<string[]> }): ListSetting {
+  return { kind: 'list', help: spec.help, option: spec.option ?? null, form: spec.form ?? false, default: [], schema: spec.schema };
+}
+
+function other<T>(spec: Presentation & { schema: z.ZodType<T>; default: T }): OtherSetting<T> {
+  return { kind: 'other', help: spec.help, option: spec.option ?? null, form: spec.form ?? false, default: spec.default, schema: spec.schema };
+}
+
+const MINUTE_MS = 60_000;
+const DAY_MS = 24 * 60 * MINUTE_MS;
+
+export const CRAWL_SETTINGS = {
+  seeds: list({ option: '--seed <url>', help: 'a URL to start from (repeat for several)', form: true, schema: z.array(z.string().min(1)) }),
+  scope: choice({
+    option: '--scope <scope>',
+    help: "which discovered URLs are followed: prefix (under the seed's directory, like wget -np), host (same host name), domain (same registrable domain), any",
+    form: true,
+    choices: SCOPES,
+    default: 'host',
+  }),
   /** Seeds are depth 0; links and redirect targets one more than the page they were found on. */
-  maxDepth: z.number().int().nonnegative().default(Number.MAX_SAFE_INTEGER),
-  /** Page URLs handed out at most (robots.txt not counted); null: no limit. */
-  maxPages: z.number().int().positive().nullable().default(null),
-  /** Gap between two requests to one origin, ms (end of response to next request). */
-  delayMs: z.number().int().nonnegative().default(1000),
-  /** Requests one origin sees at once, across all fetchers. */
-  hostConcurrency: z.number().int().min(1).max(256).default(1),
-  /** How long a schedule stays leased after the fetcher's last sign of life, ms. */
-  leaseMs: z.number().int().min(1000).default(60_000),
-  /** Product token looked up in robots.txt User-agent lines. */
-  robotsToken: z.string().regex(/^[A-Za-z_-]+$/).default('petrel'),
-  /** How long an origin whose robots.txt was unreachable stays closed before asking again, ms. */
-  robotsUnreachableRetryMs: z.number().int().nonnegative().default(60_000),
-  /** robots.txt fetches that may find an origin unreachable in a row before its URLs are denied. */
-  robotsAttempts: z.number().int().min(1).max(100).default(3),
-  /** URLs per slot at most (fetched serially by one fetcher). */
-  slotUrls: z.number().int().min(1).max(1000).default(32),
-  /** Seen-set Bloom filter: first-stage capacity and overall false-positive bound. */
-  bloomCapacity: z.number().int().min(1000).default(1_000_000),
-  bloomFalsePositiveRate: z.number().gt(0).lt(0.5).default(0.001),
-  /** URLs of one host admitted at most (a spider trap costs no more); more are counted as `trap-budget`. */
-  maxPagesPerHost: z.number().int().positive().default(100_000),
-  /** URLs waiting in the frontier at most; further discoveries are counted in frontierOverflow. */
-  maxQueuedUrls: z.number().int().min(1).default(2_000_000),
-  /** Retries of a failed URL (5xx, timeout, connection error) before it is gone; the n-th waits retryBaseMs * 2^(n-1). */
-  maxRetries: z.number().int().min(0).max(20).default(3),
-  retryBaseMs: z.number().int().nonnegative().default(30_000),
-  /** Adaptive refetch interval (continuous mode): first interval and bounds, ms. Nutch: 30 d, 1 min, 90 d. */
-  initialIntervalMs: z.number().int().positive().default(30 * 24 * 3600 * 1000),
-  minIntervalMs: z.number().int().positive().default(60 * 1000),
-  maxIntervalMs: z.number().int().positive().default(90 * 24 * 3600 * 1000),
-  /** Crawl order: breadth-first, or page importance (OPIC cash shared from a page to its outlinks). */
-  order: z.enum(['bfs', 'opic']).default('bfs'),
-  /** Exit when nothing is due or leased (one-shot `petrel crawl`); otherwise keep serving. */
-  once: z.boolean().default(false),
-});
+  maxDepth: limit({ option: '--max-depth <n>', help: 'follow links at most this many hops from a seed', form: true, min: 0, default: null }),
+  maxPages: limit({ option: '--max-pages <n>', help: 'request at most this many pages, robots.txt not counted', form: true, min: 1, default: null }),
+  delayMs: integer({
+    option: '--delay-ms <ms>',
+    help: 'gap between two requests to one host, end of response to next request; robots.txt Crawl-delay wins if larger',
+    form: true,
+    min: 0,
+    max: 3_600_000,
+    default: 1000,
+  }),
+  hostConcurrency: integer({ option: '--host-concurrency <n>', help: 'requests one host sees at once, across all fetchers', form: true, min: 1, max: 256, default: 1 }),
+  leaseMs: integer({ option: '--lease-ms <ms>', help: "a schedule returns to the frontier this long after its fetcher's last sign of life", min: 1000, default: 60_000 }),
+  robotsToken: other({ help: 'product token looked up in robots.txt User-agent lines', schema: z.string().regex(/^[A-Za-z_-]+$/), default: 'petrel' }),
+  robotsUnreachableRetryMs: integer({
+    option: '--robots-retry-ms <ms>',
+    help: 'how long a host whose robots.txt could not be fetched (5xx, 429, network error) waits before robots.txt is asked again; its URLs wait too',
+    min: 0,
+    default: 60_000,
+  }),
+  robotsAttempts: integer({
+    option: '--robots-attempts <n>',
+    help: 'robots.txt fetches that may find a host unreachable in a row before its URLs are given up as robots-unreachable',
+    min: 1,
+    max: 100,
+    default: 3,
+  }),
+  slotUrls: integer({ option: '--slot-urls <n>', help: 'URLs of one host handed to a fetcher in one go', min: 1, max: 1000, default: 32 }),
+  bloomCapacity: integer({ option: '--expected-urls <n>', help: "URLs the seen-set's Bloom filter is first sized for (it grows beyond)", min: 1000, default: 1_000_000 }),
+  bloomFalsePositiveRate: other({ help: "the seen-set Bloom filter's overall false-positive bound", schema: z.number().gt(0).lt(0.5), default: 0.001 }),
+  maxPagesPerHost: integer({
+    option: '--max-pages-per-host <n>',
+    help: 'URLs of one host admitted at most, so a spider trap costs a bounded number of requests; more are counted as trap-budget',
+    min: 1,
+    default: 100_000,
+  }),
+  maxQueuedUrls: integer({
+    option: '--max-queued-urls <n>',
+    help: 'URLs waiting in the frontier at most (memory bound); more are counted as frontierOverflow',
+    min: 1,
+    default: 2_000_000,
+  }),
+  /** The n-th retry waits retryBaseMs * 2^(n-1). */
+  maxRetries: integer({ option: '--max-retries <n>', help: 'retries of a URL that failed (5xx, timeout, connection error) before it is gone', min: 0, max: 20, default: 3 }),
+  retryBaseMs: integer({ option: '--retry-base-ms <ms>', help: 'wait before the first retry; each further retry waits twice as long', min: 0, default: 30_000 }),
+  /** Adaptive refetch interval (continuous mode), Nutch's: first interval 30 d, bounds 1 min and 90 d. */
+  minIntervalMs: integer({ option: '--min-interval-ms <ms>', help: 'continuous mode: shortest refetch interval of a page that keeps changing', min: 1, default: MINUTE_MS }),
+  initialIntervalMs: integer({
+    option: '--initial-interval-ms <ms>',
+    help: 'continuous mode: refetch interval of a newly fetched page (then +40 % when unchanged, -20 % when changed)',
+    min: 1,
+    default: 30 * DAY_MS,
+  }),
+  maxIntervalMs: integer({
+    option: '--max-interval-ms <ms>',
+    help: 'continuous mode: longest refetch interval; gone and robots-denied URLs are rechecked this rarely',
+    min: 1,
+    default: 90 * DAY_MS,
+  }),
+  order: choice({
+    option: '--order <order>',
+    help: 'crawl order: bfs (breadth-first by depth) or opic (page importance: each page shares its score among its outlinks)',
+    form: true,
+    choices: ['bfs', 'opic'],
+    default: 'bfs',
+  }),
+  /** `petrel crawl` always sets it, `petrel start` never; `petrel queue-server --once` chooses. */
+  once: other({ help: 'exit when nothing is due or leased (a one-shot crawl), telling fetchers they are done', schema: z.boolean(), default: false }),
+} as const satisfies Record<string, CrawlSetting>;
+
+export type CrawlSettingName = keyof typeof CRAWL_SETTINGS;
+
+type CrawlConfigShape = { [K in CrawlSettingName]: z.ZodDefault<(typeof CRAWL_SETTINGS)[K]['schema']> };
+
+const entries = Object.entries(CRAWL_SETTINGS) as [CrawlSettingName, CrawlSetting][];
+
+export const crawlConfigSchema = z.object(Object.fromEntries(entries.map(([name, setting]) => [name, (setting.schema as z.ZodType<unknown>).default(setting.default)])) as CrawlConfigShape);
 
 export type CrawlConfig = z.infer<typeof crawlConfigSchema>;
 export type CrawlConfigInput = z.input<typeof crawlConfigSchema>;
+
+/** Whether `value` is below a limit (null: no limit). */
+export function belowLimit(value: number, limit: number | null): boolean {
+  return limit === null || value < limit;
+}
+
+/** The settings the admin page's "start a crawl" form offers, in table order. */
+export function formSettings(): [CrawlSettingName, CrawlSetting][] {
+  return entries.filter(([, setting]) => setting.form);
+}
+
+/** The fetch schedule (crawldb/fetch-schedule.ts) a crawl's settings give. */
+export function fetchScheduleOf(config: CrawlConfig): FetchSchedulePolicy {
+  return {
+    ...NUTCH_ADAPTIVE_RATES,
+    retryBaseMs: config.retryBaseMs,
+    maxRetries: config.maxRetries,
+    initialIntervalMs: config.initialIntervalMs,
+    minIntervalMs: config.minIntervalMs,
+    maxIntervalMs: config.maxIntervalMs,
+    goneRecheckMs: config.maxIntervalMs,
+  };
+}
+
+/** The fetch schedule of the default settings. */
+export const DEFAULT_FETCH_SCHEDULE: FetchSchedulePolicy = Object.freeze(fetchScheduleOf(crawlConfigSchema.parse({})));

@@ -6,11 +6,10 @@
 import { createServer } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo, Server } from 'node:net';
-import { crawlConfigSchema, type CrawlConfig, type CrawlConfigInput } from './crawl-config.js';
+import { crawlConfigSchema, fetchScheduleOf, type CrawlConfigInput } from './crawl-config.js';
 import { Crawl, type CrawlStores } from './crawl/crawl.js';
 import { nextPass, readPass, writePass } from './crawl/crawl-pass.js';
 import { CrawlDb } from './crawldb/crawl-db.js';
-import { DEFAULT_FETCH_SCHEDULE, type FetchSchedulePolicy } from './crawldb/fetch-schedule.js';
 import { RobotsStore } from './robots/robots-store.js';
 import { CrawlService } from './crawl/crawl-service.js';
 import { dataPath, ensureDataDir, lockDataDir } from './storage/data-dir.js';
@@ -135,18 +134,6 @@ export function openStores(dataDir: string): OpenStores {
     for (const store of opened) store.close();
     throw error;
   }
-}
-
-export function fetchScheduleOf(config: CrawlConfig): FetchSchedulePolicy {
-  return {
-    ...DEFAULT_FETCH_SCHEDULE,
-    retryBaseMs: config.retryBaseMs,
-    maxRetries: config.maxRetries,
-    initialIntervalMs: config.initialIntervalMs,
-    minIntervalMs: config.minIntervalMs,
-    maxIntervalMs: config.maxIntervalMs,
-    goneRecheckMs: config.maxIntervalMs,
-  };
 }
 
 function createHttpsServer(tls: NonNullable<QueueServerOptions['tls']>, app: ReturnType<typeof createApp>) {

@@ -8,6 +8,7 @@
  *   GET  /admin/api/session     the session's CSRF token, for the page's script
  *   GET  /admin/api/status      the status JSON                     GET  /admin/api/stream  the same, live (SSE)
  *   GET  /admin/api/history     pages fetched over the last minutes, for the chart
+ *   GET  /admin/api/settings    the "start a crawl" form's settings: bounds, defaults, choices (crawl-config.ts)
  *   POST /admin/api/{pause,resume,stop,inject,crawl}   crawl control (crawl-control.ts, as the bearer routes)
  *   GET  /admin/static/...      the page's script, style sheet and uPlot (served from this package)
  *
@@ -21,6 +22,7 @@ import { fileURLToPath } from 'node:url';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
 import { tokensEqual } from '../auth/tokens.js';
+import { formSettings } from '../crawl-config.js';
 import { CONTROL_ACTIONS, runControl } from '../api/crawl-control.js';
 import type { CrawlService } from '../crawl/crawl-service.js';
 import { HttpError } from '../api/http-errors.js';
@@ -41,6 +43,7 @@ export const ADMIN_ROUTES = {
   status: '/admin/api/status',
   stream: '/admin/api/stream',
   history: '/admin/api/history',
+  settings: '/admin/api/settings',
   control: (action: (typeof CONTROL_ACTIONS)[number]) => `/admin/api/${action}`,
 } as const;
 
@@ -68,6 +71,9 @@ const HISTORY_GAP_MS = 1000;
 
 const loginSchema = z.object({ token: z.string().min(1).max(512) });
 const LOGIN_MESSAGES = new Set<LoginMessage>(['wrong-token', 'logged-out', 'expired']);
+
+/** The form's settings as the page reads them: everything of the table but the schema object. */
+const FORM_SETTINGS = formSettings().map(([name, { schema: _schema, option: _option, form: _form, ...setting }]) => ({ name, ...setting }));
 
 /** A request that passed the session check. */
 type SessionRequest = Request & { session?: Session; sessionCookie?: string };
@@ -175,6 +181,10 @@ export function adminRouter(options: AdminOptions): Router {
 
   router.get('/api/history', requireSession, (_req, res) => {
     res.json({ pagesFetched: history.samples(), serverNow: clock() });
+  });
+
+  router.get('/api/settings', requireSession, (_req, res) => {
+    res.json({ settings: FORM_SETTINGS });
   });
 
   router.get('/api/stream', requireSession, (req: SessionRequest, res) => {

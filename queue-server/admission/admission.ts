@@ -146,7 +146,7 @@ export class Admission {
   /** Puts a URL known from the crawl database into the frontier; false when out of scope or too deep. */
   queueKnown(hash: UrlHash, record: CrawlDbRecord, now: number): boolean {
     const normalized = normalizeUrl(record.url);
-    if (!normalized.ok || record.depth > this.#config.maxDepth || !(this.#inScope(normalized.url) || this.#seeds.includes(normalized.url))) return false;
+    if (!normalized.ok || (this.#config.maxDepth !== null && record.depth > this.#config.maxDepth) || !(this.#inScope(normalized.url) || this.#seeds.includes(normalized.url))) return false;
     this.#loadRobots(normalized.origin, now);
     this.#parts.frontier.origin(normalized.origin).admitted++;
     this.#parts.placement.pending(this.#parts.frontier.add(normalized.origin, normalized.url, hash, record.depth, now, this.#priorityOf(record.depth, record.score)));

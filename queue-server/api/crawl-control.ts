@@ -7,8 +7,7 @@
 import { z } from 'zod';
 import { LIMITS } from '../../shared/protocol.js';
 import { normalizeUrl } from '../../shared/url-normalize.js';
-import { crawlConfigSchema } from '../crawl-config.js';
-import { SCOPES } from '../admission/scope.js';
+import { crawlConfigSchema, formSettings } from '../crawl-config.js';
 import type { CrawlService, DisplayState } from '../crawl/crawl-service.js';
 import { HttpError, parseBody } from './http-errors.js';
 
@@ -20,19 +19,14 @@ const MAX_URLS = 1000;
 const injectSchema = z.object({ urls: z.array(z.string().min(1).max(LIMITS.urlChars)).min(1).max(MAX_URLS) }).strict();
 
 /**
- * The settings a person may choose when starting a crawl. A field left out keeps the queue server's
- * current value (no schema defaults here, or they would silently replace it); `maxDepth` and
- * `maxPages` null mean no limit.
+ * The settings a person may choose when starting a crawl: the admin form's (crawl-config.ts, `form`),
+ * with their bounds. A field left out keeps the queue server's current value (no schema defaults here,
+ * or they would silently replace it); null means no limit where the setting has one.
  */
 const crawlStartSchema = z
   .object({
+    ...Object.fromEntries(formSettings().map(([name, setting]) => [name, (setting.schema as z.ZodType<unknown>).optional()])),
     seeds: z.array(z.string().min(1).max(LIMITS.urlChars)).max(MAX_URLS),
-    scope: z.enum(SCOPES).optional(),
-    maxDepth: z.number().int().nonnegative().nullable().optional(),
-    maxPages: z.number().int().positive().nullable().optional(),
-    delayMs: z.number().int().nonnegative().max(3_600_000).optional(),
-    hostConcurrency: z.number().int().min(1).max(256).optional(),
-    order: crawlConfigSchema.shape.order.unwrap().optional(),
   })
   .strict();
 
@@ -72,16 +66,7 @@ function startCrawl(service: CrawlService, body: unknown): ControlResult {
     if (!result.ok) throw new HttpError(400, 'invalid-seed', `seeds.${index}: not a crawlable http(s) URL (${result.code})`);
   });
   const current = service.crawl.config;
-  const config = crawlConfigSchema.parse({
-    ...current,
-    seeds: input.seeds,
-    scope: input.scope ?? current.scope,
-    maxDepth: input.maxDepth === undefined ? current.maxDepth : (input.maxDepth ?? Number.MAX_SAFE_INTEGER),
-    maxPages: input.maxPages === undefined ? current.maxPages : input.maxPages,
-    delayMs: input.delayMs ?? current.delayMs,
-    hostConcurrency: input.hostConcurrency ?? current.hostConcurrency,
-    order: input.order ?? current.order,
-  });
+  const config = crawlConfigSchema.parse({ ...current, ...input });
   try {
     service.restart(config);
   } catch (error) {

@@ -15,7 +15,7 @@ import { urlHash, urlHashHex, type UrlHash } from '../../shared/url-hash.js';
 import { normalizeUrl } from '../../shared/url-normalize.js';
 import { cacheDecision, recordAfterFullResponse, recordAfterNotModified } from '../cache/cache-policy.js';
 import type { CacheStore } from '../cache/cache-store.js';
-import type { CrawlConfig } from '../crawl-config.js';
+import { belowLimit, type CrawlConfig } from '../crawl-config.js';
 import { dueAt, type CrawlPass } from './crawl-pass.js';
 import { CrawlStats, type CrawlSummary } from './crawl-stats.js';
 import { relationsOf, type CrawlDb } from '../crawldb/crawl-db.js';
@@ -416,7 +416,7 @@ export class Crawl {
       case 'fetched':
         counters.pagesFetched++;
         cache.stage(entry.hash, recordAfterFullResponse(result, now));
-        if (depth < this.#config.maxDepth) this.#admission.admitLinks(result.links, result.url, depth + 1, this.#recordOf(entry).score, now);
+        if (belowLimit(depth, this.#config.maxDepth)) this.#admission.admitLinks(result.links, result.url, depth + 1, this.#recordOf(entry).score, now);
         break;
       case 'not-modified': {
         counters.notModified++;
@@ -430,7 +430,7 @@ export class Crawl {
         // A chain or a loop of redirects is followed for at most MAX_REDIRECT_HOPS hops.
         const hops = (entry.redirectHops ?? 0) + 1;
         if (hops > MAX_REDIRECT_HOPS) this.#admission.reject(outcome.target ?? result.url, 'too-many-redirects', now);
-        else if (outcome.target !== null && depth < this.#config.maxDepth) this.#admission.admitLinks([outcome.target], result.url, depth + 1, 0, now, hops);
+        else if (outcome.target !== null && belowLimit(depth, this.#config.maxDepth)) this.#admission.admitLinks([outcome.target], result.url, depth + 1, 0, now, hops);
         break;
       }
       case 'error':

@@ -8,8 +8,8 @@
  *    (db.fetch.schedule.adaptive.inc_rate, dec_rate, min_interval; db.fetch.interval.default, .max).
  *  - HTTP freshness (RFC 9111 section 4.2) is a floor: a page is never due while the response we hold
  *    is still fresh, whatever the interval says.
- *  - Transient failures back off exponentially: retry n waits retryBaseMs * 2^(n-1) (1, 2, 4 minutes
- *    with the defaults), never longer than maxIntervalMs.
+ *  - Transient failures back off exponentially: retry n waits retryBaseMs * 2^(n-1) (30 s, 1 min, 2 min
+ *    with the default settings), never longer than maxIntervalMs.
  *  - Gone pages (and robots-denied ones) are rechecked rarely, goneRecheckMs after the verdict.
  *
  * Nutch's SYNC_DELTA (pulling the schedule towards the server's Last-Modified) is not implemented:
@@ -35,19 +35,11 @@ export interface FetchSchedulePolicy {
   goneRecheckMs: number;
 }
 
-const MINUTE_MS = 60_000;
-const DAY_MS = 24 * 60 * MINUTE_MS;
-
-export const DEFAULT_FETCH_SCHEDULE: FetchSchedulePolicy = Object.freeze({
-  initialIntervalMs: 30 * DAY_MS,
-  minIntervalMs: MINUTE_MS,
-  maxIntervalMs: 90 * DAY_MS,
-  incRate: 0.4,
-  decRate: 0.2,
-  maxRetries: 3,
-  retryBaseMs: MINUTE_MS,
-  goneRecheckMs: 90 * DAY_MS,
-});
+/**
+ * Nutch's adaptive rates, the part of the policy that is no crawl setting. The rest comes from the crawl's
+ * settings (crawl-config.ts `fetchScheduleOf`, which also holds DEFAULT_FETCH_SCHEDULE).
+ */
+export const NUTCH_ADAPTIVE_RATES = Object.freeze({ incRate: 0.4, decRate: 0.2 });
 
 /**
  * Throws (with the offending field in the message) when a policy cannot give sane schedules; call it

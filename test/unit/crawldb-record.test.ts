@@ -4,7 +4,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_FETCH_SCHEDULE } from '../../queue-server/crawldb/fetch-schedule.js';
+import { DEFAULT_FETCH_SCHEDULE } from '../../queue-server/crawl-config.js';
 import {
   CRAWL_STATUSES,
   CrawlDbRecordError,

@@ -5,15 +5,17 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { adaptInterval, DEFAULT_FETCH_SCHEDULE, nextFetchAt, type FetchSchedulePolicy } from '../../queue-server/crawldb/fetch-schedule.js';
+import { DEFAULT_FETCH_SCHEDULE } from '../../queue-server/crawl-config.js';
+import { adaptInterval, nextFetchAt, type FetchSchedulePolicy } from '../../queue-server/crawldb/fetch-schedule.js';
 import { CRAWL_STATUSES, newCrawlDbRecord, type CrawlDbRecord, type CrawlDbStatus } from '../../queue-server/crawldb/record.js';
 import { applyFetch, type FetchOutcome } from '../../queue-server/crawldb/transition.js';
 
 const seed = process.env.FC_SEED === undefined ? Date.now() % 2 ** 31 : Number(process.env.FC_SEED);
 console.log(`crawldb-transition fast-check seed ${seed} (set FC_SEED to replay)`);
 
-const POLICY = DEFAULT_FETCH_SCHEDULE;
 const MINUTE = 60_000;
+/** The default schedule with a retry base of one minute (the waits below are written in minutes). */
+const POLICY: FetchSchedulePolicy = { ...DEFAULT_FETCH_SCHEDULE, retryBaseMs: MINUTE };
 const DAY = 24 * 60 * MINUTE;
 const NOW = Date.UTC(2026, 0, 15, 12, 0, 0);
 const OLD_INTERVAL = 10 * DAY;

@@ -8,6 +8,7 @@ const API = {
   session: '/admin/api/session',
   stream: '/admin/api/stream',
   history: '/admin/api/history',
+  settings: '/admin/api/settings',
   logout: '/admin/logout',
   control: (action) => `/admin/api/${action}`,
 };
@@ -104,7 +105,7 @@ function fmtClock(serverMs) {
 
 const serverNow = () => Date.now() + serverOffsetMs;
 const statusClass = (status) => (status === null || status === undefined ? 'none' : `s${String(status)[0]}`);
-const noLimit = (n) => (n === null || n === undefined || n >= Number.MAX_SAFE_INTEGER ? 'no limit' : fmt(n));
+const noLimit = (n) => (n === null || n === undefined ? 'no limit' : fmt(n));
 
 // ---------- rates from successive snapshots ----------
 
@@ -441,7 +442,7 @@ function renderControls(status) {
     $('f-scope').value = c.scope;
     $('f-delayMs').value = String(c.delayMs);
     $('f-hostConcurrency').value = String(c.hostConcurrency);
-    $('f-maxDepth').value = c.maxDepth >= Number.MAX_SAFE_INTEGER ? '' : String(c.maxDepth);
+    $('f-maxDepth').value = c.maxDepth === null ? '' : String(c.maxDepth);
     $('f-maxPages').value = c.maxPages === null ? '' : String(c.maxPages);
     if (c.order !== undefined) $('f-order').value = c.order;
   }
@@ -628,6 +629,37 @@ function wireControls() {
   });
 }
 
+/**
+ * The start form's bounds and choices come from the crawl settings table (GET /admin/api/settings), so
+ * the page offers what the queue server accepts; an empty no-limit field means no limit. The values
+ * shown are the running crawl's (renderControls), which a fresh queue server takes from the same table.
+ */
+async function loadSettings() {
+  let answer;
+  try {
+    const response = await fetch(API.settings, { credentials: 'same-origin', cache: 'no-store' });
+    if (!response.ok) return;
+    answer = await response.json();
+  } catch {
+    return;
+  }
+  for (const setting of answer.settings) {
+    const field = document.getElementById(`f-${setting.name}`);
+    if (field === null) continue;
+    field.title = setting.help;
+    if (setting.kind === 'integer') {
+      field.min = String(setting.min);
+      if (setting.max !== null) field.max = String(setting.max);
+      if (setting.noLimit) field.placeholder = setting.default === null ? 'no limit' : String(setting.default);
+    } else if (setting.kind === 'choice') {
+      // The choices are the table's; the page only words them (an option's text in index.html).
+      const labels = new Map([...field.options].map((option) => [option.value, option.textContent]));
+      field.replaceChildren(...setting.choices.map((value) => el('option', { value, text: labels.get(value) ?? value })));
+      field.value = setting.default;
+    }
+  }
+}
+
 // ---------- start ----------
 
 async function main() {
@@ -637,6 +669,7 @@ async function main() {
     return;
   }
   wireControls();
+  await loadSettings();
   await loadHistory();
   makeChart();
   openStream();
