@@ -16,7 +16,6 @@ import type { FetchSchedulePolicy } from '../crawldb/fetch-schedule.js';
 import { newCrawlDbRecord, type CrawlDbRecord } from '../crawldb/record.js';
 import type { Frontier } from '../frontier/frontier.js';
 import type { RecentEvents } from '../crawl/recent-events.js';
-import { rulesFromFetch } from '../robots/robots.js';
 import type { RobotsStore } from '../robots/robots-store.js';
 import { makeScopeFilter, type ScopeFilter } from './scope.js';
 import { SeenSet } from './seen-set.js';
@@ -121,7 +120,7 @@ export class Admission {
       this.reject(url, 'trap-budget', now);
       return false;
     }
-    queue.admitted++;
+    queue.countAdmitted();
     this.#seen.addIfNew(hash);
     this.#parts.stats.counters.urlsDiscovered++;
     this.#parts.stats.resume();
@@ -148,22 +147,15 @@ export class Admission {
     const normalized = normalizeUrl(record.url);
     if (!normalized.ok || (this.#config.maxDepth !== null && record.depth > this.#config.maxDepth) || !(this.#inScope(normalized.url) || this.#seeds.includes(normalized.url))) return false;
     this.#loadRobots(normalized.origin, now);
-    this.#parts.frontier.origin(normalized.origin).admitted++;
+    this.#parts.frontier.origin(normalized.origin).countAdmitted();
     this.#parts.placement.pending(this.#parts.frontier.add(normalized.origin, normalized.url, hash, record.depth, now, this.#priorityOf(record.depth, record.score)));
     return true;
   }
 
   /** The first time an origin is met in this process, its robots.txt may already be on disk. */
   #loadRobots(origin: string, now: number): void {
-    const queue = this.#parts.frontier.origin(origin);
-    if (queue.robotsState !== 'unknown' || queue.robotsLoaded) return;
-    queue.robotsLoaded = true;
-    const stored = this.#parts.robots?.load(origin);
-    if (stored === undefined || stored === null) return;
-    const rules = rulesFromFetch(stored, { userAgentToken: this.#config.robotsToken, unreachableRetryMs: this.#config.robotsUnreachableRetryMs }, stored.fetchedAt);
-    if (rules.expiresAt <= now || rules.kind === 'deny-all') return;
-    queue.robots = rules;
-    queue.robotsState = 'known';
+    const policy = { userAgentToken: this.#config.robotsToken, unreachableRetryMs: this.#config.robotsUnreachableRetryMs };
+    this.#parts.frontier.origin(origin).robots.consultStore(this.#parts.robots, policy, now);
   }
 
   #newSeenSet(): SeenSet {

@@ -30,7 +30,7 @@ import type { PageArchive } from './page-archive.js';
 import { RetryAfterBudget } from './retry-after.js';
 import { RecentEvents, type RecentError, type RecentFetch } from './recent-events.js';
 import type { HostsOverview } from './host-activity.js';
-import { crawlDelayOf, rulesFromFetch } from '../robots/robots.js';
+import { crawlDelayOf } from '../robots/robots.js';
 import type { RobotsStore } from '../robots/robots-store.js';
 import { cutSchedule } from '../frontier/schedule-cutter.js';
 import type { SeenSet } from '../admission/seen-set.js';
@@ -319,14 +319,13 @@ export class Crawl {
         const queue = this.#frontier.origin(slot.origin);
         for (const item of slot.items) {
           if (item.applied) continue;
-          if (item.kind === 'robots') queue.robotsState = 'unknown';
+          if (item.kind === 'robots') queue.robots.fetchLost();
           else if (item.entry!.settled !== true) {
             item.entry!.leased = false;
             this.#frontier.push(queue, item.entry!, now);
           }
         }
-        queue.slotsOut--;
-        this.#frontier.reconsider(queue, now);
+        queue.finishSlot(now);
       }
     }
     return expired.length;
@@ -394,16 +393,12 @@ export class Crawl {
   }
 
   #applyRobots(queue: OriginQueue, result: ItemResult, now: number): void {
-    const fetched = { origin: queue.origin, status: result.status, errorCode: result.error?.code ?? null, body: result.robotsTxt };
-    queue.robots = rulesFromFetch(fetched, { userAgentToken: this.#config.robotsToken, unreachableRetryMs: this.#config.robotsUnreachableRetryMs }, now);
-    queue.robotsState = 'known';
+    const policy = { userAgentToken: this.#config.robotsToken, unreachableRetryMs: this.#config.robotsUnreachableRetryMs, attempts: this.#config.robotsAttempts };
+    const fetched = { status: result.status, errorCode: result.error?.code ?? null, body: result.robotsTxt };
     this.#stats.counters.robotsRequests++;
-    this.#stores.robots?.save({ ...fetched, fetchedAt: now });
-    if (queue.robots.kind === 'deny-all') {
-      queue.robotsFailures++;
-      // Keep the origin's URLs and ask again later, until the attempts run out (then they are denied).
-      if (queue.robotsFailures < this.#config.robotsAttempts) queue.nextStartAt = Math.max(queue.nextStartAt, queue.robots.expiresAt);
-    } else queue.robotsFailures = 0;
+    // An unreachable robots.txt keeps the origin's URLs, asked again later until the attempts run out.
+    const retryAt = queue.robots.fetched(fetched, policy, this.#stores.robots, now);
+    if (retryAt !== null) queue.delayUntil(retryAt, now);
   }
 
   #applyPage(result: ItemResult, entry: QueuedUrl, now: number): PageRecord {
@@ -452,9 +447,7 @@ export class Crawl {
     });
     if (retryAfterMs !== null) {
       // 429 and 503 with Retry-After slow the whole host down, not only this URL.
-      const queue = this.#frontier.origin(new URL(entry.url).origin);
-      queue.nextStartAt = Math.max(queue.nextStartAt, now + retryAfterMs);
-      this.#frontier.reconsider(queue, now);
+      this.#frontier.origin(new URL(entry.url).origin).delayUntil(now + retryAfterMs, now);
     }
     const fetchOutcome = crawlDbOutcomeOf({ ...result, retryAfterMs }, outcome, { ...relations, freshUntil: cache.get(entry.hash)?.freshUntil ?? null, simhash });
     const next = this.#record(entry.hash, this.#recordOf(entry), fetchOutcome, now);
@@ -488,11 +481,9 @@ export class Crawl {
   }
 
   #finishSlot(queue: OriginQueue, now: number): void {
-    queue.slotsOut--;
     // `now` is whole milliseconds (Date.now), up to 1 ms behind the true receipt time: +1 keeps the gap whole.
     const delay = this.#delayOf(queue);
-    if (delay > 0) queue.nextStartAt = Math.max(queue.nextStartAt, now + delay + 1);
-    this.#frontier.reconsider(queue, now);
+    queue.finishSlot(now, delay > 0 ? now + delay + 1 : 0);
   }
 
   #checkFinished(now: number): void {
@@ -504,10 +495,10 @@ export class Crawl {
   }
 
   #concurrencyOf(queue: OriginQueue): number {
-    return crawlDelayOf(queue.robots) === null ? this.#config.hostConcurrency : 1;
+    return crawlDelayOf(queue.robots.rules) === null ? this.#config.hostConcurrency : 1;
   }
 
   #delayOf(queue: OriginQueue): number {
-    return Math.max(this.#config.delayMs, crawlDelayOf(queue.robots) ?? 0);
+    return Math.max(this.#config.delayMs, crawlDelayOf(queue.robots.rules) ?? 0);
   }
 }

@@ -9,7 +9,7 @@
  *   (neither)            origins at their concurrency limit, or waiting for their robots.txt
  *
  * An origin moves between these only through `reconsider`, which every change that can affect it
- * calls. Heap entries carry the origin's version at insertion; an entry whose version is old is
+ * calls: the frontier's own, and OriginQueue's verbs (a slot back, a delay). Heap entries carry the origin's version at insertion; an entry whose version is old is
  * stale and skipped, so nothing is ever removed from the middle of a heap.
  *
  * Memory: about 100 bytes per queued URL plus the URL text. The bound on queued URLs is enforced by
@@ -17,8 +17,8 @@
  */
 import type { NormalizedUrl } from '../../shared/url-normalize.js';
 import type { UrlHash } from '../../shared/url-hash.js';
+import { OriginRobots, type RobotsState } from '../robots/origin-robots.js';
 import { MinHeap } from './heap.js';
-import type { RobotsRules } from '../robots/robots.js';
 
 export interface QueuedUrl {
   readonly url: NormalizedUrl;
@@ -38,32 +38,100 @@ export interface QueuedUrl {
   redirectHops?: number;
 }
 
-export type RobotsState = 'unknown' | 'fetching' | 'known';
-
-export class OriginQueue {
-  readonly origin: string;
+/** What only the frontier touches of an origin: its line of URLs and the version its filings carry. */
+class OriginLine {
   readonly urls = new MinHeap<QueuedUrl>((a, b) => a.priority < b.priority || (a.priority === b.priority && a.seq < b.seq));
-  slotsOut = 0;
   /** Queued URLs already counted against --max-pages (back from an expired lease). */
   chargedQueued = 0;
-  /** URLs of this origin admitted in this process (the per-host page budget counts them). */
-  admitted = 0;
-  /** Consecutive robots.txt fetches that found the origin unreachable. */
-  robotsFailures = 0;
-  /** Earliest start of the next slot, ms since epoch (politeness at concurrency 1). */
-  nextStartAt = 0;
-  robotsState: RobotsState = 'unknown';
-  /** The robots.txt kept on disk was consulted (once per process). */
-  robotsLoaded = false;
-  robots: RobotsRules | null = null;
   version = 0;
+}
 
-  constructor(origin: string) {
+/** The frontier's way into an origin's line; no other module can reach it (set by OriginQueue's static block). */
+let lineOf: (queue: OriginQueue) => OriginLine;
+
+/**
+ * One origin's place in the crawl: its queued URLs (the frontier's), its slots out, the earliest start
+ * of its next slot, and its robots.txt state (robots/origin-robots.ts). Its fields change only through
+ * its verbs; those that can change whether or when it gets a slot re-file it in the frontier.
+ */
+export class OriginQueue {
+  readonly origin: string;
+  /** The origin's robots.txt state; robots/origin-robots.ts is its only writer. */
+  readonly robots: OriginRobots;
+  readonly #line = new OriginLine();
+  /** Re-files the origin in its frontier (Frontier.reconsider); nothing for an origin outside one. */
+  readonly #refile: (queue: OriginQueue, now: number) => void;
+  #slotsOut = 0;
+  /** URLs of this origin admitted in this process (the per-host page budget counts them). */
+  #admitted = 0;
+  /** Earliest start of the next slot, ms since epoch (politeness, Retry-After, robots.txt retries). */
+  #nextStartAt = 0;
+
+  static {
+    lineOf = (queue) => queue.#line;
+  }
+
+  constructor(origin: string, refile: (queue: OriginQueue, now: number) => void = () => {}) {
     this.origin = origin;
+    this.robots = new OriginRobots(origin);
+    this.#refile = refile;
+  }
+
+  get slotsOut(): number {
+    return this.#slotsOut;
+  }
+
+  get admitted(): number {
+    return this.#admitted;
+  }
+
+  get nextStartAt(): number {
+    return this.#nextStartAt;
+  }
+
+  /** URLs waiting in the origin's queue. */
+  get queuedUrls(): number {
+    return this.#line.urls.size;
+  }
+
+  /** Queued URLs already counted against --max-pages. */
+  get chargedQueued(): number {
+    return this.#line.chargedQueued;
+  }
+
+  get robotsState(): RobotsState {
+    return this.robots.state;
   }
 
   needsRobots(now: number): boolean {
-    return this.robotsState === 'unknown' || (this.robotsState === 'known' && this.robots !== null && this.robots.expiresAt <= now);
+    return this.robots.needsFetch(now);
+  }
+
+  /** A URL of the origin was admitted (counts against --max-pages-per-host). */
+  countAdmitted(): void {
+    this.#admitted++;
+  }
+
+  /**
+   * A slot of the origin goes out. Not re-filed here: the schedule cutter holds the origin out of line
+   * (popEligible) while it cuts, and re-files every origin it touched when the cut is done.
+   */
+  startSlot(): void {
+    this.#slotsOut++;
+  }
+
+  /** A slot came back (its results arrived, or its lease ran out); the next may start no earlier than `restUntil`. */
+  finishSlot(now: number, restUntil = 0): void {
+    if (this.#slotsOut === 0) throw new Error(`origin ${this.origin}: a slot finished that never started`);
+    this.#slotsOut--;
+    this.#nextStartAt = Math.max(this.#nextStartAt, restUntil);
+    this.#refile(this, now);
+  }
+
+  /** No new slot of the origin before `at`, ms since epoch (Retry-After, an unreachable robots.txt). */
+  delayUntil(at: number, now: number): void {
+    this.#nextStartAt = Math.max(this.#nextStartAt, at);
+    this.#refile(this, now);
   }
 }
 
@@ -112,7 +180,7 @@ export class Frontier {
 
   /** URLs of the origin waiting in its queue; 0 for an origin never seen. */
   queuedOf(origin: string): number {
-    return this.#origins.get(origin)?.urls.size ?? 0;
+    return this.#origins.get(origin)?.queuedUrls ?? 0;
   }
 
   get originCount(): number {
@@ -122,7 +190,7 @@ export class Frontier {
   origin(origin: string): OriginQueue {
     let queue = this.#origins.get(origin);
     if (queue === undefined) {
-      queue = new OriginQueue(origin);
+      queue = new OriginQueue(origin, (refiled, now) => this.reconsider(refiled, now));
       this.#origins.set(origin, queue);
     }
     return queue;
@@ -141,24 +209,26 @@ export class Frontier {
 
   /** Puts a URL back (lease expired), keeping its place in line. */
   push(queue: OriginQueue, entry: QueuedUrl, now: number): void {
-    const wasEmpty = queue.urls.size === 0;
-    const head = queue.urls.peek();
-    queue.urls.push(entry);
+    const line = lineOf(queue);
+    const wasEmpty = line.urls.size === 0;
+    const head = line.urls.peek();
+    line.urls.push(entry);
     this.#queued++;
     if (wasEmpty) this.#queuedOrigins++;
     if (entry.charged) {
-      queue.chargedQueued++;
+      line.chargedQueued++;
       this.#chargedQueued++;
     }
-    if (wasEmpty || (head !== undefined && queue.urls.peek() !== head)) this.reconsider(queue, now);
+    if (wasEmpty || (head !== undefined && line.urls.peek() !== head)) this.reconsider(queue, now);
   }
 
   /** Drops every queued URL (robots knowledge and slot accounting stay); returns how many. */
   clear(now: number): number {
     const dropped = this.#queued;
     for (const queue of this.#origins.values()) {
-      queue.urls.clear();
-      queue.chargedQueued = 0;
+      const line = lineOf(queue);
+      line.urls.clear();
+      line.chargedQueued = 0;
       this.reconsider(queue, now);
     }
     this.#queued = 0;
@@ -171,12 +241,13 @@ export class Frontier {
 
   /** Takes the next URL of an origin, in breadth-first order. */
   take(queue: OriginQueue): QueuedUrl | undefined {
-    const entry = queue.urls.pop();
+    const line = lineOf(queue);
+    const entry = line.urls.pop();
     if (entry === undefined) return undefined;
     this.#queued--;
-    if (queue.urls.size === 0) this.#queuedOrigins--;
+    if (line.urls.size === 0) this.#queuedOrigins--;
     if (entry.charged) {
-      queue.chargedQueued--;
+      line.chargedQueued--;
       this.#chargedQueued--;
     }
     return entry;
@@ -184,12 +255,13 @@ export class Frontier {
 
   /** Re-files an origin after anything that may change whether, or when, it can get a slot. */
   reconsider(queue: OriginQueue, now: number): void {
-    queue.version++;
-    const head = queue.urls.peek();
+    const line = lineOf(queue);
+    line.version++;
+    const head = line.urls.peek();
     if (head === undefined) return;
     if (queue.robotsState === 'fetching') return;
     if (queue.slotsOut >= this.#policy.concurrencyOf(queue)) return;
-    const entry = { queue, version: queue.version, priority: head.priority, seq: head.seq, at: queue.nextStartAt };
+    const entry = { queue, version: line.version, priority: head.priority, seq: head.seq, at: queue.nextStartAt };
     if (queue.nextStartAt > now) this.#timed.push(entry);
     else this.#eligible.push(entry);
   }
@@ -200,8 +272,9 @@ export class Frontier {
     for (;;) {
       const entry = this.#eligible.pop();
       if (entry === undefined) return undefined;
-      if (entry.version !== entry.queue.version) continue;
-      entry.queue.version++;
+      const line = lineOf(entry.queue);
+      if (entry.version !== line.version) continue;
+      line.version++;
       return entry.queue;
     }
   }
@@ -212,7 +285,7 @@ export class Frontier {
     for (;;) {
       const entry = this.#timed.peek();
       if (entry === undefined) return null;
-      if (entry.version === entry.queue.version) return entry.at;
+      if (entry.version === lineOf(entry.queue).version) return entry.at;
       this.#timed.pop();
     }
   }
@@ -222,7 +295,7 @@ export class Frontier {
       const entry = this.#timed.peek();
       if (entry === undefined || entry.at > now) return;
       this.#timed.pop();
-      if (entry.version === entry.queue.version) this.#eligible.push(entry);
+      if (entry.version === lineOf(entry.queue).version) this.#eligible.push(entry);
     }
   }
 }

@@ -87,8 +87,8 @@ export function cutSchedule(frontier: Frontier, policy: CutPolicy, now: number):
     const startAfterMs = Math.max(0, queue.nextStartAt - now);
 
     if (queue.needsRobots(now)) {
-      queue.robotsState = 'fetching';
-      queue.slotsOut++;
+      queue.robots.fetchStarted();
+      queue.startSlot();
       slots.push({ queue, kind: 'robots', startAfterMs, delayMs: policy.delayOf(queue), entries: [], validators: [] });
       continue;
     }
@@ -101,7 +101,7 @@ export function cutSchedule(frontier: Frontier, policy: CutPolicy, now: number):
       // Spread the origin's URLs over the slots it may still have out, so that a short queue does not
       // end up in one slot (fetched one by one) while the origin's other slots stay empty.
       const openSlots = Math.max(1, concurrency - queue.slotsOut);
-      const slotUrls = Math.max(1, Math.min(policy.slotUrlsOf(queue), Math.ceil(queue.urls.size / openSlots)));
+      const slotUrls = Math.max(1, Math.min(policy.slotUrlsOf(queue), Math.ceil(queue.queuedUrls / openSlots)));
       const entries: QueuedUrl[] = [];
       const validators: (Validators | null)[] = [];
       while (entries.length < slotUrls) {
@@ -114,7 +114,7 @@ export function cutSchedule(frontier: Frontier, policy: CutPolicy, now: number):
           setAside.push(entry);
           continue;
         }
-        const verdict = robotsVerdict(queue.robots!, entry.url as NormalizedUrl, policy.userAgentToken);
+        const verdict = robotsVerdict(queue.robots.rules!, entry.url as NormalizedUrl, policy.userAgentToken);
         if (!verdict.allowed) {
           denied.push({ entry, code: verdict.code });
           continue;
@@ -133,7 +133,7 @@ export function cutSchedule(frontier: Frontier, policy: CutPolicy, now: number):
         validators.push(cached.kind === 'revalidate' ? cached.validators : null);
       }
       if (entries.length === 0) break;
-      queue.slotsOut++;
+      queue.startSlot();
       slots.push({ queue, kind: 'page', startAfterMs: s === 0 ? startAfterMs : 0, delayMs: policy.delayOf(queue), entries, validators });
     }
     for (const entry of setAside) frontier.push(queue, entry, now);

@@ -227,8 +227,7 @@ describe('crawlDelayOf', () => {
 describe('caching: when an origin must ask for robots.txt again', () => {
   function queueWith(robots: RobotsRules): OriginQueue {
     const queue = new OriginQueue(ORIGIN);
-    queue.robots = robots;
-    queue.robotsState = 'known';
+    queue.robots.know(robots);
     return queue;
   }
 
@@ -248,7 +247,7 @@ describe('caching: when an origin must ask for robots.txt again', () => {
   it('needs robots.txt when unknown and not while it is being fetched', () => {
     const queue = new OriginQueue(ORIGIN);
     expect(queue.needsRobots(NOW)).toBe(true);
-    queue.robotsState = 'fetching';
+    queue.robots.fetchStarted();
     expect(queue.needsRobots(NOW + 10 * ROBOTS_CACHE_MS)).toBe(false);
   });
 });

@@ -1,7 +1,7 @@
 /**
  * Cutting schedules (queue-server/frontier/schedule-cutter.ts) against a real Frontier, with `now` passed in.
- * The helpers below finish and expire slots the way crawl.ts does (slotsOut, nextStartAt, robots
- * state, then `reconsider`), so these tests pin the contract between the cutter and its caller.
+ * The helpers below finish and expire slots the way crawl.ts does (the origin's robots state, then
+ * `finishSlot`, which re-files it), so these tests pin the contract between the cutter and its caller.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -52,8 +52,7 @@ class World {
   /** Robots rules known before any slot is cut (as if fetched earlier). */
   knowRobots(origin: string, status: number | null = 404, body: string | null = null, now = T0): OriginQueue {
     const queue = this.frontier.origin(origin);
-    queue.robots = robotsFrom(origin, status, body, now);
-    queue.robotsState = 'known';
+    queue.robots.know(robotsFrom(origin, status, body, now));
     this.frontier.reconsider(queue, now);
     return queue;
   }
@@ -77,22 +76,16 @@ class World {
   /** All results of a slot arrived (crawl.ts #finishSlot, plus the robots rules for a robots slot). */
   finish(slot: CutSlot, now: number, robots: { status: number | null; body?: string | null } = { status: 404 }): void {
     const queue = slot.queue;
-    if (slot.kind === 'robots') {
-      queue.robots = robotsFrom(queue.origin, robots.status, robots.body ?? null, now);
-      queue.robotsState = 'known';
-    }
-    queue.slotsOut--;
-    queue.nextStartAt = Math.max(queue.nextStartAt, now + (this.#options.delayMs ?? 0));
-    this.frontier.reconsider(queue, now);
+    if (slot.kind === 'robots') queue.robots.know(robotsFrom(queue.origin, robots.status, robots.body ?? null, now));
+    queue.finishSlot(now, now + (this.#options.delayMs ?? 0));
   }
 
   /** The slot's lease ran out before any result (crawl.ts expireLeases). */
   expire(slot: CutSlot, now: number): void {
     const queue = slot.queue;
-    if (slot.kind === 'robots') queue.robotsState = 'unknown';
+    if (slot.kind === 'robots') queue.robots.fetchLost();
     for (const entry of slot.entries) this.frontier.push(queue, entry, now);
-    queue.slotsOut--;
-    this.frontier.reconsider(queue, now);
+    queue.finishSlot(now);
   }
 }
 
@@ -263,7 +256,7 @@ describe('politeness and fairness', () => {
     const world = new World({ slotUrls: 1 });
     for (const host of ['a', 'b']) {
       const queue = world.knowRobots(`http://${host}.example`);
-      queue.nextStartAt = T0 + (host === 'a' ? 9000 : 4000);
+      queue.delayUntil(T0 + (host === 'a' ? 9000 : 4000), T0);
       world.add(`http://${host}.example/x`, 0);
     }
     expect(world.frontier.nextWakeAt(T0)).toBe(T0 + 4000);

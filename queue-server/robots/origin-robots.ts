@@ -1,0 +1,93 @@
+/**
+ * One origin's robots.txt state, and the only code that changes it (RFC 9309):
+ *
+ *   unknown ──(a robots slot is cut)──► fetching ──(its result arrives)──► known
+ *      ▲                                   │                                 │
+ *      └──────(its lease runs out)─────────┘     (the rules expire: ask again, as unknown)
+ *
+ * Known rules are kept 24 hours (section 2.4); an unreachable robots.txt (5xx, network failure: all
+ * denied, section 2.3.1.4) only `unreachableRetryMs`, and the origin's URLs wait for the next attempt
+ * until `attempts` fetches in a row found it unreachable (then the cutter denies them). The first time
+ * an origin is met in this process, a robots.txt kept on disk (robots-store.ts) may make it known at once.
+ */
+import type { RobotsStore } from './robots-store.js';
+import { rulesFromFetch, type RobotsFetchOutcome, type RobotsPolicy, type RobotsRules } from './robots.js';
+
+export type RobotsState = 'unknown' | 'fetching' | 'known';
+
+export class OriginRobots {
+  readonly #origin: string;
+  #state: RobotsState = 'unknown';
+  #rules: RobotsRules | null = null;
+  /** Consecutive robots.txt fetches that found the origin unreachable. */
+  #failures = 0;
+  /** The robots.txt kept on disk was consulted (once per process). */
+  #storeConsulted = false;
+
+  constructor(origin: string) {
+    this.#origin = origin;
+  }
+
+  get state(): RobotsState {
+    return this.#state;
+  }
+
+  /** The rules in force; null until the first are known. */
+  get rules(): RobotsRules | null {
+    return this.#rules;
+  }
+
+  /** True when robots.txt must be fetched before any other URL of the origin: unknown, or known and expired. */
+  needsFetch(now: number): boolean {
+    return this.#state === 'unknown' || (this.#state === 'known' && this.#rules !== null && this.#rules.expiresAt <= now);
+  }
+
+  /** The robots.txt request is out (the schedule cutter cut a robots slot). */
+  fetchStarted(): void {
+    this.#state = 'fetching';
+  }
+
+  /** The robots.txt request's lease ran out before its result: it is asked again. */
+  fetchLost(): void {
+    this.#state = 'unknown';
+  }
+
+  know(rules: RobotsRules): void {
+    this.#rules = rules;
+    this.#state = 'known';
+  }
+
+  /**
+   * A robots.txt result arrived: its rules are in force and kept on disk. Returns when the origin may
+   * start again if its robots.txt was unreachable and attempts remain (its URLs wait for the next
+   * attempt), else null.
+   */
+  fetched(
+    result: Omit<RobotsFetchOutcome, 'origin'>,
+    policy: RobotsPolicy & { readonly attempts: number },
+    store: RobotsStore | null,
+    now: number,
+  ): number | null {
+    const fetched = { origin: this.#origin, ...result };
+    const rules = rulesFromFetch(fetched, policy, now);
+    this.know(rules);
+    store?.save({ ...fetched, fetchedAt: now });
+    if (rules.kind !== 'deny-all') {
+      this.#failures = 0;
+      return null;
+    }
+    this.#failures++;
+    return this.#failures < policy.attempts ? rules.expiresAt : null;
+  }
+
+  /** The first time the origin is met in this process: a stored robots.txt still fresh, and no failure, is known at once. */
+  consultStore(store: RobotsStore | null, policy: RobotsPolicy, now: number): void {
+    if (this.#state !== 'unknown' || this.#storeConsulted) return;
+    this.#storeConsulted = true;
+    const stored = store?.load(this.#origin);
+    if (stored === undefined || stored === null) return;
+    const rules = rulesFromFetch(stored, policy, stored.fetchedAt);
+    if (rules.expiresAt <= now || rules.kind === 'deny-all') return;
+    this.know(rules);
+  }
+}
