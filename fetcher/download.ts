@@ -4,12 +4,13 @@
  * limit), and a small limit for bodies nobody reads (error pages, redirects). Redirects are not
  * followed: a 3xx comes back as a status with its Location.
  *
- * Failures come back as values with stable codes (see `errorCodeOf`), never as exceptions.
+ * Failures come back as values with stable codes (shared/fetch-codes.ts, see `errorCodeOf`), never as exceptions.
  */
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import { Agent, request, type Dispatcher } from 'undici';
+import type { FetchErrorCode } from '../shared/fetch-codes.js';
 
 export interface DownloadOptions {
   readonly userAgent: string;
@@ -43,7 +44,7 @@ export type DownloadResult =
       readonly truncated: boolean;
       readonly durationMs: number;
     }
-  | { readonly ok: false; readonly code: string; readonly message: string; readonly wireBytes: number; readonly durationMs: number };
+  | { readonly ok: false; readonly code: FetchErrorCode; readonly message: string; readonly wireBytes: number; readonly durationMs: number };
 
 /** Bodies we do not want (errors, redirects) are drained up to this size to keep the connection. */
 const DISCARD_LIMIT = 64 * 1024;
@@ -73,7 +74,7 @@ class BodyLimitReached extends Error {}
 /** A failure this module detects itself, already carrying its stable code. */
 class DownloadFailure extends Error {
   constructor(
-    readonly code: string,
+    readonly code: FetchErrorCode,
     message: string,
   ) {
     super(message);
@@ -183,7 +184,7 @@ function decoderFor(encoding: string | string[] | undefined): Transform | null {
 }
 
 /** Maps a transport failure to a stable error code (the codes are part of the summary and records). */
-export function errorCodeOf(error: unknown, signal?: AbortSignal): { code: string; message: string } {
+export function errorCodeOf(error: unknown, signal?: AbortSignal): { code: FetchErrorCode; message: string } {
   const err = error as { code?: string; name?: string; message?: string; cause?: { code?: string } };
   const message = String(err?.message ?? error).slice(0, 300);
   if (error instanceof DownloadFailure) return { code: error.code, message };

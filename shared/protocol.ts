@@ -16,6 +16,7 @@
  *    recognised and applied once.
  */
 import { z } from 'zod';
+import { FETCH_ERROR_CODES } from './fetch-codes.js';
 
 export const PROTOCOL_VERSION = 1;
 
@@ -133,8 +134,8 @@ export const pageDataSchema = z.object({
 export type PageData = z.infer<typeof pageDataSchema>;
 
 export const fetchErrorSchema = z.object({
-  /** Stable machine-readable code, e.g. `timeout`, `connection-refused`, `body-too-large`. */
-  code: z.string().regex(/^[a-z0-9-]{1,48}$/),
+  /** Stable machine-readable code (shared/fetch-codes.ts), e.g. `timeout`, `connection-refused`. */
+  code: z.enum(FETCH_ERROR_CODES),
   message: boundedString(LIMITS.errorMessageChars),
 });
 export type FetchError = z.infer<typeof fetchErrorSchema>;

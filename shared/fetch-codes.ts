@@ -1,0 +1,48 @@
+/**
+ * The stable codes of a fetch that got no usable HTTP response, as the fetcher reports them
+ * (fetcher/download.ts `errorCodeOf`) and the queue server records them (summary `errorsByCode`, page
+ * records, the crawl database). One union for both sides of the wire: the protocol schema accepts
+ * exactly these, so a new code is added here, once.
+ *
+ * Other codes are not fetch failures and live with their owners: `http-NNN` for an HTTP error status
+ * and `no-response` (queue-server/crawl/outcome.ts), `robots-disallowed` and `robots-unreachable`
+ * (robots/robots.ts), the crawl rules' `trap-*` (admission/url-rules.ts), `too-many-redirects`.
+ */
+export const FETCH_ERROR_CODES = [
+  /** The whole request took longer than --timeout-ms. */
+  'timeout',
+  'connect-timeout',
+  'headers-timeout',
+  /** Silence while reading the body. */
+  'body-timeout',
+  'connection-refused',
+  /** The connection broke (reset, closed early without a declared length). */
+  'connection-reset',
+  'dns-failure',
+  'host-unreachable',
+  'invalid-url',
+  /** Any other transport failure. */
+  'network-error',
+  /** More header bytes or fields than the fetcher accepts (fetcher/download.ts MAX_HEADER_BYTES, MAX_HEADER_FIELDS). */
+  'headers-too-large',
+  /** What came back is not HTTP/1.1 (RFC 9112). */
+  'bad-http-response',
+  /** The body does not decode under its Content-Encoding. */
+  'bad-content-encoding',
+  /** The connection closed before the body had the bytes Content-Length promised (RFC 9112 section 6.3). */
+  'content-length-mismatch',
+] as const;
+
+export type FetchErrorCode = (typeof FETCH_ERROR_CODES)[number];
+
+/**
+ * Failures of the response itself, not of the network or the moment: asking again would fail the same
+ * way, so the URL is gone (rechecked rarely) rather than retried.
+ */
+export const BROKEN_RESPONSE_CODES = ['headers-too-large', 'bad-http-response', 'bad-content-encoding', 'content-length-mismatch'] as const satisfies readonly FetchErrorCode[];
+
+export type BrokenResponseCode = (typeof BROKEN_RESPONSE_CODES)[number];
+
+export function isBrokenResponse(code: FetchErrorCode): code is BrokenResponseCode {
+  return (BROKEN_RESPONSE_CODES as readonly FetchErrorCode[]).includes(code);
+}
