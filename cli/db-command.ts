@@ -2,6 +2,7 @@
 import { existsSync } from 'node:fs';
 import { once } from 'node:events';
 import { Command } from 'commander';
+import { urlHashHex } from '../shared/url-hash.js';
 import { BTree } from '../queue-server/btree/index.js';
 import { checkCrawlDb } from '../queue-server/crawldb/check.js';
 import { decodeCrawlDbRecord } from '../queue-server/crawldb/record.js';
@@ -39,7 +40,7 @@ export function dbCommand(): Command {
       const tree = BTree.open(crawlDbPath(values.data), { create: false, readOnly: true });
       try {
         for (const [key, bytes] of tree.entries()) {
-          const line = `${JSON.stringify({ key: Buffer.from(key).toString('hex'), ...decodeCrawlDbRecord(bytes) })}\n`;
+          const line = `${JSON.stringify({ key: urlHashHex(key), ...decodeCrawlDbRecord(bytes) })}\n`;
           if (!process.stdout.write(line)) await once(process.stdout, 'drain');
         }
       } finally {

@@ -22,7 +22,8 @@ export function urlHash(normalizedUrl: string): UrlHash {
   return bytes as unknown as UrlHash;
 }
 
-export function urlHashHex(hash: UrlHash): string {
+/** The 8 bytes of a URL hash (or of a key read back from a tree keyed by them) as 16 lowercase hex digits. */
+export function urlHashHex(hash: UrlHash | Uint8Array): string {
   return Buffer.from(hash.buffer, hash.byteOffset, 8).toString('hex');
 }
 

@@ -6,7 +6,6 @@
 import { urlHash, urlHashHex } from '../../shared/url-hash.js';
 import { normalizeUrl } from '../../shared/url-normalize.js';
 import { BTree } from '../btree/index.js';
-import { hexOf } from '../storage/staged-tree.js';
 import { CRAWL_STATUSES, decodeCrawlDbRecord, type CrawlDbRecord, type CrawlDbStatus } from './record.js';
 
 export interface CrawlDbFault {
@@ -37,7 +36,7 @@ export function checkCrawlDb(path: string): CrawlDbReport {
     };
     for (const [key, bytes] of tree.entries()) {
       records++;
-      const hex = hexOf(key);
+      const hex = urlHashHex(key);
       keys.add(hex);
       let record: CrawlDbRecord;
       try {

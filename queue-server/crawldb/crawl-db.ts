@@ -10,7 +10,7 @@
  */
 import { urlHash, urlHashHex, type UrlHash } from '../../shared/url-hash.js';
 import { normalizeUrl } from '../../shared/url-normalize.js';
-import { StagedTree, hexOf } from '../storage/staged-tree.js';
+import { StagedTree } from '../storage/staged-tree.js';
 import { NearDuplicateIndex, SignatureIndex } from './near-duplicates.js';
 import { CRAWL_STATUSES, decodeCrawlDbRecord, encodeCrawlDbRecord, type CrawlDbRecord, type CrawlDbStatus } from './record.js';
 
@@ -37,7 +37,7 @@ export class CrawlDb {
   /** Stages a new or changed record and keeps counts and duplicate indexes in step. */
   put(hash: UrlHash, record: CrawlDbRecord): void {
     const previous = this.#tree.get(hash);
-    const key = hexOf(hash);
+    const key = urlHashHex(hash);
     if (previous !== null) this.#counts.set(previous.status, (this.#counts.get(previous.status) ?? 1) - 1);
     this.#counts.set(record.status, (this.#counts.get(record.status) ?? 0) + 1);
     // An original keeps its place (its age) in the indexes while its fingerprints stay the same.
@@ -51,12 +51,12 @@ export class CrawlDb {
 
   /** The URL (hash, 16 hex) of another page with this exact body signature, if any. */
   exactDuplicateOf(signature: string, self: UrlHash): string | null {
-    return this.#signatures.find(signature, hexOf(self));
+    return this.#signatures.find(signature, urlHashHex(self));
   }
 
   /** The URL (hash, 16 hex) of another page whose simhash is within NEAR_DUPLICATE_DISTANCE bits. */
   nearDuplicateOf(simhash: string, self: UrlHash): string | null {
-    return this.#near.findNear(simhash, hexOf(self));
+    return this.#near.findNear(simhash, urlHashHex(self));
   }
 
   commit(): void {
@@ -67,7 +67,7 @@ export class CrawlDb {
   load(visit: (hash: UrlHash, record: CrawlDbRecord) => void): number {
     let loaded = 0;
     for (const [hash, record] of this.#tree.entries()) {
-      this.#remember(hexOf(hash), record);
+      this.#remember(urlHashHex(hash), record);
       visit(hash, record);
       loaded++;
     }
@@ -137,7 +137,7 @@ export function relationsOf(
   self: UrlHash,
   page: { url: string; signature: string | null; simhash: string | null; canonical: string | null; redirectTo: string | null },
 ): { duplicateOf: string | null; canonicalOf: string | null; redirectTarget: string | null } {
-  const selfHex = hexOf(self);
+  const selfHex = urlHashHex(self);
   const duplicate =
     (page.signature !== null ? crawlDb.exactDuplicateOf(page.signature, self) : null) ?? (page.simhash !== null ? crawlDb.nearDuplicateOf(page.simhash, self) : null);
   const canonical = page.canonical === null ? null : normalizeUrl(page.canonical);

@@ -7,26 +7,25 @@
  * pending twice. Memory: one map entry per pending URL, about 40 bytes per waiting URL (the URL
  * itself stays in the crawl database).
  */
-import type { UrlHash } from '../../shared/url-hash.js';
+import { urlHashHex, type UrlHash } from '../../shared/url-hash.js';
 import type { QueuedUrl } from './frontier.js';
 import { MinHeap } from './heap.js';
-import { hexOf } from '../storage/staged-tree.js';
 
 export class UrlPlacement {
   readonly #pending = new Map<string, QueuedUrl>();
   readonly #dueLater = new MinHeap<{ at: number; hash: UrlHash }>((a, b) => a.at < b.at);
 
   pending(entry: QueuedUrl): void {
-    this.#pending.set(hexOf(entry.hash), entry);
+    this.#pending.set(urlHashHex(entry.hash), entry);
   }
 
   /** The URL is at rest again (result applied, denied, skipped as fresh, dropped). */
   settled(entry: QueuedUrl): void {
-    if (this.#pending.get(hexOf(entry.hash)) === entry) this.#pending.delete(hexOf(entry.hash));
+    if (this.#pending.get(urlHashHex(entry.hash)) === entry) this.#pending.delete(urlHashHex(entry.hash));
   }
 
   pendingEntry(hash: UrlHash): QueuedUrl | undefined {
-    return this.#pending.get(hexOf(hash));
+    return this.#pending.get(urlHashHex(hash));
   }
 
   get pendingCount(): number {

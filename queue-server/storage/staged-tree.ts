@@ -4,7 +4,7 @@
  * The cache-validator store and the crawl database are both built on it. Memory: the staged map,
  * bounded by one commit window's results, plus the tree's page cache.
  */
-import type { UrlHash } from '../../shared/url-hash.js';
+import { urlHashHex, type UrlHash } from '../../shared/url-hash.js';
 import { BTree } from '../btree/index.js';
 
 export interface Codec<T> {
@@ -28,14 +28,14 @@ export class StagedTree<T> {
   }
 
   get(hash: UrlHash): T | null {
-    const staged = this.#staged.get(hexOf(hash));
+    const staged = this.#staged.get(urlHashHex(hash));
     if (staged !== undefined) return staged.value;
     const bytes = this.#tree.get(hash);
     return bytes === null ? null : this.#codec.decode(bytes);
   }
 
   stage(hash: UrlHash, value: T | null): void {
-    this.#staged.set(hexOf(hash), { hash, value });
+    this.#staged.set(urlHashHex(hash), { hash, value });
   }
 
   get stagedCount(): number {
@@ -72,8 +72,4 @@ export class StagedTree<T> {
     this.commit();
     this.#tree.close();
   }
-}
-
-export function hexOf(hash: Uint8Array): string {
-  return Buffer.from(hash.buffer, hash.byteOffset, 8).toString('hex');
 }
