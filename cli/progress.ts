@@ -3,7 +3,7 @@
  * and keeps one line on the terminal up to date; without a terminal, prints a line every 5 s.
  */
 import { ROUTES } from '../shared/protocol.js';
-import type { CrawlStatus } from '../queue-server/crawl/crawl.js';
+import type { CrawlStatus } from '../queue-server/crawl/crawl-status.js';
 
 export function formatProgress(status: Pick<CrawlStatus, 'elapsedMs' | 'pagesFetched' | 'pagesPerSecond' | 'notModified' | 'errors' | 'robotsDenied' | 'frontierSize' | 'itemsLeased' | 'fetchers' | 'urlsDiscovered'>): string {
   const seconds = (status.elapsedMs / 1000).toFixed(1);

@@ -53,7 +53,7 @@ export function queueServerCommand(): Command {
       if (stopping) return;
       stopping = true;
       const status = running.service.status();
-      const summary = running.service.crawl.summary(Date.now());
+      const summary = running.service.summary();
       const fetchers = status.fetchers.map(({ name, address, resultsApplied, pagesFetched }) => ({ name, address, resultsApplied, pagesFetched }));
       await running.close();
       process.stdout.write(`${JSON.stringify({ event: reason, summary, fetchers })}\n`);

@@ -77,7 +77,7 @@ export function startCommand(): Command {
       stopping = true;
       log('petrel start: stopping');
       await fetchers.stop();
-      const summary = running.service.crawl.summary(Date.now());
+      const summary = running.service.summary();
       await running.close();
       process.stdout.write(`${JSON.stringify({ event: 'stopped', summary })}\n`);
       process.exit(0);

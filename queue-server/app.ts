@@ -15,7 +15,7 @@ import { LoginLimiter } from './auth/login-limiter.js';
 import type { SessionStore } from './admin/sessions.js';
 import { bearerToken, tokensEqual } from './auth/tokens.js';
 import { runControl, type ControlAction } from './api/crawl-control.js';
-import type { CrawlService } from './crawl/crawl-service.js';
+import { systemClock, type CrawlService } from './crawl/crawl-service.js';
 import { HttpError, jsonErrorHandler, parseBody } from './api/http-errors.js';
 import { RequestAuth } from './api/request-auth.js';
 import { streamStatus } from './api/status-stream.js';
@@ -32,7 +32,7 @@ export interface AppOptions {
   readonly sessions?: SessionStore;
   /** Failed logins per address (login form and bearer tokens); a fresh one by default. */
   readonly loginLimiter?: LoginLimiter;
-  /** ms since epoch, for signature timestamps and login rate limits (default Date.now). */
+  /** ms since epoch, for signature timestamps and login rate limits (the system clock by default). */
   readonly clock?: () => number;
 }
 
@@ -44,7 +44,7 @@ export const CONTROL_ROUTES = {
   crawl: '/api/control/crawl',
 } as const satisfies Record<ControlAction, string>;
 
-export function createApp({ service, token, adminToken, sessions, loginLimiter = new LoginLimiter(), clock = Date.now }: AppOptions): express.Express {
+export function createApp({ service, token, adminToken, sessions, loginLimiter = new LoginLimiter(), clock = systemClock }: AppOptions): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -115,7 +115,7 @@ export function createApp({ service, token, adminToken, sessions, loginLimiter =
   });
 
   app.get(ROUTES.statusStream, requireStatusAuth, (req, res) => {
-    streamStatus(service, req, res);
+    streamStatus(service, req, res, { clock });
   });
 
   // Crawl control: each control of the admin page is also an API route (same code: crawl-control.ts).

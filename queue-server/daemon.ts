@@ -11,7 +11,7 @@ import { Crawl, type CrawlStores } from './crawl/crawl.js';
 import { nextPass, readPass, writePass } from './crawl/crawl-pass.js';
 import { CrawlDb } from './crawldb/crawl-db.js';
 import { RobotsStore } from './robots/robots-store.js';
-import { CrawlService } from './crawl/crawl-service.js';
+import { CrawlService, systemClock, type Clock } from './crawl/crawl-service.js';
 import { dataPath, ensureDataDir, lockDataDir } from './storage/data-dir.js';
 import { createApp } from './app.js';
 import { loadOrCreateToken, readTokenFile } from './auth/tokens.js';
@@ -27,6 +27,8 @@ export interface QueueServerOptions {
   /** Serve HTTPS with this certificate (chain) and private key, PEM. */
   readonly tls?: { readonly cert: string | Buffer; readonly key: string | Buffer };
   readonly crawl: CrawlConfigInput;
+  /** ms since epoch; the system clock by default. */
+  readonly clock?: Clock;
 }
 
 export interface RunningQueueServer {
@@ -51,7 +53,8 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
     const adminTokenFile = dataPath(options.dataDir, 'adminToken');
     const adminToken = loadOrCreateToken(adminTokenFile);
     stores = openStores(options.dataDir);
-    const now = Date.now();
+    const clock = options.clock ?? systemClock;
+    const now = clock();
     // A one-shot crawl resumes its pass if the last one did not finish, else starts a new pass,
     // which recrawls everything known (crawl-pass.ts). A continuous crawl has no passes.
     const passFile = dataPath(options.dataDir, 'pass');
@@ -59,14 +62,14 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
     if (pass !== null) writePass(passFile, pass);
     const crawl = new Crawl(config, stores, fetchScheduleOf(config), pass);
     crawl.load(now);
-    const service = new CrawlService(crawl);
+    const service = new CrawlService(crawl, { clock });
     const finished = new Promise<void>((resolve) =>
       service.once('finished', () => {
-        if (pass !== null) writePass(passFile, { ...pass, finishedAt: Date.now() });
+        if (pass !== null) writePass(passFile, { ...pass, finishedAt: clock() });
         resolve();
       }),
     );
-    const app = createApp({ service, token, adminToken });
+    const app = createApp({ service, token, adminToken, clock });
     const server = options.tls === undefined ? createServer(app) : createHttpsServer(options.tls, app);
     server.keepAliveTimeout = 65_000;
     server.headersTimeout = 66_000;

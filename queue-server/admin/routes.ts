@@ -24,7 +24,7 @@ import { z } from 'zod';
 import { tokensEqual } from '../auth/tokens.js';
 import { formSettings } from '../crawl-config.js';
 import { CONTROL_ACTIONS, runControl } from '../api/crawl-control.js';
-import type { CrawlService } from '../crawl/crawl-service.js';
+import { systemClock, type CrawlService } from '../crawl/crawl-service.js';
 import { HttpError } from '../api/http-errors.js';
 import { streamStatus } from '../api/status-stream.js';
 import { CounterHistory } from './counter-history.js';
@@ -84,7 +84,7 @@ export function adminRouter(options: AdminOptions): Router {
   }
   const { service, adminToken } = options;
   const sessions = options.sessions ?? new SessionStore();
-  const clock = options.clock ?? Date.now;
+  const clock = options.clock ?? systemClock;
   const loginLimiter = options.loginLimiter ?? new LoginLimiter();
   const router = express.Router();
   const json = express.json({ limit: 256 * 1024, strict: true });
@@ -94,13 +94,13 @@ export function adminRouter(options: AdminOptions): Router {
 
   // Pages fetched over time: one sample at most a second after the crawl changes; no change, no timer.
   const history = new CounterHistory();
-  history.record(clock(), service.crawl.summary(clock()).pagesFetched);
+  history.record(clock(), service.summary().pagesFetched);
   let sampleTimer: NodeJS.Timeout | null = null;
   service.on('change', () => {
     if (sampleTimer !== null) return;
     sampleTimer = setTimeout(() => {
       sampleTimer = null;
-      history.record(clock(), service.crawl.summary(clock()).pagesFetched);
+      history.record(clock(), service.summary().pagesFetched);
     }, HISTORY_GAP_MS);
     sampleTimer.unref();
   });
@@ -190,7 +190,7 @@ export function adminRouter(options: AdminOptions): Router {
   router.get('/api/stream', requireSession, (req: SessionRequest, res) => {
     const cookie = req.sessionCookie;
     // An open page's stream keeps its session alive; a logout (or expiry) ends the stream.
-    streamStatus(service, req, res, { snapshot, pingEvents: true, retryMs: 2000, stillAllowed: () => sessions.use(cookie, clock()) !== null });
+    streamStatus(service, req, res, { clock, snapshot, pingEvents: true, retryMs: 2000, stillAllowed: () => sessions.use(cookie, clock()) !== null });
   });
 
   for (const action of CONTROL_ACTIONS) {

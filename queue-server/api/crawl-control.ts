@@ -65,7 +65,7 @@ function startCrawl(service: CrawlService, body: unknown): ControlResult {
     const result = normalizeUrl(seed);
     if (!result.ok) throw new HttpError(400, 'invalid-seed', `seeds.${index}: not a crawlable http(s) URL (${result.code})`);
   });
-  const current = service.crawl.config;
+  const current = service.config;
   const config = crawlConfigSchema.parse({ ...current, ...input });
   try {
     service.restart(config);

@@ -37,6 +37,7 @@ import {
   signatureMatches,
   type SignatureHeaders,
 } from '../../shared/request-signing.js';
+import { systemClock } from '../crawl/crawl-service.js';
 import { HttpError } from './http-errors.js';
 import { DEFAULT_NONCE_CAPACITY, NonceMemory } from '../auth/nonce-memory.js';
 
@@ -45,7 +46,7 @@ export interface RequestAuthOptions {
   readonly secret: string;
   /** Largest body accepted, on the wire and once inflated, bytes. */
   readonly maxBodyBytes: number;
-  /** ms since epoch (default Date.now). */
+  /** ms since epoch (the system clock by default). */
   readonly clock?: () => number;
   /** Default: a memory of DEFAULT_NONCE_CAPACITY nonces over MAX_CLOCK_SKEW_MS. */
   readonly nonces?: NonceMemory;
@@ -69,7 +70,7 @@ export class RequestAuth {
     this.#secret = options.secret;
     this.#keyId = keyIdOf(options.secret);
     this.#maxBodyBytes = options.maxBodyBytes;
-    this.#clock = options.clock ?? Date.now;
+    this.#clock = options.clock ?? systemClock;
     this.#nonces = options.nonces ?? new NonceMemory({ windowMs: MAX_CLOCK_SKEW_MS, capacity: DEFAULT_NONCE_CAPACITY });
   }
 

@@ -6,9 +6,11 @@
  * event is always a status snapshot.
  */
 import type { Request, Response } from 'express';
-import type { CrawlService } from '../crawl/crawl-service.js';
+import { systemClock, type Clock, type CrawlService } from '../crawl/crawl-service.js';
 
 export interface StreamOptions {
+  /** ms since epoch: paces the events and stamps the pings (the system clock by default). */
+  readonly clock?: Clock;
   /** Checked before every write; when it turns false (a session logged out or expired) the stream ends. */
   readonly stillAllowed?: () => boolean;
   /** What each `status` event carries (default: service.status()). */
@@ -26,6 +28,7 @@ const MIN_GAP_MS = 250;
 const KEEP_ALIVE_MS = 15_000;
 
 export function streamStatus(service: CrawlService, req: Request, res: Response, options: StreamOptions = {}): void {
+  const clock = options.clock ?? systemClock;
   res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-store', Connection: 'keep-alive', 'X-Accel-Buffering': 'no' });
   let pending: NodeJS.Timeout | null = null;
   let lastSent = 0;
@@ -39,13 +42,13 @@ export function streamStatus(service: CrawlService, req: Request, res: Response,
   const send = () => {
     pending = null;
     if (!allowed()) return;
-    lastSent = Date.now();
+    lastSent = clock();
     const status = options.snapshot === undefined ? service.status() : options.snapshot();
     res.write(`event: status\ndata: ${JSON.stringify(status)}\n\n`);
   };
   const onChange = () => {
     if (pending !== null) return;
-    pending = setTimeout(send, Math.max(0, MIN_GAP_MS - (Date.now() - lastSent)));
+    pending = setTimeout(send, Math.max(0, MIN_GAP_MS - (clock() - lastSent)));
   };
   const onFinished = () => {
     if (pending !== null) clearTimeout(pending);
@@ -54,7 +57,7 @@ export function streamStatus(service: CrawlService, req: Request, res: Response,
   };
   const keepAlive = setInterval(() => {
     if (!allowed()) return;
-    res.write(options.pingEvents === true ? `event: ping\ndata: ${JSON.stringify({ serverNow: Date.now() })}\n\n` : ': keep-alive\n\n');
+    res.write(options.pingEvents === true ? `event: ping\ndata: ${JSON.stringify({ serverNow: clock() })}\n\n` : ': keep-alive\n\n');
   }, KEEP_ALIVE_MS);
   const cleanUp = () => {
     ended = true;

@@ -2,14 +2,26 @@
  * The crawl as a running service: the Crawl plus the clock. It owns the condition variable that
  * parked claims wait on and the single timer that fires when time alone makes work available (a
  * politeness wait ends) or takes it back (a lease runs out). No loop polls anything.
+ *
+ * The clock: this is the one place of the queue server that reads the time (`systemClock`); the
+ * crawl and every decision below it are handed `now`, and the Crawl is reached only through the
+ * service, so no caller can skip the clock. HTTP edges that need time (signature timestamps, login
+ * limits, sessions, the status stream's pacing) are handed a clock, the system clock by default.
  */
 import { EventEmitter } from 'node:events';
 import type { ClaimRequest, ClaimResponse, HeartbeatRequest, ResultsRequest, ResultsResponse } from '../../shared/protocol.js';
 import { Condition } from './condition.js';
-import type { Crawl, CrawlStatus } from './crawl.js';
+import type { Crawl } from './crawl.js';
+import type { CrawlStatus } from './crawl-status.js';
 import type { CrawlConfig } from '../crawl-config.js';
+import type { CrawlSummary } from './crawl-stats.js';
+import type { CrawlDbStatus } from '../crawldb/record.js';
 
+/** ms since epoch. */
 export type Clock = () => number;
+
+/** The system clock: the one read of the wall clock in the queue server. */
+export const systemClock: Clock = () => Date.now();
 
 /** What the admin has asked for: `active` hands out work, `paused` holds it, `stopped` dropped the queue. */
 export type ControlState = 'active' | 'paused' | 'stopped';
@@ -18,7 +30,7 @@ export type ControlState = 'active' | 'paused' | 'stopped';
 export type DisplayState = 'running' | 'idle' | 'paused' | 'stopped' | 'done';
 
 export class CrawlService extends EventEmitter<{ change: []; finished: [] }> {
-  readonly crawl: Crawl;
+  readonly #crawl: Crawl;
   readonly #clock: Clock;
   readonly #workAvailable = new Condition();
   #timer: NodeJS.Timeout | null = null;
@@ -36,13 +48,13 @@ export class CrawlService extends EventEmitter<{ change: []; finished: [] }> {
     super();
     // One listener per open status stream (admin pages, progress displays); bounded by the sessions kept.
     this.setMaxListeners(0);
-    this.crawl = crawl;
-    this.#clock = options.clock ?? Date.now;
+    this.#crawl = crawl;
+    this.#clock = options.clock ?? systemClock;
     this.#commitIntervalMs = options.commitIntervalMs ?? 100;
   }
 
   start(): void {
-    this.crawl.seed(this.#clock());
+    this.#crawl.seed(this.#clock());
     this.#afterChange(true);
   }
 
@@ -50,14 +62,14 @@ export class CrawlService extends EventEmitter<{ change: []; finished: [] }> {
   async claim(request: ClaimRequest, address: string, signal?: AbortSignal): Promise<ClaimResponse> {
     const deadline = this.#clock() + request.waitMs;
     for (;;) {
-      if (this.crawl.finished()) {
+      if (this.#crawl.finished()) {
         this.#toldDone.add(request.fetcherId);
         this.emit('change');
         return { kind: 'done' };
       }
       // A daemon shutting down sends fetchers away to retry, not home: it may be back soon.
       if (this.#closed) return { kind: 'wait' };
-      const schedule = this.#control === 'active' ? this.crawl.claim(request, address, this.#clock()) : null;
+      const schedule = this.#control === 'active' ? this.#crawl.claim(request, address, this.#clock()) : null;
       if (schedule !== null) {
         this.#afterChange(false);
         return { kind: 'schedule', schedule };
@@ -71,7 +83,7 @@ export class CrawlService extends EventEmitter<{ change: []; finished: [] }> {
 
   /** Applies results at once; resolves when they are durable (group commit), so the ack means it. */
   async results(request: ResultsRequest): Promise<ResultsResponse> {
-    const response = this.crawl.applyResults(request, this.#clock());
+    const response = this.#crawl.applyResults(request, this.#clock());
     this.#afterChange(response.applied > 0);
     await this.#durable();
     return response;
@@ -89,7 +101,7 @@ export class CrawlService extends EventEmitter<{ change: []; finished: [] }> {
       setTimeout(() => {
         this.#pendingCommit = null;
         try {
-          this.crawl.commit();
+          this.#crawl.commit();
           this.#lastCommitAt = this.#clock();
           resolve();
         } catch (error) {
@@ -101,33 +113,43 @@ export class CrawlService extends EventEmitter<{ change: []; finished: [] }> {
   }
 
   heartbeat(request: HeartbeatRequest, address: string): string[] {
-    const unknown = this.crawl.heartbeat(request, address, this.#clock());
+    const unknown = this.#crawl.heartbeat(request, address, this.#clock());
     this.#armTimer();
     return unknown;
   }
 
   status(): CrawlStatus & { displayState: DisplayState; control: ControlState } {
-    const status = this.crawl.status(this.#clock());
+    const status = this.#crawl.status(this.#clock());
     return { ...status, displayState: this.displayState(), control: this.#control };
+  }
+
+  /** The counters and the crawl database's URLs by status, as printed when a crawl ends. */
+  summary(): CrawlSummary & { urlsByStatus: Record<CrawlDbStatus, number> } {
+    return this.#crawl.summary(this.#clock());
+  }
+
+  /** The current crawl's settings. */
+  get config(): CrawlConfig {
+    return this.#crawl.config;
   }
 
   displayState(): DisplayState {
     if (this.#control !== 'active') return this.#control;
-    if (this.crawl.finished()) return 'done';
-    return this.crawl.state();
+    if (this.#crawl.finished()) return 'done';
+    return this.#crawl.state();
   }
 
   /** Commits whatever is applied and not yet durable; resolves when it is. */
   async flush(): Promise<void> {
     if (this.#pendingCommit !== null) await this.#pendingCommit;
-    this.crawl.commit();
+    this.#crawl.commit();
   }
 
   /** Resolves once every fetcher heard from recently was answered `done`, or after `timeoutMs`. */
   allFetchersTold(timeoutMs: number): Promise<void> {
     return new Promise((resolve) => {
       const check = () => {
-        const live = this.crawl.liveFetcherIds(this.#clock());
+        const live = this.#crawl.liveFetcherIds(this.#clock());
         if (live.every((id) => this.#toldDone.has(id))) finish();
       };
       const finish = () => {
@@ -155,23 +177,23 @@ export class CrawlService extends EventEmitter<{ change: []; finished: [] }> {
   /** Ends the crawl: queued URLs are dropped (they stay known); leases out finish. */
   stop(): number {
     this.#control = 'stopped';
-    const dropped = this.crawl.dropQueued(this.#clock());
+    const dropped = this.#crawl.dropQueued(this.#clock());
     this.#afterChange(false);
     return dropped;
   }
 
   inject(urls: readonly string[]): ReturnType<Crawl['inject']> {
-    const result = this.crawl.inject(urls, this.#clock());
+    const result = this.#crawl.inject(urls, this.#clock());
     this.#afterChange(true);
     return result;
   }
 
   /** Starts a new crawl with these settings; refused while the current one is running (stop it first). */
   restart(config: CrawlConfig): void {
-    if (this.#control === 'active' && this.crawl.state() === 'running') {
+    if (this.#control === 'active' && this.#crawl.state() === 'running') {
       throw new Error('a crawl is running: stop it before starting another');
     }
-    this.crawl.restart(config, this.#clock());
+    this.#crawl.restart(config, this.#clock());
     this.#control = 'active';
     this.#finishedEmitted = false;
     this.#afterChange(true);
@@ -193,7 +215,7 @@ export class CrawlService extends EventEmitter<{ change: []; finished: [] }> {
     if (mayHaveWork) this.#workAvailable.notifyAll();
     this.#armTimer();
     this.emit('change');
-    if (!this.#finishedEmitted && this.crawl.finished()) {
+    if (!this.#finishedEmitted && this.#crawl.finished()) {
       this.#finishedEmitted = true;
       this.#workAvailable.notifyAll();
       this.emit('finished');
@@ -202,7 +224,7 @@ export class CrawlService extends EventEmitter<{ change: []; finished: [] }> {
 
   #armTimer(): void {
     if (this.#closed) return;
-    const at = this.crawl.nextTimerAt(this.#clock());
+    const at = this.#crawl.nextTimerAt(this.#clock());
     if (at === this.#timerAt && this.#timer !== null) return;
     if (this.#timer !== null) clearTimeout(this.#timer);
     this.#timer = null;
@@ -215,8 +237,8 @@ export class CrawlService extends EventEmitter<{ change: []; finished: [] }> {
   #onTimer(): void {
     this.#timer = null;
     this.#timerAt = null;
-    this.crawl.expireLeases(this.#clock());
-    this.crawl.releaseDue(this.#clock());
+    this.#crawl.expireLeases(this.#clock());
+    this.#crawl.releaseDue(this.#clock());
     this.#afterChange(true);
   }
 }

@@ -3,44 +3,39 @@
  * rules, leases, counters and the page archive. It is driven by three inputs (claims, results,
  * heartbeats) plus the passage of time, which the caller reports as `now` (ms since epoch).
  *
- * Data path: admit (seed or link) -> crawl db record + frontier -> cutSchedule -> lease -> fetcher ->
- * applyResults -> crawl db transition (crawldb/transition.ts), cache record, page record, links
- * admitted -> frontier. On start, `load` rebuilds the frontier and seen-set from the crawl database:
- * what was leased when the previous process died is simply due again. HTTP, timers and waiting live
- * in http-app.ts and crawl-service.ts.
+ * Data path: admit (seed or link, admission/) -> crawl db record + frontier -> cutSchedule -> lease
+ * (frontier/) -> fetcher -> applyResults (apply-results.ts: crawl db transition, cache record, page
+ * record, links admitted -> frontier). The status it shows is built in crawl-status.ts. On start,
+ * `load` rebuilds the frontier and seen-set from the crawl database: what was leased when the previous
+ * process died is simply due again. HTTP lives in app.ts; the clock, timers and waiting in
+ * crawl-service.ts, the only way in.
  */
 import { randomBytes } from 'node:crypto';
-import { type ClaimRequest, type HeartbeatRequest, type ItemResult, type ResultsRequest, type ResultsResponse, type Schedule } from '../../shared/protocol.js';
-import { urlHash, urlHashHex, type UrlHash } from '../../shared/url-hash.js';
+import type { ClaimRequest, HeartbeatRequest, ResultsRequest, ResultsResponse, Schedule } from '../../shared/protocol.js';
+import { urlHash } from '../../shared/url-hash.js';
 import { normalizeUrl } from '../../shared/url-normalize.js';
-import { cacheDecision, recordAfterFullResponse, recordAfterNotModified } from '../cache/cache-policy.js';
+import { Admission } from '../admission/admission.js';
+import { cacheDecision } from '../cache/cache-policy.js';
 import type { CacheStore } from '../cache/cache-store.js';
-import { belowLimit, type CrawlConfig } from '../crawl-config.js';
+import type { CrawlConfig } from '../crawl-config.js';
+import type { CrawlDb } from '../crawldb/crawl-db.js';
+import type { FetchSchedulePolicy } from '../crawldb/fetch-schedule.js';
+import type { CrawlDbStatus } from '../crawldb/record.js';
+import { Frontier, type OriginQueue } from '../frontier/frontier.js';
+import { LeaseTable, scheduleOf } from '../frontier/leases.js';
+import { cutSchedule } from '../frontier/schedule-cutter.js';
+import { UrlPlacement } from '../frontier/url-placement.js';
+import type { RobotsStore } from '../robots/robots-store.js';
+import { crawlDelayOf } from '../robots/robots.js';
+import { ResultApplier } from './apply-results.js';
 import { dueAt, type CrawlPass } from './crawl-pass.js';
 import { CrawlStats, type CrawlSummary } from './crawl-stats.js';
-import { relationsOf, type CrawlDb } from '../crawldb/crawl-db.js';
-import type { FetchSchedulePolicy } from '../crawldb/fetch-schedule.js';
-import { newCrawlDbRecord, type CrawlDbRecord, type CrawlDbStatus } from '../crawldb/record.js';
-import { applyFetch } from '../crawldb/transition.js';
-import { FetcherRegistry, type FetcherInfo } from './fetcher-registry.js';
-import { Frontier, type OriginQueue, type QueuedUrl } from '../frontier/frontier.js';
-import { LeaseTable, type LeasedSlot } from '../frontier/leases.js';
-import { classifyPageResult, crawlDbOutcomeOf, pageRecordOf, type PageRecord } from './outcome.js';
+import { crawlStatus, crawlSummary, type CrawlStatus } from './crawl-status.js';
+import { FetcherRegistry } from './fetcher-registry.js';
 import type { PageArchive } from './page-archive.js';
-import { RetryAfterBudget } from './retry-after.js';
-import { RecentEvents, type RecentError, type RecentFetch } from './recent-events.js';
-import type { HostsOverview } from './host-activity.js';
-import { crawlDelayOf } from '../robots/robots.js';
-import type { RobotsStore } from '../robots/robots-store.js';
-import { cutSchedule } from '../frontier/schedule-cutter.js';
-import type { SeenSet } from '../admission/seen-set.js';
-import { UrlPlacement } from '../frontier/url-placement.js';
-import { Admission } from '../admission/admission.js';
+import { RecentEvents } from './recent-events.js';
 
 export type CrawlState = 'running' | 'idle';
-
-/** Redirects followed one after another from one link, at most (browsers allow about 20; crawlers fewer). */
-export const MAX_REDIRECT_HOPS = 10;
 
 export interface CrawlStores {
   readonly archive: PageArchive;
@@ -49,29 +44,25 @@ export interface CrawlStores {
   readonly robots: RobotsStore | null;
 }
 
-export interface CrawlStatus extends CrawlSummary {
-  state: CrawlState;
-  frontierSize: number;
-  leasesOut: number;
-  itemsLeased: number;
-  waitingUrls: number;
-  origins: number;
-  urlsByStatus: Record<CrawlDbStatus, number>;
-  fetchers: (FetcherInfo & { itemsLeased: number })[];
-  seenSet: ReturnType<SeenSet['stats']>;
-  cacheTree: ReturnType<CacheStore['stats']>;
-  crawlDbTree: ReturnType<CrawlDb['stats']>;
-  pass: CrawlPass | null;
-  recentFetches: RecentFetch[];
-  recentErrors: RecentError[];
-  hosts: HostsOverview;
-  config: Omit<CrawlConfig, 'seeds'> & { seeds: string[] };
+/** The crawl's parts, for the modules that do one job each for it (apply-results.ts, crawl-status.ts). */
+export interface CrawlParts {
+  readonly config: CrawlConfig;
+  readonly stores: CrawlStores;
+  readonly schedule: FetchSchedulePolicy;
+  readonly frontier: Frontier;
+  readonly leases: LeaseTable;
+  readonly stats: CrawlStats;
+  readonly admission: Admission;
+  readonly fetchers: FetcherRegistry;
+  readonly recent: RecentEvents;
+  readonly placement: UrlPlacement;
+  /** The gap between two requests to the origin, ms: --delay-ms or its robots.txt Crawl-delay, the larger. */
+  delayOf(queue: OriginQueue): number;
 }
 
 export class Crawl {
   #config: CrawlConfig;
   readonly #stores: CrawlStores;
-  readonly #schedule: FetchSchedulePolicy;
   readonly #frontier: Frontier;
   readonly #leases = new LeaseTable(randomBytes(3).toString('hex'));
   readonly #stats = new CrawlStats();
@@ -79,14 +70,14 @@ export class Crawl {
   readonly #fetchers = new FetcherRegistry();
   readonly #recent = new RecentEvents(100);
   readonly #placement = new UrlPlacement();
-  readonly #retryAfter = new RetryAfterBudget();
+  readonly #parts: CrawlParts;
+  readonly #results: ResultApplier;
   #pass: CrawlPass | null;
   #pagesCharged = 0;
 
   constructor(config: CrawlConfig, stores: CrawlStores, schedule: FetchSchedulePolicy, pass: CrawlPass | null) {
     this.#config = config;
     this.#stores = stores;
-    this.#schedule = schedule;
     this.#pass = pass;
     this.#frontier = new Frontier({ concurrencyOf: (queue) => this.#concurrencyOf(queue) });
     this.#admission = new Admission(config, {
@@ -98,6 +89,23 @@ export class Crawl {
       recent: this.#recent,
       schedule,
     });
+    const crawl = this;
+    this.#parts = {
+      get config() {
+        return crawl.#config;
+      },
+      stores,
+      schedule,
+      frontier: this.#frontier,
+      leases: this.#leases,
+      stats: this.#stats,
+      admission: this.#admission,
+      fetchers: this.#fetchers,
+      recent: this.#recent,
+      placement: this.#placement,
+      delayOf: (queue) => this.#delayOf(queue),
+    };
+    this.#results = new ResultApplier(this.#parts);
   }
 
   get config(): CrawlConfig {
@@ -218,90 +226,21 @@ export class Crawl {
       this.#stats.counters.robotsDenied++;
       this.#recent.error({ url: entry.url, code, at: now });
       this.#placement.settled(entry);
-      this.#record(entry.hash, this.#recordOf(entry), { kind: 'robots-denied' }, now);
+      this.#results.settle(entry, { kind: 'robots-denied' }, now);
     }
     if (cut.slots.length === 0) {
       this.#checkFinished(now);
       return null;
     }
-    const leasedSlots: LeasedSlot[] = cut.slots.map((slot) => ({
-      origin: slot.queue.origin,
-      delayMs: slot.delayMs,
-      remaining: slot.kind === 'robots' ? 1 : slot.entries.length,
-      items:
-        slot.kind === 'robots'
-          ? [{ kind: 'robots', entry: null, url: `${slot.queue.origin}/robots.txt`, applied: false }]
-          : slot.entries.map((entry, i) => {
-              entry.leased = true;
-              return { kind: 'page', entry, url: entry.url, applied: false, validators: slot.validators[i] ?? null };
-            }),
-    }));
-    const lease = this.#leases.issue(request.fetcherId, leasedSlots, now, this.#config.leaseMs);
-    return {
-      id: lease.id,
-      leaseMs: this.#config.leaseMs,
-      slots: cut.slots.map((slot, index) => ({
-        slot: index,
-        origin: slot.queue.origin,
-        startAfterMs: slot.startAfterMs,
-        delayMs: slot.delayMs,
-        items: leasedSlots[index]!.items.map((item, i) => ({ i, url: item.url, kind: item.kind, depth: item.entry?.depth ?? 0, validators: item.validators ?? null })),
-      })),
-    };
+    for (const slot of cut.slots) for (const item of slot.items) if (item.entry !== null) item.entry.leased = true;
+    const lease = this.#leases.issue(request.fetcherId, cut.slots, now, this.#config.leaseMs);
+    return scheduleOf(lease, this.#config.leaseMs);
   }
 
   applyResults(request: ResultsRequest, now: number): ResultsResponse {
-    let applied = 0;
-    let duplicates = 0;
-    const records: PageRecord[] = [];
-    const leaseActive = this.#leases.renew(request.scheduleId, request.fetcherId, now, this.#config.leaseMs);
-    const fetcher = this.#fetchers.get(request.fetcherId);
-    if (fetcher !== undefined) fetcher.lastSeen = now;
-    for (const result of request.results) {
-      const found = this.#leases.lookup(request.scheduleId, result.slot, result.i);
-      let entry: QueuedUrl;
-      if (found.kind === 'ok') {
-        const { lease, slot, item } = found;
-        if (lease.fetcherId !== request.fetcherId || item.url !== result.url) {
-          this.#stats.counters.lateResults++;
-          continue;
-        }
-        this.#countRequest(result);
-        const queue = this.#frontier.origin(slot.origin);
-        const { slotDone } = this.#leases.markApplied(lease, slot, item);
-        if (item.kind === 'robots') this.#applyRobots(queue, result, now);
-        if (slotDone) this.#finishSlot(queue, now);
-        if (item.kind === 'robots') {
-          applied++;
-          continue;
-        }
-        entry = item.entry!;
-      } else {
-        // No live lease: a retried post (duplicate), or results held across a queue server restart.
-        const orphan = found.kind === 'duplicate' ? undefined : this.#orphanEntry(result);
-        if (orphan === undefined) {
-          duplicates++;
-          this.#stats.counters.duplicateResults++;
-          continue;
-        }
-        this.#countRequest(result);
-        orphan.settled = true;
-        entry = orphan;
-      }
-      entry.leased = false;
-      this.#placement.settled(entry);
-      const record = this.#applyPage(result, entry, now);
-      if (fetcher !== undefined) {
-        fetcher.resultsApplied++;
-        if (record.outcome === 'fetched') fetcher.pagesFetched++;
-      }
-      // A 304 leaves the previous page record standing (RFC 9111 section 4.3.4).
-      if (record.outcome !== 'not-modified') records.push(record);
-      applied++;
-    }
-    this.#stores.archive.append(records);
+    const response = this.#results.apply(request, now);
     this.#checkFinished(now);
-    return { applied, duplicates, leaseActive };
+    return response;
   }
 
   heartbeat(request: HeartbeatRequest, address: string, now: number): string[] {
@@ -316,7 +255,7 @@ export class Crawl {
       this.#stats.counters.leasesExpired++;
       for (const slot of lease.slots) {
         if (slot.remaining === 0) continue;
-        const queue = this.#frontier.origin(slot.origin);
+        const queue = slot.queue;
         for (const item of slot.items) {
           if (item.applied) continue;
           if (item.kind === 'robots') queue.robots.fetchLost();
@@ -345,8 +284,7 @@ export class Crawl {
     for (const hash of this.#placement.takeDue(now)) {
       const record = this.#stores.crawlDb.get(hash);
       if (record === null || this.#placement.pendingEntry(hash) !== undefined) continue;
-      const at = this.#config.once ? record.nextFetchAt : record.nextFetchAt;
-      if (at > now) continue; // a newer schedule for this URL superseded this entry
+      if (record.nextFetchAt > now) continue; // a newer schedule for this URL superseded this entry
       if (this.#admission.queueKnown(hash, record, now)) released++;
     }
     return released;
@@ -360,130 +298,11 @@ export class Crawl {
   }
 
   summary(now: number): CrawlSummary & { urlsByStatus: Record<CrawlDbStatus, number> } {
-    return { ...this.#stats.summary(now), urlsByStatus: this.#stores.crawlDb.countsByStatus() };
+    return crawlSummary(this.#parts, now);
   }
 
   status(now: number): CrawlStatus {
-    const leasedByFetcher = new Map<string, number>();
-    let itemsLeased = 0;
-    const activeOrigins = new Set<string>();
-    for (const lease of this.#leases.values()) {
-      itemsLeased += lease.remaining;
-      for (const slot of lease.slots) if (slot.remaining > 0) activeOrigins.add(slot.origin);
-      leasedByFetcher.set(lease.fetcherId, (leasedByFetcher.get(lease.fetcherId) ?? 0) + lease.remaining);
-    }
-    return {
-      state: this.state(),
-      ...this.summary(now),
-      frontierSize: this.#frontier.queued,
-      leasesOut: this.#leases.size,
-      itemsLeased,
-      waitingUrls: this.#placement.waiting,
-      origins: this.#frontier.originCount,
-      fetchers: this.#fetchers.list().map((info) => ({ ...info, itemsLeased: leasedByFetcher.get(info.id) ?? 0 })),
-      seenSet: this.#admission.seenStats(),
-      cacheTree: this.#stores.cache.stats(),
-      crawlDbTree: this.#stores.crawlDb.stats(),
-      pass: this.#pass,
-      recentFetches: this.#recent.fetches(),
-      recentErrors: this.#recent.errors(),
-      hosts: this.#recent.hosts(activeOrigins, this.#frontier),
-      config: { ...this.#config, seeds: [...this.#config.seeds] },
-    };
-  }
-
-  #applyRobots(queue: OriginQueue, result: ItemResult, now: number): void {
-    const policy = { userAgentToken: this.#config.robotsToken, unreachableRetryMs: this.#config.robotsUnreachableRetryMs, attempts: this.#config.robotsAttempts };
-    const fetched = { status: result.status, errorCode: result.error?.code ?? null, body: result.robotsTxt };
-    this.#stats.counters.robotsRequests++;
-    // An unreachable robots.txt keeps the origin's URLs, asked again later until the attempts run out.
-    const retryAt = queue.robots.fetched(fetched, policy, this.#stores.robots, now);
-    if (retryAt !== null) queue.delayUntil(retryAt, now);
-  }
-
-  #applyPage(result: ItemResult, entry: QueuedUrl, now: number): PageRecord {
-    const depth = entry.depth;
-    const outcome = classifyPageResult(result);
-    const counters = this.#stats.counters;
-    const cache = this.#stores.cache;
-    const retryAfterMs = this.#retryAfter.honour(urlHashHex(entry.hash), result.retryAfterMs);
-    switch (outcome.kind) {
-      case 'fetched':
-        counters.pagesFetched++;
-        cache.stage(entry.hash, recordAfterFullResponse(result, now));
-        if (belowLimit(depth, this.#config.maxDepth)) this.#admission.admitLinks(result.links, result.url, depth + 1, this.#recordOf(entry).score, now);
-        break;
-      case 'not-modified': {
-        counters.notModified++;
-        const previous = cache.get(entry.hash);
-        counters.bytesSaved += previous?.bodyBytes ?? 0;
-        cache.stage(entry.hash, recordAfterNotModified(previous, result, now));
-        break;
-      }
-      case 'redirect': {
-        counters.redirects++;
-        // A chain or a loop of redirects is followed for at most MAX_REDIRECT_HOPS hops.
-        const hops = (entry.redirectHops ?? 0) + 1;
-        if (hops > MAX_REDIRECT_HOPS) this.#admission.reject(outcome.target ?? result.url, 'too-many-redirects', now);
-        else if (outcome.target !== null && belowLimit(depth, this.#config.maxDepth)) this.#admission.admitLinks([outcome.target], result.url, depth + 1, 0, now, hops);
-        break;
-      }
-      case 'error':
-        // A 429 or 503 whose Retry-After is honoured is a wait, not a failure (it is asked again later).
-        if (retryAfterMs !== null) counters.retriedLater++;
-        else this.#stats.countError(outcome.code);
-        this.#recent.error({ url: result.url, code: outcome.code, at: now });
-        break;
-    }
-    this.#recent.fetch({ url: result.url, status: result.status, title: result.page?.title ?? null, bytes: result.bytes, at: now, durationMs: result.durationMs });
-
-    const simhash = outcome.kind === 'fetched' ? (result.page?.simhash ?? null) : null;
-    const relations = relationsOf(this.#stores.crawlDb, entry.hash, {
-      url: entry.url,
-      signature: outcome.kind === 'fetched' ? result.signature : null,
-      simhash,
-      canonical: result.page?.canonical ?? null,
-      redirectTo: outcome.kind === 'redirect' ? outcome.target : null,
-    });
-    if (retryAfterMs !== null) {
-      // 429 and 503 with Retry-After slow the whole host down, not only this URL.
-      this.#frontier.origin(new URL(entry.url).origin).delayUntil(now + retryAfterMs, now);
-    }
-    const fetchOutcome = crawlDbOutcomeOf({ ...result, retryAfterMs }, outcome, { ...relations, freshUntil: cache.get(entry.hash)?.freshUntil ?? null, simhash });
-    const next = this.#record(entry.hash, this.#recordOf(entry), fetchOutcome, now);
-    if (next.status === 'retry' || !this.#config.once) this.#placement.later(entry.hash, next.nextFetchAt);
-    return pageRecordOf(result, depth, outcome);
-  }
-
-  #record(hash: UrlHash, old: CrawlDbRecord, outcome: Parameters<typeof applyFetch>[1], now: number): CrawlDbRecord {
-    const { record } = applyFetch(old, outcome, now, this.#schedule);
-    this.#stores.crawlDb.put(hash, record);
-    return record;
-  }
-
-  #recordOf(entry: QueuedUrl): CrawlDbRecord {
-    return this.#stores.crawlDb.get(entry.hash) ?? newCrawlDbRecord(entry.url, entry.depth, 0, Date.now(), this.#schedule);
-  }
-
-  /** A result without a lease is applied if its URL is queued and not out on another lease. */
-  #orphanEntry(result: ItemResult): QueuedUrl | undefined {
-    const normalized = normalizeUrl(result.url);
-    if (!normalized.ok || normalized.url !== result.url) return undefined;
-    const entry = this.#placement.pendingEntry(urlHash(normalized.url));
-    return entry !== undefined && entry.leased !== true && entry.settled !== true ? entry : undefined;
-  }
-
-  #countRequest(result: ItemResult): void {
-    const counters = this.#stats.counters;
-    counters.requests++;
-    counters.bytesDownloaded += result.wireBytes;
-    if (result.status !== null) this.#stats.countStatus(result.status);
-  }
-
-  #finishSlot(queue: OriginQueue, now: number): void {
-    // `now` is whole milliseconds (Date.now), up to 1 ms behind the true receipt time: +1 keeps the gap whole.
-    const delay = this.#delayOf(queue);
-    queue.finishSlot(now, delay > 0 ? now + delay + 1 : 0);
+    return crawlStatus(this.#parts, this.state(), this.#pass, now);
   }
 
   #checkFinished(now: number): void {

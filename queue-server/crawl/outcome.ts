@@ -1,25 +1,47 @@
 /**
- * What one fetch result means for the crawl: a pure classification of an item result, and the page
- * record it leaves in the archive. Every failure has a stable code: the fetcher's own code for a
- * transport failure (`timeout`, `connection-refused`, ...), `http-NNN` for an HTTP error status.
+ * What one fetch result means for the crawl, decided once (`classifyResult`) from its status and error
+ * code: what the page record says, which counter it feeds, and what the crawl database's transition
+ * takes (crawldb/transition.ts; `crawlDbOutcomeOf` only adds what the crawl found out about the page:
+ * duplicates, its canonical URL, freshness). Every failure has a stable code: the fetcher's own for a
+ * transport failure (shared/fetch-codes.ts), `http-NNN` for an HTTP error status, `no-response` for a
+ * result with neither.
  */
+import { isBrokenResponse } from '../../shared/fetch-codes.js';
 import type { ItemResult } from '../../shared/protocol.js';
 import type { FetchOutcome } from '../crawldb/transition.js';
 
-export type PageOutcome =
-  | { readonly kind: 'fetched' }
-  | { readonly kind: 'not-modified' }
-  | { readonly kind: 'redirect'; readonly target: string | null }
-  | { readonly kind: 'error'; readonly code: string };
+type Recorded<K extends FetchOutcome['kind']> = Extract<FetchOutcome, { kind: K }>;
+type RedirectStatus = Recorded<'redirect'>['status'];
 
-export function classifyPageResult(result: ItemResult): PageOutcome {
-  if (result.error !== null) return { kind: 'error', code: result.error.code };
+export type ResultOutcome =
+  | { readonly kind: 'fetched'; readonly status: number }
+  | { readonly kind: 'not-modified' }
+  /**
+   * A 3xx: its Location is followed. What the crawl database keeps is a redirect for the statuses RFC
+   * 9110 section 15.4 defines as redirects, and denied for the others (300, 305, 306).
+   */
+  | { readonly kind: 'redirect'; readonly target: string | null; readonly recorded: Omit<Recorded<'redirect'>, 'target'> | Recorded<'denied'> }
+  | { readonly kind: 'error'; readonly code: string; readonly recorded: Recorded<'gone'> | Recorded<'denied'> | Recorded<'broken'> | Omit<Recorded<'transient'>, 'retryAfterMs'> };
+
+const REDIRECT_STATUSES: ReadonlySet<number> = new Set<RedirectStatus>([301, 302, 303, 307, 308]);
+
+export function classifyResult(result: ItemResult): ResultOutcome {
+  if (result.error !== null) {
+    const code = result.error.code;
+    return { kind: 'error', code, recorded: isBrokenResponse(code) ? { kind: 'broken', code } : { kind: 'transient', code, status: null } };
+  }
   const status = result.status;
-  if (status === null) return { kind: 'error', code: 'no-response' };
+  if (status === null) return { kind: 'error', code: 'no-response', recorded: { kind: 'transient', code: 'no-response', status: null } };
   if (status === 304) return { kind: 'not-modified' };
-  if (status >= 200 && status < 300) return { kind: 'fetched' };
-  if (status >= 300 && status < 400) return { kind: 'redirect', target: result.redirectTo };
-  return { kind: 'error', code: `http-${status}` };
+  if (status >= 200 && status < 300) return { kind: 'fetched', status };
+  if (status >= 300 && status < 400) {
+    const recorded = REDIRECT_STATUSES.has(status) ? { kind: 'redirect' as const, status: status as RedirectStatus } : { kind: 'denied' as const, status };
+    return { kind: 'redirect', target: result.redirectTo, recorded };
+  }
+  const code = `http-${status}`;
+  if (status === 404 || status === 410) return { kind: 'error', code, recorded: { kind: 'gone', status } };
+  if (status === 429 || status >= 500) return { kind: 'error', code, recorded: { kind: 'transient', code, status } };
+  return { kind: 'error', code, recorded: { kind: 'denied', status } };
 }
 
 /** One line of the page archive (pages.jsonl) and of `petrel export`. */
@@ -27,7 +49,7 @@ export interface PageRecord {
   readonly url: string;
   readonly depth: number;
   readonly status: number | null;
-  readonly outcome: PageOutcome['kind'];
+  readonly outcome: ResultOutcome['kind'];
   readonly errorCode: string | null;
   readonly contentType: string | null;
   readonly title: string | null;
@@ -46,7 +68,7 @@ export interface PageRecord {
   readonly fetchedAt: number;
 }
 
-export function pageRecordOf(result: ItemResult, depth: number, outcome: PageOutcome): PageRecord {
+export function pageRecordOf(result: ItemResult, depth: number, outcome: ResultOutcome): PageRecord {
   const page = result.page;
   return {
     url: result.url,
@@ -70,33 +92,27 @@ export function pageRecordOf(result: ItemResult, depth: number, outcome: PageOut
   };
 }
 
-/**
- * Failures of the response itself, not of the network or the moment: retrying would fail the same way,
- * so the URL is gone (rechecked rarely) rather than retried.
- */
-export const BROKEN_RESPONSE_CODES: ReadonlySet<string> = new Set(['headers-too-large', 'bad-http-response', 'bad-content-encoding', 'content-length-mismatch']);
+/** What the crawl found out about a page, beyond its result (hashes are 16 hex digits). */
+export interface PageRelations {
+  readonly duplicateOf: string | null;
+  readonly canonicalOf: string | null;
+  readonly redirectTarget: string | null;
+  readonly freshUntil: number | null;
+  readonly simhash: string | null;
+  /** The Retry-After wait honoured (retry-after.ts), or null. */
+  readonly retryAfterMs: number | null;
+}
 
 /** The fetch outcome the crawl database's transition function takes (crawldb/transition.ts). */
-export function crawlDbOutcomeOf(
-  result: ItemResult,
-  outcome: PageOutcome,
-  found: { duplicateOf: string | null; canonicalOf: string | null; redirectTarget: string | null; freshUntil: number | null; simhash: string | null },
-): FetchOutcome {
-  const status = result.status;
+export function crawlDbOutcomeOf(result: ItemResult, outcome: ResultOutcome, found: PageRelations): FetchOutcome {
   switch (outcome.kind) {
     case 'fetched':
-      return { kind: 'success', status: status ?? 200, signature: result.signature, simhash: found.simhash, duplicateOf: found.duplicateOf, canonicalOf: found.canonicalOf, freshUntil: found.freshUntil };
+      return { kind: 'success', status: outcome.status, signature: result.signature, simhash: found.simhash, duplicateOf: found.duplicateOf, canonicalOf: found.canonicalOf, freshUntil: found.freshUntil };
     case 'not-modified':
       return { kind: 'not-modified', freshUntil: found.freshUntil };
     case 'redirect':
-      if (status === 301 || status === 302 || status === 303 || status === 307 || status === 308) return { kind: 'redirect', status, target: found.redirectTarget };
-      return { kind: 'denied', status: status ?? 300 };
+      return outcome.recorded.kind === 'redirect' ? { ...outcome.recorded, target: found.redirectTarget } : outcome.recorded;
     case 'error':
-      if (status === null) {
-        return BROKEN_RESPONSE_CODES.has(outcome.code) ? { kind: 'broken', code: outcome.code } : { kind: 'transient', code: outcome.code, status: null, retryAfterMs: null };
-      }
-      if (status === 404 || status === 410) return { kind: 'gone', status };
-      if (status === 429 || status >= 500) return { kind: 'transient', code: outcome.code, status, retryAfterMs: result.retryAfterMs };
-      return { kind: 'denied', status };
+      return outcome.recorded.kind === 'transient' ? { ...outcome.recorded, retryAfterMs: outcome.recorded.status === null ? null : found.retryAfterMs } : outcome.recorded;
   }
 }

@@ -8,37 +8,20 @@
  * changes. A finished lease's id is remembered for a while (bounded) so that a late retry is
  * recognised as a duplicate rather than mistaken for an unknown lease.
  */
-import type { Validators } from '../../shared/protocol.js';
-import type { QueuedUrl } from './frontier.js';
-
-export interface LeasedItem {
-  readonly kind: 'page' | 'robots';
-  /** For pages, the frontier entry (returned as is if the lease expires); for robots.txt, null. */
-  readonly entry: QueuedUrl | null;
-  readonly url: string;
-  /** Sent with the item for a conditional request. */
-  readonly validators?: Validators | null;
-  applied: boolean;
-}
-
-export interface LeasedSlot {
-  readonly origin: string;
-  readonly delayMs: number;
-  readonly items: LeasedItem[];
-  remaining: number;
-}
+import type { Schedule } from '../../shared/protocol.js';
+import type { CutSlot, SlotItem } from './schedule-cutter.js';
 
 export interface Lease {
   readonly id: string;
   readonly fetcherId: string;
   readonly issuedAt: number;
   deadline: number;
-  readonly slots: LeasedSlot[];
+  readonly slots: CutSlot[];
   remaining: number;
 }
 
 export type ItemLookup =
-  | { readonly kind: 'ok'; readonly lease: Lease; readonly slot: LeasedSlot; readonly item: LeasedItem }
+  | { readonly kind: 'ok'; readonly lease: Lease; readonly slot: CutSlot; readonly item: SlotItem }
   | { readonly kind: 'duplicate' }
   | { readonly kind: 'unknown-lease' }
   | { readonly kind: 'no-such-item' };
@@ -74,7 +57,7 @@ export class LeaseTable {
     return this.#leases.get(id);
   }
 
-  issue(fetcherId: string, slots: LeasedSlot[], now: number, leaseMs: number): Lease {
+  issue(fetcherId: string, slots: CutSlot[], now: number, leaseMs: number): Lease {
     const id = `${this.#prefix}-${(++this.#counter).toString(36)}`;
     const remaining = slots.reduce((sum, slot) => sum + slot.remaining, 0);
     const lease: Lease = { id, fetcherId, issuedAt: now, deadline: now + leaseMs, slots, remaining };
@@ -100,7 +83,7 @@ export class LeaseTable {
   }
 
   /** Marks an item applied; returns whether its slot (and the lease) are now complete. */
-  markApplied(lease: Lease, slot: LeasedSlot, item: LeasedItem): { slotDone: boolean; leaseDone: boolean } {
+  markApplied(lease: Lease, slot: CutSlot, item: SlotItem): { slotDone: boolean; leaseDone: boolean } {
     item.applied = true;
     slot.remaining--;
     lease.remaining--;
@@ -134,4 +117,19 @@ export class LeaseTable {
       if (oldest !== undefined) this.#finished.delete(oldest);
     }
   }
+}
+
+/** A lease in its wire form (shared/protocol.ts): what the fetcher is told to fetch, slot by slot. */
+export function scheduleOf(lease: Lease, leaseMs: number): Schedule {
+  return {
+    id: lease.id,
+    leaseMs,
+    slots: lease.slots.map((slot, index) => ({
+      slot: index,
+      origin: slot.queue.origin,
+      startAfterMs: slot.startAfterMs,
+      delayMs: slot.delayMs,
+      items: slot.items.map((item, i) => ({ i, url: item.url, kind: item.kind, depth: item.entry?.depth ?? 0, validators: item.validators })),
+    })),
+  };
 }

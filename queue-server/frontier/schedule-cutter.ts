@@ -41,14 +41,31 @@ export interface CutPolicy {
   cacheDecisionOf?(entry: QueuedUrl): CacheDecision;
 }
 
+/** One URL of a slot: "in transit" from the cut until its result is applied. */
+export interface SlotItem {
+  readonly kind: 'page' | 'robots';
+  readonly url: string;
+  /** For a page, its frontier entry (put back as is if the lease expires); for robots.txt, null. */
+  readonly entry: QueuedUrl | null;
+  /** Validators for a conditional request, or null. */
+  readonly validators: Validators | null;
+  /** Its result was applied (leases.ts marks it). */
+  applied: boolean;
+}
+
+/**
+ * A slot from the cut to its last result: a run of URLs of one origin, fetched one after another. The
+ * lease (leases.ts) keeps it as cut, marks its items applied and counts what `remaining`; its wire form
+ * is the protocol's Slot (leases.ts `scheduleOf`).
+ */
 export interface CutSlot {
   readonly queue: OriginQueue;
   readonly kind: 'page' | 'robots';
   readonly startAfterMs: number;
   readonly delayMs: number;
-  readonly entries: QueuedUrl[];
-  /** Per entry: validators for a conditional request, or null. */
-  readonly validators: (Validators | null)[];
+  readonly items: SlotItem[];
+  /** Items whose result was not applied yet. */
+  remaining: number;
 }
 
 export interface SkippedFresh {
@@ -89,7 +106,8 @@ export function cutSchedule(frontier: Frontier, policy: CutPolicy, now: number):
     if (queue.needsRobots(now)) {
       queue.robots.fetchStarted();
       queue.startSlot();
-      slots.push({ queue, kind: 'robots', startAfterMs, delayMs: policy.delayOf(queue), entries: [], validators: [] });
+      const robotsTxt: SlotItem = { kind: 'robots', url: `${queue.origin}/robots.txt`, entry: null, validators: null, applied: false };
+      slots.push({ queue, kind: 'robots', startAfterMs, delayMs: policy.delayOf(queue), items: [robotsTxt], remaining: 1 });
       continue;
     }
 
@@ -102,9 +120,8 @@ export function cutSchedule(frontier: Frontier, policy: CutPolicy, now: number):
       // end up in one slot (fetched one by one) while the origin's other slots stay empty.
       const openSlots = Math.max(1, concurrency - queue.slotsOut);
       const slotUrls = Math.max(1, Math.min(policy.slotUrlsOf(queue), Math.ceil(queue.queuedUrls / openSlots)));
-      const entries: QueuedUrl[] = [];
-      const validators: (Validators | null)[] = [];
-      while (entries.length < slotUrls) {
+      const items: SlotItem[] = [];
+      while (items.length < slotUrls) {
         // With the budget spent only URLs already counted (back from an expired lease) may go out.
         if (budget === 0 && queue.chargedQueued === 0) break;
         const entry = frontier.take(queue);
@@ -129,12 +146,11 @@ export function cutSchedule(frontier: Frontier, policy: CutPolicy, now: number):
           charged++;
           if (budget !== null) budget--;
         }
-        entries.push(entry);
-        validators.push(cached.kind === 'revalidate' ? cached.validators : null);
+        items.push({ kind: 'page', url: entry.url, entry, validators: cached.kind === 'revalidate' ? cached.validators : null, applied: false });
       }
-      if (entries.length === 0) break;
+      if (items.length === 0) break;
       queue.startSlot();
-      slots.push({ queue, kind: 'page', startAfterMs: s === 0 ? startAfterMs : 0, delayMs: policy.delayOf(queue), entries, validators });
+      slots.push({ queue, kind: 'page', startAfterMs: s === 0 ? startAfterMs : 0, delayMs: policy.delayOf(queue), items, remaining: items.length });
     }
     for (const entry of setAside) frontier.push(queue, entry, now);
   }

@@ -17,7 +17,7 @@ import { gzipSync } from 'node:zlib';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { QueueClient } from '../../fetcher/queue-client.js';
 import { startQueueServer, type RunningQueueServer } from '../../queue-server/daemon.js';
-import type { CrawlStatus } from '../../queue-server/crawl/crawl.js';
+import type { CrawlStatus } from '../../queue-server/crawl/crawl-status.js';
 import { LIMITS, PROTOCOL_VERSION, ROUTES, type ClaimRequest, type ItemResult, type Schedule } from '../../shared/protocol.js';
 import { MAX_CLOCK_SKEW_MS, SIGNATURE_HEADERS } from '../../shared/request-signing.js';
 import { assertBuilt, killStartedPetrels, startPetrel, tempDir, waitForEvent } from '../support/petrel-process.js';

@@ -3,8 +3,9 @@
  * applied at most once, a retried post is a duplicate, and only the owner keeps a lease alive.
  */
 import { describe, expect, it } from 'vitest';
-import { LeaseTable, type Lease, type LeasedSlot } from '../../queue-server/frontier/leases.js';
-import type { QueuedUrl } from '../../queue-server/frontier/frontier.js';
+import { OriginQueue, type QueuedUrl } from '../../queue-server/frontier/frontier.js';
+import { LeaseTable, type Lease } from '../../queue-server/frontier/leases.js';
+import type { CutSlot } from '../../queue-server/frontier/schedule-cutter.js';
 import { urlHash } from '../../shared/url-hash.js';
 import { mustNormalize } from '../../shared/url-normalize.js';
 
@@ -17,14 +18,14 @@ function entry(href: string, seq: number): QueuedUrl {
 }
 
 /** One robots slot and one slot of `pages` page URLs. */
-function slots(pages = 2): LeasedSlot[] {
+function slots(pages = 2): CutSlot[] {
   const pageItems = Array.from({ length: pages }, (_, i) => {
     const e = entry(`http://b.example/${i}`, i);
-    return { kind: 'page' as const, entry: e, url: e.url as string, applied: false };
+    return { kind: 'page' as const, entry: e, url: e.url as string, validators: null, applied: false };
   });
   return [
-    { origin: 'http://a.example', delayMs: 0, remaining: 1, items: [{ kind: 'robots', entry: null, url: 'http://a.example/robots.txt', applied: false }] },
-    { origin: 'http://b.example', delayMs: 1000, remaining: pages, items: pageItems },
+    { queue: new OriginQueue('http://a.example'), kind: 'robots', startAfterMs: 0, delayMs: 0, remaining: 1, items: [{ kind: 'robots', entry: null, url: 'http://a.example/robots.txt', validators: null, applied: false }] },
+    { queue: new OriginQueue('http://b.example'), kind: 'page', startAfterMs: 0, delayMs: 1000, remaining: pages, items: pageItems },
   ];
 }
 

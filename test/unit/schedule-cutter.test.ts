@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Frontier, type OriginQueue } from '../../queue-server/frontier/frontier.js';
+import { Frontier, type OriginQueue, type QueuedUrl } from '../../queue-server/frontier/frontier.js';
 import { rulesFromFetch, type RobotsRules } from '../../queue-server/robots/robots.js';
 import { cutSchedule, type CutPolicy, type CutResult, type CutSlot } from '../../queue-server/frontier/schedule-cutter.js';
 import { urlHash } from '../../shared/url-hash.js';
@@ -84,12 +84,14 @@ class World {
   expire(slot: CutSlot, now: number): void {
     const queue = slot.queue;
     if (slot.kind === 'robots') queue.robots.fetchLost();
-    for (const entry of slot.entries) this.frontier.push(queue, entry, now);
+    for (const entry of entriesOf(slot)) this.frontier.push(queue, entry, now);
     queue.finishSlot(now);
   }
 }
 
-const urlsOf = (slot: CutSlot): string[] => slot.entries.map((entry) => entry.url);
+/** The page URLs' frontier entries of a slot (none for a robots slot). */
+const entriesOf = (slot: CutSlot): QueuedUrl[] => slot.items.flatMap((item) => (item.entry === null ? [] : [item.entry]));
+const urlsOf = (slot: CutSlot): string[] => entriesOf(slot).map((entry) => entry.url);
 const pageSlots = (result: CutResult): CutSlot[] => result.slots.filter((slot) => slot.kind === 'page');
 
 describe('robots.txt first', () => {
@@ -98,7 +100,8 @@ describe('robots.txt first', () => {
     for (let i = 0; i < 10; i++) world.add(`http://a.example/${i}`, 0);
     const first = world.cut(T0, { capacity: 10 });
     expect(first.slots).toHaveLength(1);
-    expect(first.slots[0]).toMatchObject({ kind: 'robots', entries: [], startAfterMs: 0 });
+    expect(first.slots[0]).toMatchObject({ kind: 'robots', startAfterMs: 0 });
+    expect(entriesOf(first.slots[0]!)).toEqual([]);
     expect(first.slots[0]!.queue.origin).toBe('http://a.example');
     expect(first.slots[0]!.queue.robotsState).toBe('fetching');
     expect(first.charged).toBe(0);
@@ -228,7 +231,7 @@ describe('politeness and fairness', () => {
     world.knowRobots('http://a.example');
     for (let i = 0; i < 10; i++) world.add(`http://a.example/${i}`, 0);
     const result = world.cut(T0);
-    expect(result.slots.map((slot) => slot.entries.length)).toEqual([3, 3]);
+    expect(result.slots.map((slot) => entriesOf(slot).length)).toEqual([3, 3]);
     expect(world.frontier.queued).toBe(4);
   });
 
@@ -313,7 +316,7 @@ describe('budget (--max-pages)', () => {
     const result = world.cut(T0, { budget: 5, capacity: 10 });
     expect(result.slots.flatMap(urlsOf)).toHaveLength(5);
     expect(result.charged).toBe(5);
-    expect(result.slots.every((slot) => slot.entries.length > 0)).toBe(true);
+    expect(result.slots.every((slot) => entriesOf(slot).length > 0)).toBe(true);
     expect(world.cut(T0, { budget: 0, capacity: 10 }).slots).toEqual([]);
   });
 
@@ -323,7 +326,7 @@ describe('budget (--max-pages)', () => {
     for (let i = 0; i < 5; i++) world.add(`http://a.example/${i}`, 0);
     const first = world.cut(T0, { budget: 10 });
     expect(first.charged).toBe(3);
-    expect(first.slots[0]!.entries.every((entry) => entry.charged)).toBe(true);
+    expect(entriesOf(first.slots[0]!).every((entry) => entry.charged)).toBe(true);
     world.expire(first.slots[0]!, T0 + 60_000);
     const again = world.cut(T0 + 60_000, { budget: 7 });
     // The same three URLs, in their old place in line, and nothing new charged for them.
@@ -413,7 +416,7 @@ describe('invariants under random claims, results, expiries and time', () => {
               const last = lastFinish.get(queue.origin);
               if (world.concurrencyOf(queue) === 1 && last !== undefined) expect(now + slot.startAfterMs).toBeGreaterThanOrEqual(last + 1000);
             }
-            for (const entry of slot.entries) {
+            for (const entry of entriesOf(slot)) {
               expect(outUrls.has(entry.url) || done.has(entry.url)).toBe(false);
               outUrls.add(entry.url);
             }
@@ -431,7 +434,7 @@ describe('invariants under random claims, results, expiries and time', () => {
               if (out.length === 0) break;
               const [slot] = out.splice(step.pick % out.length, 1);
               world.finish(slot!, now, { status: step.robotsStatus, body: 'User-agent: *\nDisallow: /1/\n' });
-              for (const entry of slot!.entries) {
+              for (const entry of entriesOf(slot!)) {
                 outUrls.delete(entry.url);
                 done.add(entry.url);
               }
@@ -442,7 +445,7 @@ describe('invariants under random claims, results, expiries and time', () => {
               if (out.length === 0) break;
               const [slot] = out.splice(step.pick % out.length, 1);
               world.expire(slot!, now);
-              for (const entry of slot!.entries) outUrls.delete(entry.url);
+              for (const entry of entriesOf(slot!)) outUrls.delete(entry.url);
               break;
             }
             case 'tick':
@@ -456,7 +459,7 @@ describe('invariants under random claims, results, expiries and time', () => {
         for (let round = 0; round < 500 && world.frontier.queued + out.length > 0; round++) {
           for (const slot of out.splice(0)) {
             world.finish(slot, now, { status: 404 });
-            for (const entry of slot.entries) {
+            for (const entry of entriesOf(slot)) {
               outUrls.delete(entry.url);
               done.add(entry.url);
             }

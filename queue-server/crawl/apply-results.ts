@@ -1,0 +1,180 @@
+/**
+ * Applying a fetcher's results to the crawl: each (schedule, slot, item) once. A robots.txt result
+ * makes its origin's rules known (robots/origin-robots.ts); a page result is classified once
+ * (outcome.ts) and then counted, cached (the cache record replaced on 2xx, merged on 304), followed
+ * (links and redirect targets admitted at depth + 1 with an OPIC share of the page's score), and
+ * settled in the crawl database through the Nutch transition (crawldb/transition.ts); its page record
+ * goes to the archive. A finished slot frees its origin for the next one after the politeness delay.
+ * Results without a live lease are duplicates, or, after a queue server restart, applied when their
+ * URL is pending and not out on another lease.
+ */
+import type { ItemResult, ResultsRequest, ResultsResponse } from '../../shared/protocol.js';
+import { urlHash, urlHashHex } from '../../shared/url-hash.js';
+import { normalizeUrl } from '../../shared/url-normalize.js';
+import { recordAfterFullResponse, recordAfterNotModified } from '../cache/cache-policy.js';
+import { belowLimit } from '../crawl-config.js';
+import { relationsOf } from '../crawldb/crawl-db.js';
+import { newCrawlDbRecord, type CrawlDbRecord } from '../crawldb/record.js';
+import { applyFetch, type FetchOutcome } from '../crawldb/transition.js';
+import type { OriginQueue, QueuedUrl } from '../frontier/frontier.js';
+import type { CrawlParts } from './crawl.js';
+import { classifyResult, crawlDbOutcomeOf, pageRecordOf, type PageRecord } from './outcome.js';
+import { RetryAfterBudget } from './retry-after.js';
+
+/** Redirects followed one after another from one link, at most (browsers allow about 20; crawlers fewer). */
+export const MAX_REDIRECT_HOPS = 10;
+
+export class ResultApplier {
+  readonly #parts: CrawlParts;
+  readonly #retryAfter = new RetryAfterBudget();
+
+  constructor(parts: CrawlParts) {
+    this.#parts = parts;
+  }
+
+  apply(request: ResultsRequest, now: number): ResultsResponse {
+    const { leases, fetchers, placement, stats, stores } = this.#parts;
+    let applied = 0;
+    let duplicates = 0;
+    const records: PageRecord[] = [];
+    const leaseActive = leases.renew(request.scheduleId, request.fetcherId, now, this.#parts.config.leaseMs);
+    const fetcher = fetchers.get(request.fetcherId);
+    if (fetcher !== undefined) fetcher.lastSeen = now;
+    for (const result of request.results) {
+      const found = leases.lookup(request.scheduleId, result.slot, result.i);
+      let entry: QueuedUrl;
+      if (found.kind === 'ok') {
+        const { lease, slot, item } = found;
+        if (lease.fetcherId !== request.fetcherId || item.url !== result.url) {
+          stats.counters.lateResults++;
+          continue;
+        }
+        this.#countRequest(result);
+        const { slotDone } = leases.markApplied(lease, slot, item);
+        if (item.kind === 'robots') this.#applyRobots(slot.queue, result, now);
+        if (slotDone) this.#finishSlot(slot.queue, now);
+        if (item.kind === 'robots') {
+          applied++;
+          continue;
+        }
+        entry = item.entry!;
+      } else {
+        // No live lease: a retried post (duplicate), or results held across a queue server restart.
+        const orphan = found.kind === 'duplicate' ? undefined : this.#orphanEntry(result);
+        if (orphan === undefined) {
+          duplicates++;
+          stats.counters.duplicateResults++;
+          continue;
+        }
+        this.#countRequest(result);
+        orphan.settled = true;
+        entry = orphan;
+      }
+      entry.leased = false;
+      placement.settled(entry);
+      const record = this.#applyPage(result, entry, now);
+      if (fetcher !== undefined) {
+        fetcher.resultsApplied++;
+        if (record.outcome === 'fetched') fetcher.pagesFetched++;
+      }
+      // A 304 leaves the previous page record standing (RFC 9111 section 4.3.4).
+      if (record.outcome !== 'not-modified') records.push(record);
+      applied++;
+    }
+    stores.archive.append(records);
+    return { applied, duplicates, leaseActive };
+  }
+
+  /** Stores the crawl database transition of a URL for `outcome` (a fetch, or a robots.txt denial). */
+  settle(entry: QueuedUrl, outcome: FetchOutcome, now: number): CrawlDbRecord {
+    const { crawlDb } = this.#parts.stores;
+    const old = crawlDb.get(entry.hash) ?? newCrawlDbRecord(entry.url, entry.depth, 0, now, this.#parts.schedule);
+    const { record } = applyFetch(old, outcome, now, this.#parts.schedule);
+    crawlDb.put(entry.hash, record);
+    return record;
+  }
+
+  #applyRobots(queue: OriginQueue, result: ItemResult, now: number): void {
+    const { config, stats, stores } = this.#parts;
+    const policy = { userAgentToken: config.robotsToken, unreachableRetryMs: config.robotsUnreachableRetryMs, attempts: config.robotsAttempts };
+    stats.counters.robotsRequests++;
+    // An unreachable robots.txt keeps the origin's URLs, asked again later until the attempts run out.
+    const retryAt = queue.robots.fetched({ status: result.status, errorCode: result.error?.code ?? null, body: result.robotsTxt }, policy, stores.robots, now);
+    if (retryAt !== null) queue.delayUntil(retryAt, now);
+  }
+
+  #applyPage(result: ItemResult, entry: QueuedUrl, now: number): PageRecord {
+    const { config, stats, recent, admission, frontier, stores } = this.#parts;
+    const depth = entry.depth;
+    const outcome = classifyResult(result);
+    const counters = stats.counters;
+    const cache = stores.cache;
+    const retryAfterMs = this.#retryAfter.honour(urlHashHex(entry.hash), result.retryAfterMs);
+    const score = (): number => stores.crawlDb.get(entry.hash)?.score ?? 0;
+    switch (outcome.kind) {
+      case 'fetched':
+        counters.pagesFetched++;
+        cache.stage(entry.hash, recordAfterFullResponse(result, now));
+        if (belowLimit(depth, config.maxDepth)) admission.admitLinks(result.links, result.url, depth + 1, score(), now);
+        break;
+      case 'not-modified': {
+        counters.notModified++;
+        const previous = cache.get(entry.hash);
+        counters.bytesSaved += previous?.bodyBytes ?? 0;
+        cache.stage(entry.hash, recordAfterNotModified(previous, result, now));
+        break;
+      }
+      case 'redirect': {
+        counters.redirects++;
+        // A chain or a loop of redirects is followed for at most MAX_REDIRECT_HOPS hops.
+        const hops = (entry.redirectHops ?? 0) + 1;
+        if (hops > MAX_REDIRECT_HOPS) admission.reject(outcome.target ?? result.url, 'too-many-redirects', now);
+        else if (outcome.target !== null && belowLimit(depth, config.maxDepth)) admission.admitLinks([outcome.target], result.url, depth + 1, 0, now, hops);
+        break;
+      }
+      case 'error':
+        // A 429 or 503 whose Retry-After is honoured is a wait, not a failure (it is asked again later).
+        if (retryAfterMs !== null) counters.retriedLater++;
+        else stats.countError(outcome.code);
+        recent.error({ url: result.url, code: outcome.code, at: now });
+        break;
+    }
+    recent.fetch({ url: result.url, status: result.status, title: result.page?.title ?? null, bytes: result.bytes, at: now, durationMs: result.durationMs });
+
+    const simhash = outcome.kind === 'fetched' ? (result.page?.simhash ?? null) : null;
+    const relations = relationsOf(stores.crawlDb, entry.hash, {
+      url: entry.url,
+      signature: outcome.kind === 'fetched' ? result.signature : null,
+      simhash,
+      canonical: result.page?.canonical ?? null,
+      redirectTo: outcome.kind === 'redirect' ? outcome.target : null,
+    });
+    // 429 and 503 with Retry-After slow the whole host down, not only this URL.
+    if (retryAfterMs !== null) frontier.origin(new URL(entry.url).origin).delayUntil(now + retryAfterMs, now);
+    const fetchOutcome = crawlDbOutcomeOf(result, outcome, { ...relations, freshUntil: cache.get(entry.hash)?.freshUntil ?? null, simhash, retryAfterMs });
+    const next = this.settle(entry, fetchOutcome, now);
+    if (next.status === 'retry' || !config.once) this.#parts.placement.later(entry.hash, next.nextFetchAt);
+    return pageRecordOf(result, depth, outcome);
+  }
+
+  /** A result without a lease is applied if its URL is queued and not out on another lease. */
+  #orphanEntry(result: ItemResult): QueuedUrl | undefined {
+    const normalized = normalizeUrl(result.url);
+    if (!normalized.ok || normalized.url !== result.url) return undefined;
+    const entry = this.#parts.placement.pendingEntry(urlHash(normalized.url));
+    return entry !== undefined && entry.leased !== true && entry.settled !== true ? entry : undefined;
+  }
+
+  #countRequest(result: ItemResult): void {
+    const { stats } = this.#parts;
+    stats.counters.requests++;
+    stats.counters.bytesDownloaded += result.wireBytes;
+    if (result.status !== null) stats.countStatus(result.status);
+  }
+
+  #finishSlot(queue: OriginQueue, now: number): void {
+    // `now` is whole milliseconds, up to 1 ms behind the true receipt time: +1 keeps the gap whole.
+    const delay = this.#parts.delayOf(queue);
+    queue.finishSlot(now, delay > 0 ? now + delay + 1 : 0);
+  }
+}

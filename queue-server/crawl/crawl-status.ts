@@ -1,0 +1,70 @@
+/**
+ * The crawl's status as GET /api/status, the status stream and the admin page show it: the summary's
+ * counters plus what is queued, leased and waiting, the fetchers, the storage, recent fetches and
+ * errors, the hosts, and the settings. Built from the crawl's parts at `now`; changes nothing.
+ */
+import type { CacheStore } from '../cache/cache-store.js';
+import type { CrawlConfig } from '../crawl-config.js';
+import type { CrawlDb } from '../crawldb/crawl-db.js';
+import type { CrawlDbStatus } from '../crawldb/record.js';
+import type { SeenSet } from '../admission/seen-set.js';
+import type { CrawlParts, CrawlState } from './crawl.js';
+import type { CrawlPass } from './crawl-pass.js';
+import type { CrawlSummary } from './crawl-stats.js';
+import type { FetcherInfo } from './fetcher-registry.js';
+import type { HostsOverview } from './host-activity.js';
+import type { RecentError, RecentFetch } from './recent-events.js';
+
+export interface CrawlStatus extends CrawlSummary {
+  state: CrawlState;
+  frontierSize: number;
+  leasesOut: number;
+  itemsLeased: number;
+  waitingUrls: number;
+  origins: number;
+  urlsByStatus: Record<CrawlDbStatus, number>;
+  fetchers: (FetcherInfo & { itemsLeased: number })[];
+  seenSet: ReturnType<SeenSet['stats']>;
+  cacheTree: ReturnType<CacheStore['stats']>;
+  crawlDbTree: ReturnType<CrawlDb['stats']>;
+  pass: CrawlPass | null;
+  recentFetches: RecentFetch[];
+  recentErrors: RecentError[];
+  hosts: HostsOverview;
+  config: Omit<CrawlConfig, 'seeds'> & { seeds: string[] };
+}
+
+/** The summary printed at the end of a crawl: the counters and the crawl database's URLs by status. */
+export function crawlSummary(parts: CrawlParts, now: number): CrawlSummary & { urlsByStatus: Record<CrawlDbStatus, number> } {
+  return { ...parts.stats.summary(now), urlsByStatus: parts.stores.crawlDb.countsByStatus() };
+}
+
+export function crawlStatus(parts: CrawlParts, state: CrawlState, pass: CrawlPass | null, now: number): CrawlStatus {
+  const { leases, fetchers, frontier, placement, admission, stores, recent, config } = parts;
+  const leasedByFetcher = new Map<string, number>();
+  let itemsLeased = 0;
+  const activeOrigins = new Set<string>();
+  for (const lease of leases.values()) {
+    itemsLeased += lease.remaining;
+    for (const slot of lease.slots) if (slot.remaining > 0) activeOrigins.add(slot.queue.origin);
+    leasedByFetcher.set(lease.fetcherId, (leasedByFetcher.get(lease.fetcherId) ?? 0) + lease.remaining);
+  }
+  return {
+    state,
+    ...crawlSummary(parts, now),
+    frontierSize: frontier.queued,
+    leasesOut: leases.size,
+    itemsLeased,
+    waitingUrls: placement.waiting,
+    origins: frontier.originCount,
+    fetchers: fetchers.list().map((info) => ({ ...info, itemsLeased: leasedByFetcher.get(info.id) ?? 0 })),
+    seenSet: admission.seenStats(),
+    cacheTree: stores.cache.stats(),
+    crawlDbTree: stores.crawlDb.stats(),
+    pass,
+    recentFetches: recent.fetches(),
+    recentErrors: recent.errors(),
+    hosts: recent.hosts(activeOrigins, frontier),
+    config: { ...config, seeds: [...config.seeds] },
+  };
+}
