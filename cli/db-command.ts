@@ -7,13 +7,11 @@ import { BTree } from '../queue-server/btree/index.js';
 import { checkCrawlDb } from '../queue-server/crawldb/check.js';
 import { decodeCrawlDbRecord } from '../queue-server/crawldb/record.js';
 import { dataPath } from '../queue-server/storage/data-dir.js';
+import { fail } from './options.js';
 
 function crawlDbPath(dataDir: string): string {
   const path = dataPath(dataDir, 'crawlDb');
-  if (!existsSync(path)) {
-    process.stderr.write(`petrel db: no crawl database at ${path}: is ${dataDir} a Petrel data directory?\n`);
-    process.exit(2);
-  }
+  if (!existsSync(path)) fail(`no crawl database at ${path}: is ${dataDir} a Petrel data directory?`, { status: 2, command: 'db' });
   return path;
 }
 

@@ -1,4 +1,4 @@
-/** Option parsing shared by the commands: integers with ranges, and one-line errors for humans. */
+/** Option parsing for every command: integers with ranges, repeated options, and one-line errors for humans. */
 import { InvalidArgumentError } from 'commander';
 import { readFileSync } from 'node:fs';
 
@@ -20,10 +20,13 @@ export function packageVersion(): string {
   return pkg.version;
 }
 
-/** Prints a one-line error and exits with status 2 (bad usage) or 1 (runtime failure). */
-export function fail(message: string, status = 1): never {
-  process.stderr.write(`petrel: ${message}\n`);
-  process.exit(status);
+/**
+ * Prints the error, `petrel <command>: message`, and exits with status 2 (bad usage: the options
+ * or the files they name) or 1 (a failure at run time, the default).
+ */
+export function fail(message: string, options: { status?: 1 | 2; command?: string } = {}): never {
+  process.stderr.write(`petrel${options.command === undefined ? '' : ` ${options.command}`}: ${message}\n`);
+  process.exit(options.status ?? 1);
 }
 
 /**
@@ -32,12 +35,12 @@ export function fail(message: string, status = 1): never {
  */
 export function readTlsFiles(values: { tlsCert?: string; tlsKey?: string }): { cert: Buffer; key: Buffer } | undefined {
   if (values.tlsCert === undefined && values.tlsKey === undefined) return undefined;
-  if (values.tlsCert === undefined || values.tlsKey === undefined) fail('--tls-cert and --tls-key go together: give both (PEM files) to serve HTTPS', 2);
+  if (values.tlsCert === undefined || values.tlsKey === undefined) fail('--tls-cert and --tls-key go together: give both (PEM files) to serve HTTPS', { status: 2 });
   const read = (option: string, file: string): Buffer => {
     try {
       return readFileSync(file);
     } catch (error) {
-      fail(`cannot read ${option} ${file}: ${(error as Error).message}`, 2);
+      fail(`cannot read ${option} ${file}: ${(error as Error).message}`, { status: 2 });
     }
   };
   return { cert: read('--tls-cert', values.tlsCert), key: read('--tls-key', values.tlsKey) };

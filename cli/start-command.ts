@@ -10,7 +10,8 @@
 import { resolve } from 'node:path';
 import { Command } from 'commander';
 import { addCrawlOptions, crawlConfigFrom, type CrawlOptionValues } from './crawl-options.js';
-import { addLocalFetcherOptions, LocalFetchers, type LocalFetcherValues } from './local-fetchers.js';
+import { FetcherChildren } from './fetcher-children.js';
+import { addFetcherOptions, fetcherArgs, type LocalFetcherValues } from './fetcher-options.js';
 import { fail, integerOption, readTlsFiles } from './options.js';
 
 interface StartValues extends CrawlOptionValues, LocalFetcherValues {
@@ -33,7 +34,7 @@ export function startCommand(): Command {
     .option('--tls-cert <file>', 'serve HTTPS with this certificate (PEM; with --tls-key)')
     .option('--tls-key <file>', 'private key of --tls-cert (PEM)')
     .option('--ca <file>', 'with --tls-cert: the CA certificate local fetchers verify the queue server with (default: --tls-cert itself, for a self-signed one)');
-  addLocalFetcherOptions(command);
+  addFetcherOptions(command, 'local');
   addCrawlOptions(command);
   command.addHelpText(
     'after',
@@ -44,7 +45,7 @@ export function startCommand(): Command {
     // Loaded here, not at the top, so that other commands do not pay for express and the storage stack.
     const { startQueueServer } = await import('../queue-server/daemon.js');
     const tls = readTlsFiles(values);
-    if (values.ca !== undefined && tls === undefined) fail('--ca is for local fetchers of an HTTPS queue server: give --tls-cert and --tls-key too', 2);
+    if (values.ca !== undefined && tls === undefined) fail('--ca is for local fetchers of an HTTPS queue server: give --tls-cert and --tls-key too', { status: 2 });
     let server;
     try {
       server = await startQueueServer({ dataDir: values.data, host: values.host, port: values.port, tls, crawl: crawlConfigFrom(values, false) });
@@ -60,7 +61,13 @@ export function startCommand(): Command {
     // and reach a wildcard listener over loopback, the address a test certificate names.
     const ca = tls === undefined ? undefined : resolve(values.ca ?? values.tlsCert!);
     const fetcherUrl = tls === undefined ? running.url : running.url.replace('//0.0.0.0:', '//127.0.0.1:').replace('//[::]:', '//[::1]:');
-    const fetchers = new LocalFetchers({ serverUrl: fetcherUrl, tokenFile, ca, values, log });
+    const fetchers = new FetcherChildren({
+      label: 'petrel start',
+      namePrefix: 'local',
+      args: (name) => fetcherArgs(values, { serverUrl: fetcherUrl, tokenFile, name, ca }),
+      restart: { kind: 'backoff', firstDelayMs: 1000, maxDelayMs: 30_000, healthyRunMs: 60_000 },
+      log,
+    });
     fetchers.start(values.fetchers);
 
     process.stdout.write(`${JSON.stringify({ event: 'started', url: running.url, adminUrl, adminTokenFile, tokenFile, fetchers: values.fetchers, pid: process.pid })}\n`);

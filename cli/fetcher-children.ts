@@ -1,0 +1,101 @@
+/**
+ * Fetcher child processes on this machine, for `petrel crawl` and `petrel start`: the same `petrel
+ * fetcher` program a fleet runs, started N times against the local queue server, their output passed
+ * to `log`. What happens when one exits on its own is the restart policy the command gives:
+ *
+ *   limited   (`petrel crawl`)  a fetcher that failed is started again at once, at most `restarts`
+ *                               times; one that exits 0 (told the crawl is done) is not.
+ *   backoff   (`petrel start`)  a fetcher is always started again, after a pause that doubles with each
+ *                               quick exit (firstDelayMs up to maxDelayMs), so a daemon keeps its
+ *                               fetchers however long it runs; a run of healthyRunMs resets the pause.
+ *
+ * `stop` ends them all: optionally a wait for them to exit by themselves, then SIGTERM (a fetcher
+ * finishes its held slots), then SIGKILL for any still running after a grace period.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { eachLine, exited, spawnPetrel } from './children.js';
+
+export type RestartPolicy =
+  | { readonly kind: 'limited'; readonly restarts: number }
+  | { readonly kind: 'backoff'; readonly firstDelayMs: number; readonly maxDelayMs: number; readonly healthyRunMs: number };
+
+export interface FetcherChildrenOptions {
+  /** Who speaks in log lines, e.g. `petrel crawl`. */
+  readonly label: string;
+  /** Children are called `<namePrefix>-1`, `<namePrefix>-2`, ... */
+  readonly namePrefix: string;
+  /** The `petrel` arguments of the child called `name`. */
+  readonly args: (name: string) => string[];
+  readonly restart: RestartPolicy;
+  readonly log: (line: string) => void;
+}
+
+/** How long stop() lets SIGTERMed fetchers finish their held slots before SIGKILL. */
+const STOP_GRACE_MS = 5000;
+
+export class FetcherChildren {
+  readonly #options: FetcherChildrenOptions;
+  readonly #children: (ChildProcess | null)[] = [];
+  readonly #timers = new Set<NodeJS.Timeout>();
+  #stopping = false;
+
+  constructor(options: FetcherChildrenOptions) {
+    this.#options = options;
+  }
+
+  start(count: number): void {
+    const policy = this.#options.restart;
+    for (let i = 0; i < count; i++) this.#spawn(i, policy.kind === 'limited' ? policy.restarts : policy.firstDelayMs);
+  }
+
+  /** `next`: restarts left (limited), or the pause before the next restart (backoff). */
+  #spawn(index: number, next: number): void {
+    const { label, namePrefix, args, restart, log } = this.#options;
+    const name = `${namePrefix}-${index + 1}`;
+    const startedAt = Date.now();
+    const child = spawnPetrel(args(name));
+    this.#children[index] = child;
+    eachLine(child.stderr, log);
+    eachLine(child.stdout, log);
+    child.once('exit', (code, signal) => {
+      this.#children[index] = null;
+      if (this.#stopping) return;
+      const why = `${label}: fetcher ${name} exited (${signal ?? `status ${code}`})`;
+      if (restart.kind === 'limited') {
+        if (code === 0) return;
+        log(`${why}${next > 0 ? '; restarting it' : ''}`);
+        if (next > 0) this.#spawn(index, next - 1);
+        return;
+      }
+      const delay = Date.now() - startedAt >= restart.healthyRunMs ? restart.firstDelayMs : next;
+      log(`${why}; starting it again in ${delay / 1000} s`);
+      const timer = setTimeout(() => {
+        this.#timers.delete(timer);
+        if (!this.#stopping) this.#spawn(index, Math.min(delay * 2, restart.maxDelayMs));
+      }, delay);
+      this.#timers.add(timer);
+    });
+  }
+
+  /**
+   * Ends every fetcher and restarts none: with `waitForExitMs`, first a wait for them to exit by
+   * themselves (they were told the crawl is done), then SIGTERM, then SIGKILL after a grace period.
+   */
+  async stop(options: { waitForExitMs?: number } = {}): Promise<void> {
+    this.#stopping = true;
+    for (const timer of this.#timers) clearTimeout(timer);
+    this.#timers.clear();
+    const running = () => this.#children.filter((child): child is ChildProcess => child !== null && child.exitCode === null && child.signalCode === null);
+    const exitedWithin = async (children: ChildProcess[], ms: number) => {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([Promise.all(children.map(exited)), new Promise((resolve) => (timer = setTimeout(resolve, ms)))]);
+      clearTimeout(timer);
+    };
+    if (options.waitForExitMs !== undefined && options.waitForExitMs > 0) await exitedWithin(running(), options.waitForExitMs);
+    const left = running();
+    for (const child of left) child.kill('SIGTERM');
+    await exitedWithin(left, STOP_GRACE_MS);
+    for (const child of left) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await Promise.all(left.map(exited));
+  }
+}

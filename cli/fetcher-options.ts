@@ -1,0 +1,44 @@
+/**
+ * The fetcher's options, derived from its settings table (fetcher/defaults.ts): all of them for
+ * `petrel fetcher`, the local ones for `petrel crawl` and `petrel start`, and the argument list those
+ * two give each fetcher process they start.
+ */
+import { Option, type Command } from 'commander';
+import { FETCHER_SETTINGS, isIntegerSetting, type FetcherSetting, type FetcherSettingName, type FetcherSettingValues } from '../fetcher/defaults.js';
+import { integerOption } from './options.js';
+
+const SETTINGS = Object.entries(FETCHER_SETTINGS) as [FetcherSettingName, FetcherSetting][];
+
+/** The values of the local settings, as `petrel crawl` and `petrel start` parse them. */
+export type LocalFetcherValues = Pick<FetcherSettingValues, 'concurrency' | 'contact' | 'maxBodyBytes' | 'timeoutMs'>;
+
+export function addFetcherOptions(command: Command, which: 'all' | 'local'): Command {
+  for (const [, setting] of SETTINGS) {
+    if (which === 'local' && !setting.local) continue;
+    const option = new Option(setting.option, setting.help);
+    if (isIntegerSetting(setting)) option.argParser(integerOption(option.long!, setting.min, setting.max)).default(setting.default);
+    command.addOption(option);
+  }
+  return command;
+}
+
+/** Where a local fetcher process connects, and the name it shows. */
+export interface FetcherConnection {
+  readonly serverUrl: string;
+  readonly tokenFile: string;
+  readonly name: string;
+  /** The CA file that verifies an HTTPS queue server. */
+  readonly ca?: string;
+}
+
+/** The arguments of a `petrel fetcher` child: its connection, then every local setting given. */
+export function fetcherArgs(values: LocalFetcherValues, connection: FetcherConnection): string[] {
+  const args = ['fetcher', '--server', connection.serverUrl, '--token-file', connection.tokenFile, '--name', connection.name];
+  for (const [name, setting] of SETTINGS) {
+    if (!setting.local) continue;
+    const value = values[name as keyof LocalFetcherValues];
+    if (value !== undefined) args.push(setting.option.split(' ')[0]!, String(value));
+  }
+  if (connection.ca !== undefined) args.push('--ca', connection.ca);
+  return args;
+}
