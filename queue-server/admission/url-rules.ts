@@ -9,7 +9,7 @@
  *  - Repeated segments: a path in which one segment occurs more than `maxRepeatedSegment` times
  *    (`/a/a/a/a/...`, a relative link resolved against itself) is refused: `trap-repeated-segment`.
  *  - Deep paths: more than `maxPathSegments` segments: `trap-deep-path`.
- * A per-host page budget (crawl.ts) bounds what any trap that passes these can cost.
+ * A per-host page budget (admission.ts) bounds what any trap that passes these can cost.
  */
 import type { NormalizedUrl } from '../../shared/url-normalize.js';
 

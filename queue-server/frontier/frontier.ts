@@ -13,7 +13,7 @@
  * stale and skipped, so nothing is ever removed from the middle of a heap.
  *
  * Memory: about 100 bytes per queued URL plus the URL text. The bound on queued URLs is enforced by
- * the caller (see crawl.ts, `maxQueuedUrls`).
+ * the caller (admission/admission.ts, `maxQueuedUrls`).
  */
 import type { NormalizedUrl } from '../../shared/url-normalize.js';
 import type { UrlHash } from '../../shared/url-hash.js';

@@ -1,6 +1,6 @@
 /**
  * Cutting schedules (queue-server/frontier/schedule-cutter.ts) against a real Frontier, with `now` passed in.
- * The helpers below finish and expire slots the way crawl.ts does (the origin's robots state, then
+ * The helpers below finish and expire slots the way the crawl does (the origin's robots state, then
  * `finishSlot`, which re-files it), so these tests pin the contract between the cutter and its caller.
  */
 import fc from 'fast-check';
@@ -73,7 +73,7 @@ class World {
     return cutSchedule(this.frontier, this.policy(overrides), now);
   }
 
-  /** All results of a slot arrived (crawl.ts #finishSlot, plus the robots rules for a robots slot). */
+  /** All results of a slot arrived (apply-results.ts #finishSlot, plus the robots rules for a robots slot). */
   finish(slot: CutSlot, now: number, robots: { status: number | null; body?: string | null } = { status: 404 }): void {
     const queue = slot.queue;
     if (slot.kind === 'robots') queue.robots.know(robotsFrom(queue.origin, robots.status, robots.body ?? null, now));

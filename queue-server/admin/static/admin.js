@@ -170,19 +170,23 @@ function makeChart() {
   }).observe(container);
 }
 
+/** A page API's JSON answer, or null when the server is away or answers with an error (the page goes on without). */
+async function getJson(url) {
+  try {
+    const response = await fetch(url, { credentials: 'same-origin', cache: 'no-store' });
+    return response.ok ? await response.json() : null;
+  } catch {
+    return null;
+  }
+}
+
 /**
  * The chart's past from the server's samples of pages fetched (at most one a second, none while
  * nothing changes), as the same 5-second rate the live points use.
  */
 async function loadHistory() {
-  let answer;
-  try {
-    const response = await fetch(API.history, { credentials: 'same-origin', cache: 'no-store' });
-    if (!response.ok) return;
-    answer = await response.json();
-  } catch {
-    return;
-  }
+  const answer = await getJson(API.history);
+  if (answer === null) return;
   const now = Date.now();
   serverOffsetMs = answer.serverNow - now;
   const samples = answer.pagesFetched.map(([at, value]) => ({ t: at - serverOffsetMs, v: value }));
@@ -635,14 +639,8 @@ function wireControls() {
  * shown are the running crawl's (renderControls), which a fresh queue server takes from the same table.
  */
 async function loadSettings() {
-  let answer;
-  try {
-    const response = await fetch(API.settings, { credentials: 'same-origin', cache: 'no-store' });
-    if (!response.ok) return;
-    answer = await response.json();
-  } catch {
-    return;
-  }
+  const answer = await getJson(API.settings);
+  if (answer === null) return;
   for (const setting of answer.settings) {
     const field = document.getElementById(`f-${setting.name}`);
     if (field === null) continue;
