@@ -25,7 +25,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { CORPORA, DEFAULT_CORPORA, installPackages, missingPackages, packageVersion, reachablePages } from './lib/corpora.mjs';
-import { selfTimes } from './lib/cpuprofile.mjs';
+import { inclusiveTimes, isProjectCode, selfTimes } from './lib/cpuprofile.mjs';
 import { measure } from './lib/measure.mjs';
 import { startNginxSite } from './lib/nginx-site.mjs';
 import { PEERS, petrel, petrelTotalConcurrency } from './lib/peers.mjs';
@@ -312,13 +312,27 @@ async function profilePetrel(corpus, site, base, { capped }) {
     const processes = [];
     for (const file of readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'))) {
       const pid = Number(/^pid-(\d+)\.cpuprofile$/.exec(file)?.[1]);
-      const summary = selfTimes(JSON.parse(readFileSync(join(dir, file), 'utf8')));
-      processes.push({ pid, role: roleByPid.get(pid) ?? `pid ${pid}`, file: join('out', 'profile', corpus.name, pass, file), totalMs: summary.totalMs, functions: summary.functions.slice(0, 50), modules: summary.files.slice(0, 20) });
+      const profile = JSON.parse(readFileSync(join(dir, file), 'utf8'));
+      const summary = selfTimes(profile);
+      const inclusive = inclusiveTimes(profile, isProjectCode);
+      processes.push({
+        pid,
+        role: roleByPid.get(pid) ?? `pid ${pid}`,
+        file: join('out', 'profile', corpus.name, pass, file),
+        totalMs: summary.totalMs,
+        functions: summary.functions.slice(0, 50),
+        modules: summary.files.slice(0, 20),
+        inclusiveFunctions: inclusive.functions.slice(0, 50),
+        inclusiveModules: inclusive.files.slice(0, 20),
+      });
     }
     const order = (role) => (role === 'queue-server' ? 0 : role.startsWith('fetcher') ? 1 : 2);
     processes.sort((a, b) => order(a.role) - order(b.role) || a.role.localeCompare(b.role));
-    say(`\nProfile of Petrel's ${pass} on ${corpus.name} (self time per function; a profiled run costs more than a plain one):`);
-    for (const p of processes) say(`\n${formatProfile(`${p.role} (pid ${p.pid})`, { totalMs: p.totalMs, functions: p.functions, files: p.modules }, p.role.startsWith('crawl') ? 5 : options.top)}`);
+    say(`\nProfile of Petrel's ${pass} on ${corpus.name}: ${row.distinctPages} pages, ${row.cpuS.toFixed(2)} s CPU in all (a profiled run costs more than a plain one; ms/page divides by ${row.distinctPages}):`);
+    for (const p of processes) {
+      const inclusive = { functions: p.inclusiveFunctions, files: p.inclusiveModules };
+      say(`\n${formatProfile(`${p.role} (pid ${p.pid})`, { totalMs: p.totalMs, functions: p.functions, files: p.modules }, p.role.startsWith('crawl') ? 5 : options.top, inclusive, row.distinctPages)}`);
+    }
     out.push({ pass, run: row, processes });
   }
   return out;

@@ -45,7 +45,7 @@ export function resultRow(peer, own, tally, measured, expected, { capped = false
   if (tally.missing > 0 && !capped) problems.push(`missed ${tally.missing} of ${expected} pages`);
   if ((tally.unexpected ?? 0) > 0) problems.push(`${tally.unexpected} pages beyond the reachable set (e.g. ${(tally.unexpectedExamples ?? []).slice(0, 3).join(', ')})`);
   const answers = revalidation ? 'page 200s and 304s' : 'page 200s';
-  if (own.pagesFetched !== null && own.pagesFetched !== tally.page200 && !measured.capped) problems.push(`reports ${own.pagesFetched} pages, server sent ${tally.page200} ${answers}`);
+  if (own.pagesFetched !== null && own.pagesFetched !== tally.page200 && !capped) problems.push(`reports ${own.pagesFetched} pages, server sent ${tally.page200} ${answers}`);
   if (own.pagesFetched === null) problems.push('no page count of its own');
   if (tally.page200 > tally.distinctPages) problems.push(`${tally.page200 - tally.distinctPages} duplicate page fetches`);
   return {
@@ -194,15 +194,26 @@ export function formatRatios(table) {
     .join('\n');
 }
 
-/** Top rows of a profile summary as text. */
-export function formatProfile(title, summary, top) {
+/**
+ * Top rows of a profile summary as text; `inclusive` (optional) adds total times with callees, and
+ * `pages` (optional) a column of ms per page.
+ */
+export function formatProfile(title, summary, top, inclusive = null, pages = null) {
+  const perPage = (ms) => (pages === null || pages === 0 ? [] : [(ms / pages).toFixed(3)]);
+  const perPageHeader = pages === null || pages === 0 ? [] : ['ms/page'];
   const idle = summary.functions.find((f) => f.name === '(idle)')?.selfMs ?? 0;
   const busy = summary.totalMs - idle;
   const lines = [`${title}: ${summary.totalMs.toFixed(0)} ms profiled, ${busy.toFixed(0)} ms busy (${((100 * busy) / summary.totalMs).toFixed(0)}%); % below are of the whole profile`];
-  const rows = summary.functions.slice(0, top).map((f) => [f.selfMs.toFixed(0), `${f.percent.toFixed(1)}%`, f.name, f.where]);
-  lines.push(grid([['self ms', '%', 'function', 'where'], ...rows], '    '));
+  const rows = summary.functions.slice(0, top).map((f) => [f.selfMs.toFixed(0), ...perPage(f.selfMs), `${f.percent.toFixed(1)}%`, f.name, f.where]);
+  lines.push(grid([['self ms', ...perPageHeader, '%', 'function', 'where'], ...rows], '    '));
   const files = summary.files.slice(0, 8).map((f) => `${f.name} ${f.percent.toFixed(1)}%`);
-  lines.push(`    by module: ${files.join(', ')}`);
+  lines.push(`    self time by module: ${files.join(', ')}`);
+  if (inclusive !== null) {
+    const totals = inclusive.functions.slice(0, top).map((f) => [f.totalMs.toFixed(0), ...perPage(f.totalMs), `${f.percent.toFixed(1)}%`, f.name, f.where]);
+    if (totals.length > 0) lines.push('    with callees (project code only):', grid([['total ms', ...perPageHeader, '%', 'function', 'where'], ...totals], '    '));
+    const modules = inclusive.files.slice(0, 10).map((f) => `${f.name} ${f.percent.toFixed(1)}%`);
+    lines.push(`    with callees, by module: ${modules.join(', ')}`);
+  }
   return lines.join('\n');
 }
 
