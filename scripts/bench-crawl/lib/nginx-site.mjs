@@ -95,8 +95,12 @@ export function tallyEntries(entries, reachable) {
   }
   let missing = 0;
   let missingAnswered = 0;
+  const missingExamples = [];
   for (const key of reachable) {
-    if (!distinct.has(key)) missing++;
+    if (!distinct.has(key)) {
+      missing++;
+      if (missingExamples.length < 5) missingExamples.push(key);
+    }
     if (!distinct.has(key) && !distinct304.has(key)) missingAnswered++;
   }
   let unexpected = 0;
@@ -118,6 +122,7 @@ export function tallyEntries(entries, reachable) {
     page200,
     distinctPages: distinct.size,
     missing,
+    missingExamples,
     unexpected,
     unexpectedExamples,
     bytes,

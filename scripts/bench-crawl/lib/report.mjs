@@ -42,7 +42,7 @@ export function resultRow(peer, own, tally, measured, expected, { capped = false
   const problems = [];
   if (!(peer.okExitCodes ?? [0]).includes(measured.exitCode) && !measured.capped) problems.push(`exit status ${measured.exitCode}`);
   if (measured.timedOut) problems.push('timed out');
-  if (tally.missing > 0 && !capped) problems.push(`missed ${tally.missing} of ${expected} pages`);
+  if (tally.missing > 0 && !capped) problems.push(`missed ${tally.missing} of ${expected} pages${revalidation || (tally.missingExamples ?? []).length === 0 ? '' : ` (e.g. ${tally.missingExamples.slice(0, 3).join(', ')})`}`);
   if ((tally.unexpected ?? 0) > 0) problems.push(`${tally.unexpected} pages beyond the reachable set (e.g. ${(tally.unexpectedExamples ?? []).slice(0, 3).join(', ')})`);
   const answers = revalidation ? 'page 200s and 304s' : 'page 200s';
   if (own.pagesFetched !== null && own.pagesFetched !== tally.page200 && !capped) problems.push(`reports ${own.pagesFetched} pages, server sent ${tally.page200} ${answers}`);
