@@ -28,6 +28,8 @@ log.setLevel(LogLevel.WARNING);
 
 const inTestWeb = (url) => origins.some((origin) => url.startsWith(`${origin}/`));
 let handled = 0;
+/** Handled requests answered 2xx: Crawlee also hands 404s to the request handler (rust-doc has 28). */
+let pages2xx = 0;
 let failed = 0;
 /** Highest number of requests in flight seen by a handler: Crawlee's autoscaling starts low and ramps. */
 let peakConcurrency = 0;
@@ -40,8 +42,9 @@ const crawler = new CheerioCrawler(
     // No per-minute limit, no delay: crawl everything reachable as fast as Crawlee will; a page limit
     // only when run.mjs was given --max.
     ...(maxRequests > 0 ? { maxRequestsPerCrawl: maxRequests } : {}),
-    async requestHandler({ enqueueLinks }) {
+    async requestHandler({ enqueueLinks, response }) {
       handled++;
+      if (response.statusCode >= 200 && response.statusCode < 300) pages2xx++;
       peakConcurrency = Math.max(peakConcurrency, crawler.autoscaledPool?.currentConcurrency ?? 0);
       await enqueueLinks({
         // 'all' so links to the other test-web hosts are followed; the filter keeps it on the test web.
@@ -61,7 +64,8 @@ const elapsedMs = performance.now() - started;
 writeFileSync(
   resultFile,
   `${JSON.stringify({
-    pagesFetched: handled,
+    pagesFetched: pages2xx,
+    handled,
     failed,
     requestsFinished: stats.requestsFinished,
     requestsFailed: stats.requestsFailed,
