@@ -1,63 +1,102 @@
 /**
- * Crawl benchmark (not a test): Petrel, Crawlee's CheerioCrawler and `wget -r`, one after another, on the
- * same generated test web served by a separate process on 127.0.0.2.. . For each: wall time, pages got
- * (the crawler's own count and the server's log), pages/s, CPU seconds of the whole process tree, and
- * peak RSS of every process in it. Writes out/latest.json. See README.md.
+ * Crawl benchmark (not a test): Petrel, Crawlee's CheerioCrawler and `wget -r`, one after another, on
+ * each corpus: the project's generated test web, and real documentation sites from Debian packages served
+ * by the benchmark's own nginx on loopback. For each: wall time, pages got (the crawler's own count and
+ * the server's log), pages/s, CPU seconds of the whole process tree, and peak RSS of every process in
+ * it; for Petrel also a revalidation pass (every answer a 304). Writes out/latest.json. See README.md.
  *
- *   cd scripts/bench-crawl && npm ci && node run.mjs [--pages 10000] [--hosts 5] [--profile]
+ *   cd scripts/bench-crawl && npm ci && node run.mjs [--corpus testweb,small,large] [--profile]
  *
  * Steps:
- *   1. check the prerequisites (Petrel built, wget and GNU time installed);
- *   2. start the test web (web.mjs) and learn its origins and the number of reachable pages;
- *   3. for each crawler: clear the server's log, run it under GNU time and the /proc sampler, tally the
- *      server's log, and check the crawler got every page;
- *   4. print the table and the ratios, write out/latest.json;
- *   5. with --profile, run Petrel again under V8's CPU profiler (the equivalent of --cpu-prof, through a
- *      preload) and print the top functions of each process.
+ *   1. check the prerequisites (Petrel built; wget, GNU time, nginx and the documentation packages
+ *      installed, installing what is missing);
+ *   2. per corpus: start its server (the test web, or nginx) and learn the reachable pages;
+ *   3. for each crawler: run it under GNU time and the /proc sampler, tally the server's log, check the
+ *      crawler got every page; after Petrel, run it again on the same data dir once the pages are stale;
+ *   4. print the corpus's table, ratios and issue 10's goals; at the end the table across corpora;
+ *      write out/latest.json (after every corpus, so a long run leaves what it has);
+ *   5. with --profile, run Petrel again on each corpus under V8's CPU profiler (the equivalent of
+ *      --cpu-prof, through a preload) and print the top functions of each process.
  */
-import { fork, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { selfTimes } from './lib/cpuprofile.mjs';
+import { CORPORA, DEFAULT_CORPORA, installPackages, missingPackages, packageVersion, reachablePages } from './lib/corpora.mjs';
+import { inclusiveTimes, isProjectCode, selfTimes } from './lib/cpuprofile.mjs';
 import { measure } from './lib/measure.mjs';
-import { PEERS, petrel, petrelCli } from './lib/peers.mjs';
+import { startNginxSite } from './lib/nginx-site.mjs';
+import { PEERS, petrel, petrelTotalConcurrency } from './lib/peers.mjs';
+import { petrelBinPath, snapshotPetrel, testWebModulePath } from './lib/petrel-build.mjs';
 import { formatProfile, formatRatios, formatTable, ratios, resultRow } from './lib/report.mjs';
+import { formatGoals, formatSummary, goals } from './lib/summary.mjs';
+import { startTestWebSite } from './lib/test-web-site.mjs';
 
 const USAGE = `Usage: node run.mjs [options]
 
-Runs Petrel, Crawlee (CheerioCrawler) and wget -r one after another on the same test web and compares them.
+Runs Petrel, Crawlee (CheerioCrawler) and wget -r one after another on each corpus and compares them.
+
+Corpora (--corpus, comma-separated; default ${DEFAULT_CORPORA.join(',')}):
+${Object.values(CORPORA).map((c) => `  ${c.name.padEnd(9)} ${c.description}${c.kind === 'nginx' ? `, nginx on ${c.ip}` : ''}`).join('\n')}
+  The real corpora are Debian packages served by nginx started by this script (own config, logs and pid
+  file in a temp dir; never the system service); missing packages (and nginx, wget, time) are installed
+  with apt-get, which the script says before it does it.
+
+Concurrency (requests in flight at once), made equal for Petrel and Crawlee:
+  Petrel     --host-concurrency per host across all fetchers, and --concurrency slots per fetcher (one
+             request at a time per slot): min(hosts x host concurrency, fetchers x concurrency) in all,
+             16 on one host with the defaults, 32 on the test web's 5 hosts
+  Crawlee    maxConcurrency = that same total (--crawlee-concurrency to override); its autoscaled pool
+             ramps up to it and backs off when it finds the CPU busy
+  wget -r    one connection, one request at a time (it has no parallelism)
+  No crawler waits between requests (Petrel --delay-ms 0; Crawlee and wget have no delay by default);
+  all obey robots.txt (each real corpus's allows everything).
 
 Options:
-  --pages N          pages in the test web, all hosts together (default 10000)
-  --hosts N          test-web hosts, 127.0.0.2 and up (default 5)
-  --concurrency N    requests at once per crawler: Petrel --host-concurrency, Crawlee maxConcurrency (default 16)
-  --fetchers N       Petrel fetcher processes (default 2)
-  --only LIST        comma-separated subset of: ${PEERS.map((p) => p.name).join(',')} (default: all)
-  --repeat N         run each crawler N times, interleaved; the table shows each one's cleanest run (least
-                     CPU used by everything else on the machine), the JSON keeps every run (default 1)
-  --profile          afterwards, run Petrel once more under the CPU profiler (like --cpu-prof) and print
-                     each process's top functions; .cpuprofile files go to out/profile/
-  --top N            functions per process in the profile (default 15)
-  --timeout-s N      give up on one crawler after this long (default 1800)
-  --petrel-root DIR  the Petrel checkout whose dist/ is benchmarked (default: the one holding this script),
-                     e.g. to compare a branch built elsewhere
-  --help             show this help
+  --corpus LIST         corpora to run, in this order (default ${DEFAULT_CORPORA.join(',')})
+  --pages N             test web: pages, all hosts together (default 10000)
+  --hosts N             test web: hosts, 127.0.0.2 and up (default 5)
+  --max N               real corpora: stop each crawler after N pages (Petrel --max-pages, Crawlee
+                        maxRequestsPerCrawl, wget stopped once the server has answered N pages), so a
+                        run during development takes seconds; completeness is then not checked
+  --fetchers N          Petrel fetcher processes (default 2)
+  --concurrency N       Petrel slots per fetcher, \`petrel crawl --concurrency\` (default 16)
+  --host-concurrency N  Petrel requests per host across fetchers (default 16)
+  --crawlee-concurrency N  Crawlee maxConcurrency (default: Petrel's total, see above)
+  --only LIST           comma-separated subset of: ${PEERS.map((p) => p.name).join(',')} (default: all)
+  --no-revalidate       skip Petrel's second pass on the real corpora (every page stale, every answer a 304)
+  --repeat N            run each crawler N times, interleaved; the table shows each one's cleanest run (least
+                        CPU used by everything else on the machine), the JSON keeps every run (default 1)
+  --profile             afterwards, on each corpus, run Petrel once more (and its revalidation) under the CPU
+                        profiler (like --cpu-prof) and print each process's top functions; .cpuprofile
+                        files go to out/profile/<corpus>/
+  --top N               functions per process in the profile (default 15)
+  --timeout-s N         give up on one crawler after this long (default 1800)
+  --petrel-root DIR     the Petrel checkout whose build is benchmarked (default: the one holding this
+                        script), e.g. to compare a branch built elsewhere
+  --help                show this help
 `;
 
 const here = dirname(fileURLToPath(import.meta.url));
 const ownRoot = resolve(here, '..', '..');
 const outDir = join(here, 'out');
+/** nginx's Cache-Control max-age: the revalidation pass waits this long after the first pass. */
+const EXPIRES_S = 1;
 
 const { values } = parseArgs({
   options: {
+    corpus: { type: 'string', default: DEFAULT_CORPORA.join(',') },
     pages: { type: 'string', default: '10000' },
     hosts: { type: 'string', default: '5' },
-    concurrency: { type: 'string', default: '16' },
+    max: { type: 'string' },
     fetchers: { type: 'string', default: '2' },
+    concurrency: { type: 'string', default: '16' },
+    'host-concurrency': { type: 'string', default: '16' },
+    'crawlee-concurrency': { type: 'string' },
     only: { type: 'string' },
+    'no-revalidate': { type: 'boolean', default: false },
     profile: { type: 'boolean', default: false },
     top: { type: 'string', default: '15' },
     repeat: { type: 'string', default: '1' },
@@ -71,13 +110,18 @@ if (values.help) {
   process.stdout.write(USAGE);
   process.exit(0);
 }
-/** Petrel's checkout (its dist/cli/petrel.js); the test web always comes from this script's own. */
+/** Petrel's checkout; the test web always comes from this script's own. */
 const root = values['petrel-root'] === undefined ? ownRoot : resolve(values['petrel-root']);
 const options = {
+  corpora: values.corpus.split(',').map((name) => CORPORA[name.trim()] ?? usage(`unknown corpus: ${name} (known: ${Object.keys(CORPORA).join(', ')})`)),
   pages: positive('--pages', values.pages),
   hosts: positive('--hosts', values.hosts),
-  concurrency: positive('--concurrency', values.concurrency),
+  maxPages: values.max === undefined ? null : positive('--max', values.max),
   fetchers: positive('--fetchers', values.fetchers),
+  concurrency: positive('--concurrency', values.concurrency),
+  hostConcurrency: positive('--host-concurrency', values['host-concurrency']),
+  crawleeConcurrency: values['crawlee-concurrency'] === undefined ? null : positive('--crawlee-concurrency', values['crawlee-concurrency']),
+  revalidate: !values['no-revalidate'],
   top: positive('--top', values.top),
   repeat: positive('--repeat', values.repeat),
   timeoutMs: positive('--timeout-s', values['timeout-s']) * 1000,
@@ -88,171 +132,248 @@ const pagesPerHost = Math.round(options.pages / options.hosts);
 
 // 1. Prerequisites, and a private copy of Petrel's build: the tree is shared, and a `npm run build`
 // elsewhere (which starts with rm -rf dist) must not pull modules from under a running crawl.
+const testWebModule = testWebModulePath(ownRoot);
 checkPrerequisites();
 mkdirSync(outDir, { recursive: true });
 const scratch = mkdtempSync(join(tmpdir(), 'petrel-bench-'));
 process.once('exit', () => rmSync(scratch, { recursive: true, force: true }));
-const petrelBuild = { root, commit: gitDescribe(root) };
-const petrelRoot = snapshotPetrel(root, join(scratch, 'petrel'));
-say(`Petrel: ${root} at ${petrelBuild.commit ?? 'unknown commit'}, dist/ copied to ${petrelRoot}`);
+// Ctrl-C or a kill: let the 'exit' hooks stop nginx and the test web.
+for (const signal of ['SIGINT', 'SIGTERM']) process.once(signal, () => process.exit(130));
+const petrelBuild = { root, commit: gitDescribe(root), bin: petrelBinPath(root) };
+const petrelBin = snapshotPetrel(root, join(scratch, 'petrel'));
+say(`Petrel: ${root} at ${petrelBuild.commit ?? 'unknown commit'}, ${petrelBuild.bin} copied to ${petrelBin}`);
 
-// 2. The test web.
-const web = await startWeb(pagesPerHost, options.hosts);
-say(`test web: ${web.origins.length} hosts × ${pagesPerHost} pages = ${web.expected} reachable pages, port ${web.port}`);
-if (web.expected !== pagesPerHost * options.hosts) say(`warning: expected ${pagesPerHost * options.hosts} reachable pages, the model says ${web.expected}`);
+const report = {
+  createdAt: new Date().toISOString(),
+  command: process.argv.slice(2),
+  machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? null, node: process.version, wget: wgetVersion(), crawlee: crawleeVersion(), nginx: packageVersion('nginx'), loadAverageAtStart: loadavg() },
+  options: { ...options, corpora: options.corpora.map((c) => c.name), pagesPerHost, peers: peers.map((p) => p.name) },
+  petrel: petrelBuild,
+  corpora: [],
+};
 
-// 3. The crawlers, one after another.
-const allRuns = [];
-try {
-  await web.tally(); // start from an empty log
-  for (let round = 1; round <= options.repeat; round++) {
-    for (const peer of peers) {
-      const { row } = await runPeer(peer, {});
-      row.round = round;
-      allRuns.push(row);
-    }
-  }
-  // On a shared machine the cleanest run is the least disturbed one, not the luckiest.
-  const rows = peers.map((peer) => allRuns.filter((row) => row.name === peer.name).sort((a, b) => a.otherCpuS - b.otherCpuS)[0]);
-  if (options.repeat > 1) say(`\nEach crawler's cleanest of ${options.repeat} runs (least CPU used by everything else): ${rows.map((r) => `${r.label} run ${r.round}`).join(', ')}`);
+for (const corpus of options.corpora) {
+  const result = await runCorpus(corpus);
+  report.corpora.push(result);
+  writeReport(false);
+}
+report.machine.loadAverageAtEnd = loadavg();
+say(`\n=== All corpora (${report.createdAt}, load average at start ${report.machine.loadAverageAtStart.map((l) => l.toFixed(2)).join(' ')}, at end ${report.machine.loadAverageAtEnd.map((l) => l.toFixed(2)).join(' ')}) ===\n`);
+say(formatSummary(report.corpora));
+writeReport(true);
 
-  // 4. Results.
-  const ratioTable = ratios(rows);
-  say(`\n${formatTable(rows)}`);
-  if (Object.keys(ratioTable).length > 0) say(`\nRatios (Petrel ÷ peer; pages/s above 1 = Petrel faster, CPU ms/page below 1 = Petrel cheaper):\n${formatRatios(ratioTable)}`);
-
-  // 5. Profile.
-  let profile = null;
-  if (options.profile) profile = await profilePetrel();
-
-  const report = {
-    createdAt: new Date().toISOString(),
-    machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? null, node: process.version, wget: wgetVersion(), crawlee: crawleeVersion(), loadAverageAtEnd: loadavg() },
-    options: { ...options, pagesPerHost, peers: peers.map((p) => p.name) },
-    petrel: petrelBuild,
-    web: { port: web.port, origins: web.origins, expectedPages: web.expected },
-    results: rows,
-    ratios: ratioTable,
-    allRuns,
-    profile,
+/** Every crawler on one corpus; returns what goes into the report. */
+async function runCorpus(corpus) {
+  say(`\n=== corpus ${corpus.name}: ${corpus.description} ===`);
+  const site = await startSite(corpus);
+  const hosts = site.origins.length;
+  const petrelTotal = petrelTotalConcurrency({ hosts, hostConcurrency: options.hostConcurrency, concurrency: options.concurrency, fetchers: options.fetchers });
+  const crawleeConcurrency = options.crawleeConcurrency ?? petrelTotal;
+  const capped = corpus.kind === 'nginx' && options.maxPages !== null;
+  say(`${site.origins.join(' ')}: ${site.expected} reachable pages${capped ? `, each crawler capped at ${options.maxPages}` : ''}; concurrency: Petrel ${petrelTotal} (${options.fetchers} fetchers x ${options.concurrency} slots, ${options.hostConcurrency} per host), Crawlee ${crawleeConcurrency}, wget 1`);
+  const base = {
+    corpus: corpus.name,
+    multiHost: hosts > 1,
+    origins: site.origins,
+    seeds: site.seeds,
+    hostConcurrency: options.hostConcurrency,
+    concurrency: options.concurrency,
+    fetchers: options.fetchers,
+    crawleeConcurrency,
+    maxPages: capped ? options.maxPages : null,
+    petrelBin,
+    here,
+    logDir: outDir,
   };
-  // latest.json is overwritten; the dated copy keeps earlier runs for comparison.
-  const text = `${JSON.stringify(report, null, 2)}\n`;
-  const dated = join(outDir, `run-${report.createdAt.replace(/[:.]/g, '-')}.json`);
-  writeFileSync(join(outDir, 'latest.json'), text);
-  writeFileSync(dated, text);
-  say(`\nwrote ${join(outDir, 'latest.json')} (and ${dated})`);
-} finally {
-  await web.close();
+  const allRuns = [];
+  let profile = null;
+  try {
+    await site.tally(); // start from an empty log
+    for (let round = 1; round <= options.repeat; round++) {
+      for (const peer of peers) {
+        const revalidate = peer === petrel && options.revalidate && corpus.kind === 'nginx';
+        const first = await runPeer(peer, site, base, { capped, keepDir: revalidate });
+        first.row.round = round;
+        allRuns.push(first.row);
+        if (revalidate) {
+          const second = await revalidatePetrel(site, base, first, { capped });
+          second.row.round = round;
+          allRuns.push(second.row);
+        }
+      }
+    }
+    // On a shared machine the cleanest run is the least disturbed one, not the luckiest.
+    const names = [...new Set(allRuns.map((row) => row.name))];
+    const rows = names.map((name) => allRuns.filter((row) => row.name === name).sort((a, b) => a.otherCpuS - b.otherCpuS)[0]);
+    if (options.repeat > 1) say(`\nEach crawler's cleanest of ${options.repeat} runs (least CPU used by everything else): ${rows.map((r) => `${r.label} run ${r.round}`).join(', ')}`);
+
+    const ratioTable = ratios(rows);
+    say(`\n${corpus.name}:\n${formatTable(rows)}`);
+    if (Object.keys(ratioTable).length > 0) say(`\nRatios (Petrel ÷ peer; pages/s above 1 = Petrel faster, CPU ms/page below 1 = Petrel cheaper):\n${formatRatios(ratioTable)}`);
+    const corpusResult = { name: corpus.name, description: corpus.description, kind: corpus.kind, site: siteInfo(corpus, site), concurrency: { petrel: petrelTotal, crawlee: crawleeConcurrency, wget: 1 }, capped, results: rows, ratios: ratioTable, allRuns };
+    corpusResult.goals = goals(corpusResult);
+    if (corpusResult.goals.length > 0) say(`\nIssue 10 goals on ${corpus.name}:\n${formatGoals(corpusResult.goals)}`);
+    if (options.profile && peers.includes(petrel)) profile = await profilePetrel(corpus, site, base, { capped });
+    corpusResult.profile = profile;
+    return corpusResult;
+  } finally {
+    await site.close();
+  }
 }
 
-/** Runs one crawler on the web and returns its result row. */
-async function runPeer(peer, { extraEnv, label }) {
-  const dir = mkdtempSync(join(scratch, `${peer.name}-`));
-  const ctx = { origins: web.origins, seeds: web.seeds, hostConcurrency: options.concurrency, fetchers: options.fetchers, root: petrelRoot, here, dir, logDir: outDir, extraEnv };
+/** Starts a corpus's server: the test web in its own process, or nginx on the package's directory. */
+async function startSite(corpus) {
+  if (corpus.kind === 'testweb') {
+    const site = await startTestWebSite({ testWebModule, pagesPerHost, hosts: options.hosts });
+    say(`test web: ${site.origins.length} hosts × ${pagesPerHost} pages = ${site.expected} reachable pages, port ${site.port}`);
+    if (site.expected !== pagesPerHost * options.hosts) say(`warning: expected ${pagesPerHost * options.hosts} reachable pages, the model says ${site.expected}`);
+    return site;
+  }
+  const reachable = reachablePages(corpus, join(outDir, 'reachable'), say);
+  say(`${corpus.debianPackage} ${reachable.version}: ${reachable.pages} reachable pages from /index.html (link walk over the files${reachable.cached === null ? `, ${(reachable.walkMs / 1000).toFixed(1)} s` : ', cached'}), HTML ${reachable.htmlMeanKb.toFixed(1)} KB mean / ${reachable.htmlMedianKb.toFixed(1)} KB median, ${reachable.pagesOver2MiB} over 2 MiB, ${reachable.notFound} links to missing files`);
+  const site = await startNginxSite({ corpus, reachable: reachable.keys, dir: mkdtempSync(join(scratch, `nginx-${corpus.name}-`)), expiresS: EXPIRES_S });
+  site.walk = { ...reachable, keys: undefined };
+  return site;
+}
+
+function siteInfo(corpus, site) {
+  if (corpus.kind === 'testweb') return { port: site.port, origins: site.origins, expectedPages: site.expected, pagesPerHost, hosts: options.hosts };
+  return { origins: site.origins, expectedPages: site.expected, root: corpus.root, walk: site.walk, cacheMaxAgeS: EXPIRES_S };
+}
+
+/** Runs one crawler on a corpus and returns its result row (and the measurement and context). */
+async function runPeer(peer, site, base, { capped, keepDir = false, dir, extraEnv, label, revalidation = false, summaryFile }) {
+  dir ??= mkdtempSync(join(scratch, `${base.corpus}-${peer.name}-`));
+  const logName = `${base.corpus}-${peer.name}${label === undefined ? '' : `-${label}`}`;
+  const ctx = { ...base, dir, logName, extraEnv, summaryFile };
   const { argv, env, cwd } = peer.command(ctx);
-  const logName = label === undefined ? peer.name : `${peer.name}-${label}`;
   say(`\n${peer.label}${label === undefined ? '' : ` (${label})`}: ${argv.map(shellQuote).join(' ')}`);
+  const stopWhen = capped && peer.needsExternalCap ? () => site.pagesSoFar() >= options.maxPages : undefined;
   const measured = await measure({
     argv,
     env,
     cwd,
     stdoutFile: join(outDir, `${logName}.stdout.log`),
     stderrFile: join(outDir, `${logName}.stderr.log`),
-    timeFile: join(dir, 'time.txt'),
+    timeFile: join(dir, `time-${label ?? 'run'}.txt`),
     timeoutMs: options.timeoutMs,
+    stopWhen,
   });
-  const tally = await web.tally();
+  const tally = await site.tally();
   const own = peer.ownCount(ctx);
-  const row = resultRow(peer, own, tally, measured, web.expected);
-  if (label !== undefined) row.label = `${row.label} (${label})`;
+  const row = resultRow(peer, own, tally, measured, site.expected, { capped, revalidation });
+  if (label !== undefined && label !== 'revalidate') row.label = `${row.label} (${label.replace(/^revalidate-/, '')})`;
   row.command = argv;
-  say(`  ${row.distinctPages} pages in ${row.wallS.toFixed(2)} s = ${row.pagesPerSecond.toFixed(0)} pages/s, CPU ${row.cpuS.toFixed(2)} s (everything else on the machine: ${row.otherCpuS.toFixed(1)} s)` + (row.problems.length > 0 ? `; CHECK: ${row.problems.join('; ')}` : ''));
-  if (measured.exitCode !== 0) say(`  stderr tail (${join(outDir, `${logName}.stderr.log`)}):\n${tail(join(outDir, `${logName}.stderr.log`), 10)}`);
-  rmSync(dir, { recursive: true, force: true });
-  return { row, measured };
+  const what = revalidation ? `${row.notModified} 304s + ${row.page200 - row.notModified} 200s` : `${row.distinctPages} pages`;
+  say(`  ${what} in ${row.wallS.toFixed(2)} s = ${row.pagesPerSecond.toFixed(0)}/s, CPU ${row.cpuS.toFixed(2)} s = ${row.cpuMsPerPage?.toFixed(2) ?? '-'} ms each (everything else on the machine: ${row.otherCpuS.toFixed(1)} s)` + (row.problems.length > 0 ? `; CHECK: ${row.problems.join('; ')}` : ''));
+  if (!(peer.okExitCodes ?? [0]).includes(measured.exitCode) && !measured.capped) say(`  stderr tail (${join(outDir, `${logName}.stderr.log`)}):\n${tail(join(outDir, `${logName}.stderr.log`), 10)}`);
+  if (!keepDir) rmSync(dir, { recursive: true, force: true });
+  return { row, measured, ctx };
 }
 
-/** Petrel again under the CPU profiler; profiles are kept in out/profile/ for DevTools. */
-async function profilePetrel() {
-  const profileDir = join(outDir, 'profile');
-  rmSync(profileDir, { recursive: true, force: true });
-  mkdirSync(profileDir, { recursive: true });
+/**
+ * Petrel's second pass on the data dir of `first`: every page is stale (nginx's max-age has passed), so
+ * every request is conditional and every answer a 304. Removes the data dir afterwards.
+ */
+async function revalidatePetrel(site, base, first, { capped, extraEnv, label = 'revalidate' }) {
+  const staleAt = first.measured.exitedAtMs + EXPIRES_S * 1000 + 200;
+  const wait = staleAt - (performance.timeOrigin + performance.now());
+  if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+  try {
+    return await runPeer(petrel, site, base, { capped, dir: first.ctx.dir, keepDir: true, extraEnv, label, revalidation: true, summaryFile: join(first.ctx.dir, 'summary-revalidate.json') });
+  } finally {
+    rmSync(first.ctx.dir, { recursive: true, force: true });
+  }
+}
+
+/** Petrel again under the CPU profiler (and its revalidation pass); profiles kept for DevTools. */
+async function profilePetrel(corpus, site, base, { capped }) {
+  const profileRoot = join(outDir, 'profile', corpus.name);
+  rmSync(profileRoot, { recursive: true, force: true });
+  const passes = [];
   // Node 20 refuses --cpu-prof in NODE_OPTIONS; the preload does the same through the inspector.
   const preload = pathToFileURL(join(here, 'lib', 'cpu-prof-preload.mjs')).href;
   const nodeOptions = [process.env.NODE_OPTIONS ?? '', `--import=${preload}`].join(' ').trim();
-  const extraEnv = { NODE_OPTIONS: nodeOptions, PETREL_BENCH_CPU_PROF_DIR: profileDir };
-  const { row, measured } = await runPeer(petrel, { extraEnv, label: 'profiled' });
-  const roleByPid = new Map(measured.processes.map((record) => [record.pid, petrel.role(record.argv)]));
-  const processes = [];
-  for (const file of readdirSync(profileDir).filter((f) => f.endsWith('.cpuprofile'))) {
-    const pid = Number(/^pid-(\d+)\.cpuprofile$/.exec(file)?.[1]);
-    const summary = selfTimes(JSON.parse(readFileSync(join(profileDir, file), 'utf8')));
-    processes.push({ pid, role: roleByPid.get(pid) ?? `pid ${pid}`, file: join('out', 'profile', file), totalMs: summary.totalMs, functions: summary.functions.slice(0, 50), modules: summary.files.slice(0, 20) });
+  const envFor = (dir) => ({ NODE_OPTIONS: nodeOptions, PETREL_BENCH_CPU_PROF_DIR: dir });
+  const crawlDir = join(profileRoot, 'crawl');
+  mkdirSync(crawlDir, { recursive: true });
+  const revalidate = options.revalidate && corpus.kind === 'nginx';
+  const first = await runPeer(petrel, site, base, { capped, keepDir: revalidate, extraEnv: envFor(crawlDir), label: 'profiled' });
+  passes.push({ pass: 'crawl', dir: crawlDir, ...first });
+  if (revalidate) {
+    const revalidateDir = join(profileRoot, 'revalidate');
+    mkdirSync(revalidateDir, { recursive: true });
+    const second = await revalidatePetrel(site, base, first, { capped, extraEnv: envFor(revalidateDir), label: 'revalidate-profiled' });
+    passes.push({ pass: 'revalidate', dir: revalidateDir, ...second });
   }
-  const order = (role) => (role === 'queue-server' ? 0 : role.startsWith('fetcher') ? 1 : 2);
-  processes.sort((a, b) => order(a.role) - order(b.role) || a.role.localeCompare(b.role));
-  say(`\nProfile (self time per function; the profiled run costs more than a plain one):`);
-  for (const p of processes) say(`\n${formatProfile(`${p.role} (pid ${p.pid})`, { totalMs: p.totalMs, functions: p.functions, files: p.modules }, p.role.startsWith('crawl') ? 5 : options.top)}`);
-  return { run: row, processes };
+  const out = [];
+  for (const { pass, dir, row, measured } of passes) {
+    const roleByPid = new Map(measured.processes.map((record) => [record.pid, petrel.role(record.argv)]));
+    const processes = [];
+    for (const file of readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'))) {
+      const pid = Number(/^pid-(\d+)\.cpuprofile$/.exec(file)?.[1]);
+      const profile = JSON.parse(readFileSync(join(dir, file), 'utf8'));
+      const summary = selfTimes(profile);
+      const inclusive = inclusiveTimes(profile, isProjectCode);
+      processes.push({
+        pid,
+        role: roleByPid.get(pid) ?? `pid ${pid}`,
+        file: join('out', 'profile', corpus.name, pass, file),
+        totalMs: summary.totalMs,
+        functions: summary.functions.slice(0, 50),
+        modules: summary.files.slice(0, 20),
+        inclusiveFunctions: inclusive.functions.slice(0, 50),
+        inclusiveModules: inclusive.files.slice(0, 20),
+      });
+    }
+    const order = (role) => (role === 'queue-server' ? 0 : role.startsWith('fetcher') ? 1 : 2);
+    processes.sort((a, b) => order(a.role) - order(b.role) || a.role.localeCompare(b.role));
+    say(`\nProfile of Petrel's ${pass} on ${corpus.name}: ${row.distinctPages} pages, ${row.cpuS.toFixed(2)} s CPU in all (a profiled run costs more than a plain one; ms/page divides by ${row.distinctPages}):`);
+    for (const p of processes) {
+      const inclusive = { functions: p.inclusiveFunctions, files: p.inclusiveModules };
+      say(`\n${formatProfile(`${p.role} (pid ${p.pid})`, { totalMs: p.totalMs, functions: p.functions, files: p.modules }, p.role.startsWith('crawl') ? 5 : options.top, inclusive, row.distinctPages)}`);
+    }
+    out.push({ pass, run: row, processes });
+  }
+  return out;
 }
 
-/** Forks web.mjs and wraps its IPC: tally() returns the counts since the last tally, close() stops it. */
-async function startWeb(perHost, hosts) {
-  const child = fork(join(here, 'web.mjs'), [String(perHost), String(hosts)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const next = (type) =>
-    new Promise((resolveMessage, reject) => {
-      const onMessage = (message) => {
-        if (message?.type !== type) return;
-        child.off('message', onMessage);
-        child.off('exit', onExit);
-        resolveMessage(message);
-      };
-      const onExit = (code) => reject(new Error(`the test web exited (status ${code}) before answering '${type}'`));
-      child.on('message', onMessage);
-      child.once('exit', onExit);
-    });
-  const ready = await next('ready');
-  return {
-    ...ready,
-    async tally() {
-      const answer = next('tally');
-      child.send({ type: 'tally' });
-      return answer;
-    },
-    async close() {
-      if (child.exitCode !== null) return;
-      const exited = new Promise((r) => child.once('exit', r));
-      child.send({ type: 'close' });
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
-      if (child.exitCode === null) child.kill('SIGTERM');
-    },
-  };
+function writeReport(final) {
+  // latest.json is overwritten; the dated copy keeps earlier runs for comparison.
+  const text = `${JSON.stringify({ ...report, complete: final }, null, 2)}\n`;
+  const dated = join(outDir, `run-${report.createdAt.replace(/[:.]/g, '-')}.json`);
+  writeFileSync(join(outDir, 'latest.json'), text);
+  writeFileSync(dated, text);
+  if (final) say(`\nwrote ${join(outDir, 'latest.json')} (and ${dated})`);
 }
 
 function checkPrerequisites() {
-  const missing = [];
-  for (const [dir, file] of [[root, petrelCli(root)], [ownRoot, join(ownRoot, 'dist', 'scripts', 'test-web.js')]]) {
-    if (!existsSync(file)) missing.push(`${file} (run \`npm run build\` in ${dir})`);
+  const packages = ['time'];
+  if (peers.some((p) => p.name === 'wget')) packages.push('wget');
+  const real = options.corpora.filter((c) => c.kind === 'nginx');
+  if (real.length > 0) packages.push('nginx', ...real.map((c) => c.debianPackage));
+  try {
+    installPackages(missingPackages(packages), say);
+  } catch (error) {
+    usage(error.message);
   }
-  if (!existsSync('/usr/bin/time')) missing.push('/usr/bin/time (apt-get install -y time)');
-  if (peers.some((p) => p.name === 'wget') && spawnSync('wget', ['--version']).status !== 0) missing.push('wget (apt-get install -y wget)');
+  const missing = [];
+  let bin = null;
+  try {
+    bin = join(root, petrelBinPath(root));
+  } catch (error) {
+    missing.push(`Petrel's binary: ${error.message}`);
+  }
+  if (bin !== null && !existsSync(bin)) missing.push(`${bin} (run \`npm run build\` in ${root})`);
+  if (options.corpora.some((c) => c.kind === 'testweb') && (testWebModule === null || !existsSync(testWebModule))) missing.push(`the compiled test web ${testWebModule ?? '(no path in tsconfig.build.json or the test-web script)'} (run \`npm run build\` in ${ownRoot})`);
   if (peers.some((p) => p.name === 'crawlee') && !existsSync(join(here, 'node_modules', '@crawlee', 'cheerio'))) missing.push('@crawlee/cheerio (run `npm ci` in scripts/bench-crawl)');
-  if (missing.length === 0 && peers.some((p) => p.name === 'petrel')) {
-    // Fail here, not after the test web is up, if the build is broken (e.g. a missing module).
-    const check = spawnSync(process.execPath, [petrelCli(root), 'crawl', '--help'], { encoding: 'utf8' });
+  if (real.length > 0 && !existsSync(join(here, 'node_modules', 'htmlparser2'))) missing.push('htmlparser2, for the link walk (run `npm ci` in scripts/bench-crawl)');
+  if (missing.length === 0 && peers.includes(petrel)) {
+    // Fail here, not after a server is up, if the build is broken (e.g. a missing module).
+    const check = spawnSync(process.execPath, [bin, 'crawl', '--help'], { encoding: 'utf8' });
     if (check.status !== 0) missing.push(`a working Petrel build: \`petrel crawl --help\` failed:\n${check.stderr.split('\n').slice(0, 6).join('\n')}`);
   }
   if (missing.length > 0) usage(`missing:\n  ${missing.join('\n  ')}`);
-}
-
-/** Copies dist/ and package.json (read for --version) to `to`, with node_modules linked back. */
-function snapshotPetrel(from, to) {
-  mkdirSync(to, { recursive: true });
-  cpSync(join(from, 'dist'), join(to, 'dist'), { recursive: true });
-  cpSync(join(from, 'package.json'), join(to, 'package.json'));
-  symlinkSync(join(from, 'node_modules'), join(to, 'node_modules'));
-  return to;
 }
 
 /** "abc1234" or "abc1234+dirty" (uncommitted changes in the tree the build came from), null outside git. */

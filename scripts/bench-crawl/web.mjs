@@ -4,8 +4,9 @@
  * that the CLI does not have: the benchmark asks, after each crawler, what the server actually answered,
  * so every crawler's own page count is cross-checked against the server's request log.
  *
- * Started by run.mjs with fork(); not meant to be run by hand.
- *   argv: <pagesPerHost> <hosts>
+ * Started by lib/test-web-site.mjs with fork(); not meant to be run by hand.
+ *   argv: <compiled test web module> <pagesPerHost> <hosts>
+ * The module's path comes from lib/petrel-build.mjs (tsconfig.build.json's outDir, or the test-web script).
  *   → { type: 'ready', port, origins, seeds, expected }       once listening
  *   ← { type: 'tally' }  → { type: 'tally', ... }              counts since the last tally, then clears the log
  *   ← { type: 'close' }                                        closes and exits
@@ -13,14 +14,11 @@
  * Memory: the request log holds one entry per request until the next tally (about 10,000 per crawler at
  * the default size: a few MB).
  */
-import { fileURLToPath } from 'node:url';
-import { dirname, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const testWebModule = join(here, '..', '..', 'dist', 'scripts', 'test-web.js');
-const { startTestWeb, canonicalUrl } = await import(testWebModule);
-
-const [pagesPerHost, hosts] = process.argv.slice(2).map(Number);
+const [testWebModule, pagesPerHostText, hostsText] = process.argv.slice(2);
+const { startTestWeb, canonicalUrl } = await import(pathToFileURL(testWebModule).href);
+const [pagesPerHost, hosts] = [pagesPerHostText, hostsText].map(Number);
 const web = await startTestWeb({ profile: 'bench', pagesPerHost, hosts, port: 0 });
 // Every origin's index is a seed (the CLI's `seeds` holds only the main host's).
 const seeds = web.origins.map((origin) => `${origin}/index.html`);
@@ -68,7 +66,12 @@ function tally() {
   let missing = 0;
   for (const url of expected) if (!distinct.has(url)) missing++;
   let unexpected = 0;
-  for (const url of distinct.keys()) if (!expected.has(url)) unexpected++;
+  const unexpectedExamples = [];
+  for (const url of distinct.keys()) {
+    if (expected.has(url)) continue;
+    unexpected++;
+    if (unexpectedExamples.length < 5) unexpectedExamples.push(url);
+  }
   const duplicateExamples = [];
   for (const [url, raws] of distinct) {
     if (raws.length > 1 && duplicateExamples.length < 5) duplicateExamples.push({ url, requestedAs: raws });
@@ -87,6 +90,7 @@ function tally() {
     missing,
     /** 200 pages outside the expected set (should be 0). */
     unexpected,
+    unexpectedExamples,
     bytes,
     duplicateExamples,
     /** ms since epoch (performance.timeOrigin + now()): first request's arrival, last response's end. */

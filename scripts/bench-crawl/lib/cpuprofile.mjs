@@ -71,3 +71,92 @@ function moduleOf(url) {
   }
   return short;
 }
+
+/**
+ * Total (inclusive) time per function: the time of every sample with the function anywhere on its
+ * stack, counted once per sample even when the function recurses. Only functions whose file passes
+ * `keep(url)` are listed (e.g. the project's own dist/ code). The same is summed per module for every
+ * frame, with Node's module loader (node:internal/modules/*) as one "(module loading)" entry: start-up.
+ * This is what says "extractPage costs X ms with everything it calls", where self time only names leaves.
+ * Only the synchronous stack counts: an async function's work after an await is charged to the
+ * callback that resumed it.
+ *
+ * @returns {{ totalMs: number, functions: Row[], files: Row[] }} sorted by inclusive time, largest first.
+ */
+export function inclusiveTimes(profile, keep = () => true) {
+  const { nodes } = profile;
+  const parentOf = new Map();
+  const byId = new Map();
+  for (const node of nodes) {
+    byId.set(node.id, node);
+    for (const child of node.children ?? []) parentOf.set(child, node.id);
+  }
+  const durations = sampleDurations(profile);
+  /** node id → the distinct function and file keys on its stack (memoized: a child adds to its parent's). */
+  const stackKeys = new Map();
+  const keysOf = (id) => {
+    const known = stackKeys.get(id);
+    if (known !== undefined) return known;
+    const chain = [];
+    let at = id;
+    while (at !== undefined && !stackKeys.has(at)) {
+      chain.push(at);
+      at = parentOf.get(at);
+    }
+    let keys = at === undefined ? { functions: new Set(), files: new Set() } : stackKeys.get(at);
+    for (let i = chain.length - 1; i >= 0; i--) {
+      const frame = byId.get(chain[i]).callFrame;
+      if (frame.url !== '') {
+        const name = frame.functionName === '' ? '(anonymous)' : frame.functionName;
+        const group = frame.url.startsWith('node:internal/modules/') ? '(module loading)' : moduleOf(frame.url);
+        const functions = keep(frame.url) ? new Set(keys.functions).add(`${name}\t${shortUrl(frame.url)}:${frame.lineNumber + 1}`) : keys.functions;
+        keys = { functions, files: keys.files.has(group) ? keys.files : new Set(keys.files).add(group) };
+      }
+      stackKeys.set(chain[i], keys);
+    }
+    return keys;
+  };
+  const byFunction = new Map();
+  const byFile = new Map();
+  for (const [id, us] of durations) {
+    const keys = keysOf(id);
+    for (const key of keys.functions) byFunction.set(key, (byFunction.get(key) ?? 0) + us);
+    for (const key of keys.files) byFile.set(key, (byFile.get(key) ?? 0) + us);
+  }
+  const totalMs = (profile.endTime - profile.startTime) / 1000;
+  const rows = (map, split) =>
+    [...map.entries()]
+      .map(([key, us]) => ({ ...split(key), totalMs: us / 1000, percent: totalMs === 0 ? 0 : (100 * us) / 1000 / totalMs }))
+      .sort((a, b) => b.totalMs - a.totalMs);
+  return {
+    totalMs,
+    functions: rows(byFunction, (key) => {
+      const [name, where] = key.split('\t');
+      return { name, where };
+    }),
+    files: rows(byFile, (key) => ({ name: key, where: '' })),
+  };
+}
+
+/** µs per node id, sampled as in selfTimes. */
+function sampleDurations({ nodes, samples, timeDeltas, startTime, endTime }) {
+  const out = new Map();
+  if (Array.isArray(samples) && Array.isArray(timeDeltas) && samples.length > 0) {
+    let at = startTime + (timeDeltas[0] ?? 0);
+    for (let i = 0; i < samples.length; i++) {
+      const next = i + 1 < samples.length ? at + timeDeltas[i + 1] : endTime;
+      out.set(samples[i], (out.get(samples[i]) ?? 0) + Math.max(0, next - at));
+      at = next;
+    }
+  } else {
+    const hits = nodes.reduce((sum, node) => sum + (node.hitCount ?? 0), 0);
+    const perHit = hits === 0 ? 0 : (endTime - startTime) / hits;
+    for (const node of nodes) if ((node.hitCount ?? 0) > 0) out.set(node.id, node.hitCount * perHit);
+  }
+  return out;
+}
+
+/** The project's own code (not node_modules, not Node's built-ins). */
+export function isProjectCode(url) {
+  return url.startsWith('file://') && !url.includes('/node_modules/');
+}

@@ -7,11 +7,13 @@
  * (VmHWM); GNU time's %M is only the largest single process, kept as a cross-check.
  *
  * The command runs in its own process group, so a timeout or Ctrl-C here ends exactly that tree.
+ * `stopWhen`, if given, is asked every 100 ms; once it says yes, the crawler's processes (not the time
+ * wrapper, which must live to report) get SIGTERM: how --max caps wget, which has no page limit.
  */
 import { spawn } from 'node:child_process';
 import { openSync, closeSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { sampleProcessTree } from './proc-tree.mjs';
+import { sampleProcessTree, treePids } from './proc-tree.mjs';
 
 const TIME = '/usr/bin/time';
 // elapsed s, user s, sys s, max RSS kB of the largest process, exit status
@@ -19,7 +21,7 @@ const TIME_FORMAT = 'bench-time %e %U %S %M %x';
 
 /**
  * @param {{ argv: string[], env?: NodeJS.ProcessEnv, cwd?: string, stdoutFile: string, stderrFile: string,
- *           timeFile: string, timeoutMs: number }} run
+ *           timeFile: string, timeoutMs: number, stopWhen?: () => boolean }} run
  */
 export async function measure(run) {
   const stdout = openSync(run.stdoutFile, 'w');
@@ -50,10 +52,27 @@ export async function measure(run) {
     stopTree();
   }, run.timeoutMs);
   process.once('SIGINT', stopTree);
+  let capped = false;
+  const capTimer =
+    run.stopWhen === undefined
+      ? null
+      : setInterval(() => {
+          if (capped || !run.stopWhen()) return;
+          capped = true;
+          for (const pid of treePids(child.pid)) {
+            if (pid === child.pid) continue;
+            try {
+              process.kill(pid, 'SIGTERM');
+            } catch {
+              // gone already
+            }
+          }
+        }, 100);
   const exitCode = await new Promise((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal)));
   const wallMs = performance.now() - started;
   const machineCpuS = machineBusyS() - machineBefore;
   clearTimeout(timer);
+  if (capTimer !== null) clearInterval(capTimer);
   process.off('SIGINT', stopTree);
   const processes = sampler.stop().filter((record) => record.pid !== child.pid); // drop the time wrapper
 
@@ -61,6 +80,8 @@ export async function measure(run) {
   return {
     exitCode: time.exitStatus ?? exitCode,
     timedOut,
+    /** Stopped by stopWhen (a --max cap), not finished by itself. */
+    capped,
     wallMs,
     spawnedAtMs,
     exitedAtMs: spawnedAtMs + wallMs,

@@ -1,6 +1,9 @@
 /**
- * The three crawlers compared: how to start each on the test web, what to call each of its processes,
+ * The three crawlers compared: how to start each on a corpus, what to call each of its processes,
  * and how to read the page count it reports itself (cross-checked later against the server's log).
+ *
+ * Concurrency, made equal: Petrel's requests in flight are bounded by petrelTotalConcurrency(); Crawlee's
+ * maxConcurrency is set to the same number (run.mjs); wget always uses one connection.
  *
  * Each peer gets a fresh temporary directory `dir` for whatever it writes (data dir, downloads, storage),
  * removed by run.mjs after the run.
@@ -12,28 +15,34 @@ import { join } from 'node:path';
  * ownCount returns { pagesFetched, elapsedS, report }: the crawler's own page count, its own idea of how
  * long the crawl took (excluding what it does not count, e.g. start-up), and its full report.
  *
- * @typedef {{ origins: string[], seeds: string[], hostConcurrency: number, fetchers: number,
- *             root: string, here: string, dir: string, logDir: string,
+ * @typedef {{ corpus: string, multiHost: boolean, origins: string[], seeds: string[],
+ *             hostConcurrency: number, concurrency: number, fetchers: number, crawleeConcurrency: number,
+ *             maxPages: number | null, petrelBin: string, here: string, dir: string, logDir: string,
+ *             logName: string, dataDir?: string, summaryFile?: string,
  *             extraEnv?: Record<string, string> }} PeerContext
- * root: the Petrel checkout (a snapshot of its dist/); here: this folder; logDir: out/.
+ * petrelBin: the `petrel` binary (in a snapshot of the build); here: this folder; logDir: out/;
+ * logName: prefix of this run's log files; dataDir/summaryFile: Petrel's, when a second pass reuses them.
  */
 
-/** The `petrel` executable in a checkout's build: dist/cli/petrel.js (dist/queue-server/cli/petrel.js in checkouts before the re-layout, so older commits can still be compared). */
-export function petrelCli(root) {
-  const current = join(root, 'dist', 'cli', 'petrel.js');
-  const before = join(root, 'dist', 'queue-server', 'cli', 'petrel.js');
-  return existsSync(current) || !existsSync(before) ? current : before;
+/**
+ * Petrel's requests in flight at most, all hosts together: each origin has at most --host-concurrency
+ * slots out across all fetchers, each fetcher runs at most --concurrency slots, and a slot makes one
+ * request at a time. On one host that is min(host concurrency, fetchers x concurrency).
+ */
+export function petrelTotalConcurrency({ hosts, hostConcurrency, concurrency, fetchers }) {
+  return Math.min(hosts * hostConcurrency, fetchers * concurrency);
 }
 
 export const petrel = {
   name: 'petrel',
   label: 'Petrel',
   command(ctx) {
-    const argv = [process.execPath, petrelCli(ctx.root), 'crawl'];
+    const argv = [process.execPath, ctx.petrelBin, 'crawl'];
     for (const seed of ctx.seeds) argv.push('--seed', seed);
-    argv.push('--data', join(ctx.dir, 'data'), '--fetchers', String(ctx.fetchers), '--delay-ms', '0');
-    argv.push('--host-concurrency', String(ctx.hostConcurrency), '--scope', 'host', '--no-progress');
-    argv.push('--summary-json', join(ctx.dir, 'summary.json'));
+    argv.push('--data', ctx.dataDir ?? join(ctx.dir, 'data'), '--fetchers', String(ctx.fetchers), '--concurrency', String(ctx.concurrency));
+    argv.push('--delay-ms', '0', '--host-concurrency', String(ctx.hostConcurrency), '--scope', 'host', '--no-progress');
+    if (ctx.maxPages !== null) argv.push('--max-pages', String(ctx.maxPages));
+    argv.push('--summary-json', ctx.summaryFile ?? join(ctx.dir, 'summary.json'));
     return { argv, env: { ...process.env, ...(ctx.extraEnv ?? {}) } };
   },
   /** queue server, fetchers and the `petrel crawl` parent, told apart by their argv. */
@@ -46,10 +55,10 @@ export const petrel = {
     return sub ?? argv.join(' ').slice(0, 40);
   },
   ownCount(ctx) {
-    const file = join(ctx.dir, 'summary.json');
+    const file = ctx.summaryFile ?? join(ctx.dir, 'summary.json');
     if (!existsSync(file)) return { pagesFetched: null, elapsedS: null, report: null };
     const summary = JSON.parse(readFileSync(file, 'utf8'));
-    return { pagesFetched: summary.pagesFetched, elapsedS: summary.elapsedMs / 1000, report: summary };
+    return { pagesFetched: summary.pagesFetched, notModified: summary.notModified, elapsedS: summary.elapsedMs / 1000, report: summary };
   },
 };
 
@@ -57,7 +66,7 @@ export const crawlee = {
   name: 'crawlee',
   label: 'Crawlee Cheerio',
   command(ctx) {
-    const argv = [process.execPath, join(ctx.here, 'crawlee-crawl.mjs'), join(ctx.dir, 'result.json'), String(ctx.hostConcurrency)];
+    const argv = [process.execPath, join(ctx.here, 'crawlee-crawl.mjs'), join(ctx.dir, 'result.json'), String(ctx.crawleeConcurrency), String(ctx.maxPages ?? 0)];
     argv.push(...ctx.origins, '--', ...ctx.seeds);
     // In-memory storage, nothing persisted; the directory only catches anything written regardless.
     const env = { ...process.env, CRAWLEE_STORAGE_DIR: join(ctx.dir, 'storage'), CRAWLEE_PERSIST_STORAGE: 'false' };
@@ -77,21 +86,26 @@ export const crawlee = {
 export const wget = {
   name: 'wget',
   label: 'wget -r',
+  /** wget has no page limit: run.mjs stops it once the server has answered --max pages. */
+  needsExternalCap: true,
+  /** 8: "server issued an error response", i.e. it met a broken link (a 404), which every corpus has. */
+  okExitCodes: [0, 8],
   command(ctx) {
-    const hosts = ctx.origins.map((origin) => new URL(origin).hostname);
-    const argv = ['wget', '-r', '-l', 'inf', '-np', '-H', '-D', hosts.join(','), '-e', 'robots=on'];
+    const argv = ['wget', '-r', '-l', 'inf', '-np', '-e', 'robots=on', '--follow-tags=a,area'];
+    // The test web spans several hosts: -H lets wget leave the first, -D keeps it on the test web.
+    if (ctx.multiHost) argv.push('-H', '-D', ctx.origins.map((origin) => new URL(origin).hostname).join(','));
     // -nv: one line per download, which is what ownCount reads; the files go to a temp dir and are
     // deleted right after wget has parsed them for links.
     // One start URL: wget keeps its "already downloaded" set per start URL, so with every index as a
     // seed it crawls the whole web once per seed. The first index links to every other host's index.
-    argv.push('--delete-after', '-nv', '-o', join(ctx.logDir, 'wget.log'), '-P', join(ctx.dir, 'files'), ctx.seeds[0]);
+    argv.push('--delete-after', '-nv', '-o', join(ctx.logDir, `${ctx.logName}.wget.log`), '-P', join(ctx.dir, 'files'), ctx.seeds[0]);
     return { argv, env: process.env };
   },
   role(argv) {
     return argv[0] === 'wget' ? 'wget' : argv.join(' ').slice(0, 40);
   },
   ownCount(ctx) {
-    const file = join(ctx.logDir, 'wget.log');
+    const file = join(ctx.logDir, `${ctx.logName}.wget.log`);
     if (!existsSync(file)) return { pagesFetched: null, elapsedS: null, report: null };
     const log = readFileSync(file, 'utf8');
     // -nv prints `... URL:http://h:p/path [len/len] -> "file" [1]` for every file it saved.

@@ -62,6 +62,22 @@ function readVmHwmKb(pid) {
 }
 
 /** user + sys CPU seconds so far, from /proc/<pid>/stat (fields 14 and 15, in clock ticks of 1/100 s). */
+export function processCpuS(pid) {
+  return readCpuS(pid);
+}
+
+/** `rootPid` and every process below it, now. */
+export function treePids(rootPid) {
+  const pids = [];
+  const stack = [rootPid];
+  while (stack.length > 0) {
+    const pid = stack.pop();
+    pids.push(pid);
+    stack.push(...readChildren(pid));
+  }
+  return pids;
+}
+
 function readCpuS(pid) {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');

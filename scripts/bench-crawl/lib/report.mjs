@@ -9,8 +9,17 @@
 /** A process seen in fewer samples than this (alive under ~0.5 s at 100 ms) is a transient helper. */
 const TRANSIENT_SAMPLES = 5;
 
-/** One table row from a run: the peer, its own count, the server's tally and the measurement. */
-export function resultRow(peer, own, tally, measured, expected) {
+/**
+ * One table row from a run: the peer, its own count, the server's tally and the measurement.
+ * `capped`: the run was limited by --max, so missing pages are expected and not a problem.
+ * `revalidation`: a second Petrel pass on the same data dir, where a page counts when answered 200 or
+ * 304 and Petrel's own count is its pagesFetched + notModified.
+ */
+export function resultRow(peer, own, tally, measured, expected, { capped = false, revalidation = false } = {}) {
+  if (revalidation) {
+    tally = { ...tally, page200: tally.page200 + tally.notModified, distinctPages: tally.distinctAnswered, missing: tally.missingAnswered };
+    own = { ...own, pagesFetched: own.pagesFetched === null ? null : own.pagesFetched + (own.notModified ?? 0) };
+  }
   const all = measured.processes.map((record) => ({
     pid: record.pid,
     role: peer.role(record.argv) || '(exited before named)',
@@ -31,15 +40,19 @@ export function resultRow(peer, own, tally, measured, expected) {
   const pages = tally.distinctPages;
   const wallS = measured.wallMs / 1000;
   const problems = [];
-  if (measured.exitCode !== 0) problems.push(`exit status ${measured.exitCode}`);
+  if (!(peer.okExitCodes ?? [0]).includes(measured.exitCode) && !measured.capped) problems.push(`exit status ${measured.exitCode}`);
   if (measured.timedOut) problems.push('timed out');
-  if (tally.missing > 0) problems.push(`missed ${tally.missing} of ${expected} pages`);
-  if (own.pagesFetched !== null && own.pagesFetched !== tally.page200) problems.push(`reports ${own.pagesFetched} pages, server sent ${tally.page200} page 200s`);
+  if (tally.missing > 0 && !capped) problems.push(`missed ${tally.missing} of ${expected} pages${revalidation || (tally.missingExamples ?? []).length === 0 ? '' : ` (e.g. ${tally.missingExamples.slice(0, 3).join(', ')})`}`);
+  if ((tally.unexpected ?? 0) > 0) problems.push(`${tally.unexpected} pages beyond the reachable set (e.g. ${(tally.unexpectedExamples ?? []).slice(0, 3).join(', ')})`);
+  const answers = revalidation ? 'page 200s and 304s' : 'page 200s';
+  if (own.pagesFetched !== null && own.pagesFetched !== tally.page200 && !capped) problems.push(`reports ${own.pagesFetched} pages, server sent ${tally.page200} ${answers}`);
   if (own.pagesFetched === null) problems.push('no page count of its own');
   if (tally.page200 > tally.distinctPages) problems.push(`${tally.page200 - tally.distinctPages} duplicate page fetches`);
   return {
-    name: peer.name,
-    label: peer.label,
+    name: revalidation ? `${peer.name}-revalidate` : peer.name,
+    label: revalidation ? `${peer.label} revalidate` : peer.label,
+    revalidation,
+    capped,
     exitCode: measured.exitCode,
     wallS,
     /** The crawler's own duration (Petrel's summary elapsedMs, Crawlee's run(), wget's wall clock line). */
@@ -48,6 +61,9 @@ export function resultRow(peer, own, tally, measured, expected) {
     page200: tally.page200,
     distinctPages: pages,
     missing: tally.missing,
+    unexpected: tally.unexpected ?? 0,
+    /** 304 answers (a revalidation pass); page200 then counts 200s and 304s together. */
+    notModified: tally.notModified ?? 0,
     requests: tally.requests,
     statuses: tally.statuses,
     duplicateExamples: tally.duplicateExamples,
@@ -65,6 +81,7 @@ export function resultRow(peer, own, tally, measured, expected) {
     transientProcesses: { count: transient.length, largestPeakRssMb: transientPeakMb, commands: [...new Set(transient.map((p) => p.role))].slice(0, 5) },
     peakRssSumMb: processes.reduce((sum, p) => sum + p.peakRssMb, 0) + transientPeakMb,
     peakRssMaxMb: Math.max(0, ...processes.map((p) => p.peakRssMb)),
+    cpuSplit: cpuSplit(all, measured.cpuS, pages),
     /** Where the wall time went: spawn → first request, first request → last response, → exit. */
     timeline:
       tally.firstRequestAtMs === null
@@ -87,13 +104,28 @@ export function resultRow(peer, own, tally, measured, expected) {
   };
 }
 
+/**
+ * CPU by kind of process (Petrel: queue-server, fetchers, crawl (parent)), from each process's last
+ * sample, so up to 100 ms short per process; `unattributed` is GNU time's total minus their sum.
+ */
+function cpuSplit(processes, totalCpuS, pages) {
+  const groups = {};
+  for (const p of processes) {
+    const group = /^fetcher/.test(p.role) ? 'fetchers' : p.role;
+    groups[group] = (groups[group] ?? 0) + p.cpuS;
+  }
+  const sampled = Object.values(groups).reduce((sum, s) => sum + s, 0);
+  groups.unattributed = Math.max(0, totalCpuS - sampled);
+  return Object.fromEntries(Object.entries(groups).map(([group, cpuS]) => [group, { cpuS, msPerPage: pages === 0 ? null : (1000 * cpuS) / pages }]));
+}
+
 /** Petrel against each other peer: >1 means Petrel is faster (pages/s) or costlier (CPU per page). */
 export function ratios(rows) {
   const petrel = rows.find((row) => row.name === 'petrel');
   const out = {};
   if (petrel === undefined) return out;
   for (const row of rows) {
-    if (row === petrel) continue;
+    if (row === petrel || row.revalidation) continue;
     out[`petrel/${row.name}`] = {
       pagesPerSecond: petrel.pagesPerSecond / row.pagesPerSecond,
       /** Same, on each crawler's own duration (start-up and shutdown left out). */
@@ -135,7 +167,11 @@ export function formatTable(rows) {
     if (helpers.count > 0) parts.push(`${helpers.count} short-lived helpers (${helpers.commands.join(', ')}) up to ${helpers.largestPeakRssMb.toFixed(0)} MB`);
     lines.push(`  ${row.label}: ${parts.join(', ')}  (sum ${row.peakRssSumMb.toFixed(0)} MB)`);
   }
-  lines.push('', 'Timeline (from the test web\'s log): spawn → first request | first request → last response | last response → exit:');
+  for (const row of rows.filter((r) => r.name.startsWith('petrel'))) {
+    const parts = Object.entries(row.cpuSplit).map(([group, c]) => `${group} ${c.cpuS.toFixed(2)} s = ${c.msPerPage === null ? '-' : c.msPerPage.toFixed(2)} ms/page`);
+    lines.push(`  ${row.label} CPU by process: ${parts.join(', ')}`);
+  }
+  lines.push('', 'Timeline (from the server\'s log): spawn → first request | first request → last response | last response → exit:');
   for (const row of rows) {
     const t = row.timeline;
     lines.push(`  ${row.label}: ${t === null ? 'no requests' : `${t.startupS.toFixed(2)} s | ${t.requestingS.toFixed(2)} s (${(row.distinctPages / t.requestingS).toFixed(0)} pages/s) | ${t.shutdownS.toFixed(2)} s`}`);
@@ -158,15 +194,26 @@ export function formatRatios(table) {
     .join('\n');
 }
 
-/** Top rows of a profile summary as text. */
-export function formatProfile(title, summary, top) {
+/**
+ * Top rows of a profile summary as text; `inclusive` (optional) adds total times with callees, and
+ * `pages` (optional) a column of ms per page.
+ */
+export function formatProfile(title, summary, top, inclusive = null, pages = null) {
+  const perPage = (ms) => (pages === null || pages === 0 ? [] : [(ms / pages).toFixed(3)]);
+  const perPageHeader = pages === null || pages === 0 ? [] : ['ms/page'];
   const idle = summary.functions.find((f) => f.name === '(idle)')?.selfMs ?? 0;
   const busy = summary.totalMs - idle;
   const lines = [`${title}: ${summary.totalMs.toFixed(0)} ms profiled, ${busy.toFixed(0)} ms busy (${((100 * busy) / summary.totalMs).toFixed(0)}%); % below are of the whole profile`];
-  const rows = summary.functions.slice(0, top).map((f) => [f.selfMs.toFixed(0), `${f.percent.toFixed(1)}%`, f.name, f.where]);
-  lines.push(grid([['self ms', '%', 'function', 'where'], ...rows], '    '));
+  const rows = summary.functions.slice(0, top).map((f) => [f.selfMs.toFixed(0), ...perPage(f.selfMs), `${f.percent.toFixed(1)}%`, f.name, f.where]);
+  lines.push(grid([['self ms', ...perPageHeader, '%', 'function', 'where'], ...rows], '    '));
   const files = summary.files.slice(0, 8).map((f) => `${f.name} ${f.percent.toFixed(1)}%`);
-  lines.push(`    by module: ${files.join(', ')}`);
+  lines.push(`    self time by module: ${files.join(', ')}`);
+  if (inclusive !== null) {
+    const totals = inclusive.functions.slice(0, top).map((f) => [f.totalMs.toFixed(0), ...perPage(f.totalMs), `${f.percent.toFixed(1)}%`, f.name, f.where]);
+    if (totals.length > 0) lines.push('    with callees (project code only):', grid([['total ms', ...perPageHeader, '%', 'function', 'where'], ...totals], '    '));
+    const modules = inclusive.files.slice(0, 10).map((f) => `${f.name} ${f.percent.toFixed(1)}%`);
+    lines.push(`    with callees, by module: ${modules.join(', ')}`);
+  }
   return lines.join('\n');
 }
 
