@@ -34,6 +34,7 @@ import { crawlStatus, crawlSummary, type CrawlStatus } from './crawl-status.js';
 import { FetcherRegistry } from './fetcher-registry.js';
 import type { PageArchive } from './page-archive.js';
 import { RecentEvents } from './recent-events.js';
+import { CommitFailure, isStorageFailure } from './storage-error.js';
 
 export type CrawlState = 'running' | 'idle';
 
@@ -290,11 +291,17 @@ export class Crawl {
     return released;
   }
 
-  /** Makes everything applied so far durable: page records, then cache records, then the crawl database. */
+  /**
+   * Makes everything applied so far durable: page records, then robots.txt files, then cache records,
+   * then the crawl database (the authority on what is done, so last). Each store keeps what it could
+   * not write when this throws (a full disk, an I/O error), and calling it again writes the rest: a
+   * store that committed is not written twice.
+   */
   commit(): void {
-    this.#stores.archive.sync();
-    this.#stores.cache.commit();
-    this.#stores.crawlDb.commit();
+    commitStore('pages.jsonl', () => this.#stores.archive.commit());
+    commitStore('robots/', () => this.#stores.robots?.commit());
+    commitStore('cache.btree', () => this.#stores.cache.commit());
+    commitStore('crawldb.btree', () => this.#stores.crawlDb.commit());
   }
 
   summary(now: number): CrawlSummary & { urlsByStatus: Record<CrawlDbStatus, number> } {
@@ -319,5 +326,14 @@ export class Crawl {
 
   #delayOf(queue: OriginQueue): number {
     return Math.max(this.#config.delayMs, crawlDelayOf(queue.robots.rules) ?? 0);
+  }
+}
+
+/** Runs one store's commit; a failure of the file system becomes a CommitFailure naming the store. */
+function commitStore(store: string, commit: () => void): void {
+  try {
+    commit();
+  } catch (error) {
+    throw isStorageFailure(error) ? new CommitFailure(store, error) : error;
   }
 }
