@@ -56,9 +56,9 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
   let stores: OpenStores | null = null;
   try {
     const tokenFile = options.tokenFile ?? dataPath(options.dataDir, 'token');
-    const token = options.tokenFile === undefined ? loadOrCreateToken(tokenFile) : readTokenFile(tokenFile);
+    const token = options.tokenFile === undefined ? loadOrCreateToken(tokenFile, io) : readTokenFile(tokenFile);
     const adminTokenFile = dataPath(options.dataDir, 'adminToken');
-    const adminToken = loadOrCreateToken(adminTokenFile);
+    const adminToken = loadOrCreateToken(adminTokenFile, io);
     stores = openStores(options.dataDir, { io });
     const clock = options.clock ?? systemClock;
     const now = clock();

@@ -7,6 +7,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { chmodSync, existsSync, readFileSync } from 'node:fs';
 import { createFileDurably } from '../storage/atomic-file.js';
+import type { FileOps } from '../storage/file-ops.js';
 
 export function tokensEqual(presented: string, expected: string): boolean {
   const a = createHash('sha256').update(presented).digest();
@@ -24,10 +25,10 @@ export function bearerToken(authorization: string | undefined): string | null {
  * Reads a token file, or creates it (mode 0600, 256 random bits) when missing: fsynced with its
  * directory entry, so that fetchers given the token never meet a queue server that lost it in a crash.
  */
-export function loadOrCreateToken(path: string): string {
+export function loadOrCreateToken(path: string, io?: FileOps): string {
   if (existsSync(path)) return readTokenFile(path);
   const token = randomBytes(32).toString('base64url');
-  createFileDurably(path, `${token}\n`, { mode: 0o600 });
+  createFileDurably(path, `${token}\n`, { mode: 0o600, io });
   chmodSync(path, 0o600);
   return token;
 }
