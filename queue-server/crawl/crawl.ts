@@ -235,8 +235,23 @@ export class Crawl {
     }
     for (const slot of cut.slots) for (const item of slot.items) if (item.entry !== null) item.entry.leased = true;
     const lease = this.#leases.issue(request.fetcherId, cut.slots, now, this.#config.leaseMs);
-    return scheduleOf(lease, this.#config.leaseMs);
+    const seedHosts = this.#seedHosts();
+    return scheduleOf(lease, this.#config.leaseMs, (origin) => seedHosts.has(new URL(origin).hostname));
   }
+
+  /**
+   * The host names of the seeds (given at start, in the admin form, or injected): the fetcher may
+   * connect to them on any address, private ones included. Rebuilt when the seeds change.
+   */
+  #seedHosts(): ReadonlySet<string> {
+    const seeds = this.#admission.seeds;
+    if (this.#seedHostsOf?.seeds !== seeds || this.#seedHostsOf.count !== seeds.length) {
+      this.#seedHostsOf = { seeds, count: seeds.length, hosts: new Set(seeds.map((seed) => new URL(seed).hostname)) };
+    }
+    return this.#seedHostsOf.hosts;
+  }
+
+  #seedHostsOf: { seeds: readonly string[]; count: number; hosts: Set<string> } | null = null;
 
   applyResults(request: ResultsRequest, now: number): ResultsResponse {
     const response = this.#results.apply(request, now);

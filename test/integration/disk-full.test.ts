@@ -81,6 +81,7 @@ describe('a full disk during a crawl', () => {
   it('pauses with ENOSPC in the log and the status, refuses results with 503, and completes once writes succeed again', async () => {
     web.log.length = 0;
     const dataDir = join(tempDir('disk-full'), 'data');
+    cleanups.push(() => rmSync(join(dataDir, '..'), { recursive: true, force: true }));
     const io = new FaultyFileOps();
     let full = false;
     io.rule = (op) => (full && op.kind === 'write' && op.path.startsWith(dataDir) ? 'enospc' : null);
@@ -131,7 +132,7 @@ describe('a full disk during a crawl', () => {
   it.skipIf(!prlimit)('a queue server process under a file size limit pauses with EFBIG and completes once the limit is raised', async () => {
     web.log.length = 0;
     const dataDir = join(tempDir('disk-full-fsize'), 'data');
-    cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
+    cleanups.push(() => rmSync(join(dataDir, '..'), { recursive: true, force: true }));
     // 96 KiB per file: enough to start (the crawl database begins with three 16 KiB pages), not to finish.
     const args = [`--fsize=${96 * 1024}:unlimited`, process.execPath, PETREL_BIN, 'queue-server', '--data', dataDir, '--port', '0', '--once',
       '--seed', `${web.hostByRole.main}/index.html`, '--scope', 'host', '--delay-ms', '0', '--slot-urls', '4'];
