@@ -18,7 +18,7 @@ export function addFetcherOptions(command: Command, which: 'all' | 'local'): Com
     const option = new Option(setting.option, setting.help);
     if (isIntegerSetting(setting)) option.argParser(integerOption(option.long!, setting.min, setting.max)).default(setting.default);
     else if (setting.kind === 'flag') option.default(false);
-    else if (setting.kind === 'list') option.argParser((value: string, previous: string[]) => [...previous, value]).default([]);
+    else if (setting.kind === 'list') option.argParser((value: string, previous: string[]) => [...previous, value]).default([], 'none');
     command.addOption(option);
   }
   return command;

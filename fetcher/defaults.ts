@@ -42,8 +42,8 @@ export const FETCHER_SETTINGS = {
     kind: 'flag',
     option: '--allow-private-addresses',
     help:
-      'connect to hosts on loopback, private, link-local and other non-public addresses too (default: refused as blocked-address, ' +
-      'except the hosts of the seeds; a page could otherwise make the fetcher reach into its own network)',
+      'connect to hosts on loopback, private, link-local and other non-public addresses too; without it such URLs are refused as ' +
+      'blocked-address, except on the seeds\' hosts (a page could otherwise make the fetcher reach into its own network)',
     local: true,
   },
   resolve: {
