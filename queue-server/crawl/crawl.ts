@@ -34,6 +34,7 @@ import { crawlStatus, crawlSummary, type CrawlStatus } from './crawl-status.js';
 import { FetcherRegistry } from './fetcher-registry.js';
 import type { PageArchive } from './page-archive.js';
 import { RecentEvents } from './recent-events.js';
+import { CommitFailure, isStorageFailure } from './storage-error.js';
 
 export type CrawlState = 'running' | 'idle';
 
@@ -234,8 +235,23 @@ export class Crawl {
     }
     for (const slot of cut.slots) for (const item of slot.items) if (item.entry !== null) item.entry.leased = true;
     const lease = this.#leases.issue(request.fetcherId, cut.slots, now, this.#config.leaseMs);
-    return scheduleOf(lease, this.#config.leaseMs);
+    const seedHosts = this.#seedHosts();
+    return scheduleOf(lease, this.#config.leaseMs, (origin) => seedHosts.has(new URL(origin).hostname));
   }
+
+  /**
+   * The host names of the seeds (given at start, in the admin form, or injected): the fetcher may
+   * connect to them on any address, private ones included. Rebuilt when the seeds change.
+   */
+  #seedHosts(): ReadonlySet<string> {
+    const seeds = this.#admission.seeds;
+    if (this.#seedHostsOf?.seeds !== seeds || this.#seedHostsOf.count !== seeds.length) {
+      this.#seedHostsOf = { seeds, count: seeds.length, hosts: new Set(seeds.map((seed) => new URL(seed).hostname)) };
+    }
+    return this.#seedHostsOf.hosts;
+  }
+
+  #seedHostsOf: { seeds: readonly string[]; count: number; hosts: Set<string> } | null = null;
 
   applyResults(request: ResultsRequest, now: number): ResultsResponse {
     const response = this.#results.apply(request, now);
@@ -290,11 +306,17 @@ export class Crawl {
     return released;
   }
 
-  /** Makes everything applied so far durable: page records, then cache records, then the crawl database. */
+  /**
+   * Makes everything applied so far durable: page records, then robots.txt files, then cache records,
+   * then the crawl database (the authority on what is done, so last). Each store keeps what it could
+   * not write when this throws (a full disk, an I/O error), and calling it again writes the rest: a
+   * store that committed is not written twice.
+   */
   commit(): void {
-    this.#stores.archive.sync();
-    this.#stores.cache.commit();
-    this.#stores.crawlDb.commit();
+    commitStore('pages.jsonl', () => this.#stores.archive.commit());
+    commitStore('robots/', () => this.#stores.robots?.commit());
+    commitStore('cache.btree', () => this.#stores.cache.commit());
+    commitStore('crawldb.btree', () => this.#stores.crawlDb.commit());
   }
 
   summary(now: number): CrawlSummary & { urlsByStatus: Record<CrawlDbStatus, number> } {
@@ -319,5 +341,14 @@ export class Crawl {
 
   #delayOf(queue: OriginQueue): number {
     return Math.max(this.#config.delayMs, crawlDelayOf(queue.robots.rules) ?? 0);
+  }
+}
+
+/** Runs one store's commit; a failure of the file system becomes a CommitFailure naming the store. */
+function commitStore(store: string, commit: () => void): void {
+  try {
+    commit();
+  } catch (error) {
+    throw isStorageFailure(error) ? new CommitFailure(store, error) : error;
   }
 }
