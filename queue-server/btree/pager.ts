@@ -123,6 +123,16 @@ export class Pager {
   }
 
   /** Any page, verified, bypassing the cache (the checker uses this so it sees the bytes on disk). */
+  /**
+   * Both meta copies as they are on disk now (null: one that fails its checksum or decode). The tree is
+   * read from the valid one with the higher txid; the other is the previous commit, which the next
+   * commit overwrites (commit step 3).
+   */
+  metaCopies(): [MetaFields | null, MetaFields | null] {
+    const fd = this.#usableFd();
+    return [tryReadMeta(fd, 0, this.pageSize), tryReadMeta(fd, 1, this.pageSize)];
+  }
+
   readPage(id: PageId): PageRecord {
     const fd = this.#usableFd();
     if (!Number.isInteger(id) || id < META_PAGES || id >= this.#meta.pageCount) {

@@ -8,12 +8,16 @@
  *   crawldb.btree   the crawl database, one record per known URL (crawldb/), 16 KiB pages
  *   robots/         robots.txt fetches per origin (robots-store.ts)
  *   pass.json       the current crawl pass of one-shot crawls (crawl-pass.ts)
+ *   crawl.json      the crawl's settings (seeds, scope, ...), so a restart keeps them (crawl/saved-settings.ts)
  *   LOCK            the pid of the queue server using the directory; a second one refuses to start
  *
  * Directory and files are private to the user (0700 / 0600).
  */
-import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
+import { accessSync, closeSync, constants, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+
+/** Where `petrel crawl`, `start`, `queue-server`, `export` and `db` keep and look for their data unless told. */
+export const DEFAULT_DATA_DIR = './petrel-data';
 
 export const DATA_FILES = {
   token: 'fetcher.token',
@@ -23,6 +27,7 @@ export const DATA_FILES = {
   crawlDb: 'crawldb.btree',
   robots: 'robots',
   pass: 'pass.json',
+  settings: 'crawl.json',
   lock: 'LOCK',
 } as const;
 
@@ -30,8 +35,23 @@ export function dataPath(dataDir: string, file: keyof typeof DATA_FILES): string
   return join(dataDir, DATA_FILES[file]);
 }
 
+/** Creates the directory (and its parents) if missing. Throws a message naming the real cause. */
 export function ensureDataDir(dataDir: string): void {
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  try {
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  } catch (error) {
+    // mkdir -p on a read-only file system reports ENOENT for the missing parent; name the real cause.
+    let parent = dirname(resolve(dataDir));
+    while (!existsSync(parent)) parent = dirname(parent);
+    let cause = (error as NodeJS.ErrnoException).code ?? 'error';
+    try {
+      accessSync(parent, constants.W_OK);
+    } catch (denied) {
+      cause = (denied as NodeJS.ErrnoException).code ?? cause;
+    }
+    const words: Record<string, string> = { EROFS: 'read-only file system', EACCES: 'permission denied', EEXIST: 'a file of that name exists', ENOTDIR: 'a part of the path is a file' };
+    throw new Error(`cannot create the data directory ${dataDir} in ${parent}: ${words[cause] ?? cause}; choose another --data`);
+  }
 }
 
 /** Takes the directory's lock, or throws naming the live process that holds it. Returns the release. */
