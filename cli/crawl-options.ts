@@ -51,7 +51,8 @@ function optionOf(setting: CrawlSetting, flags: string): Option {
   switch (setting.kind) {
     case 'integer': {
       const parse = setting.duration ? durationOption(option.long!, setting.min, setting.max ?? undefined) : integerOption(option.long!, setting.min, setting.max ?? undefined);
-      option.argParser(noLimit ? (value: string) => (value.trim() === NO_LIMIT ? null : parse(value)) : parse);
+      // commander turns a parser's null into '', so "none" stays a word until valueOf makes it null.
+      option.argParser(noLimit ? (value: string) => (value.trim() === NO_LIMIT ? NO_LIMIT : parse(value)) : parse);
       if (setting.default !== null) option.default(setting.default, helpDefaultOf(setting));
       return option;
     }
@@ -72,8 +73,13 @@ export function addCrawlOptions(command: Command): Command {
 
 export function crawlConfigFrom(values: CrawlOptionValues, once: boolean): CrawlConfigInput {
   const config: Record<string, unknown> = { once };
-  for (const option of CRAWL_OPTIONS) config[option.name] = values[option.attribute];
+  for (const option of CRAWL_OPTIONS) config[option.name] = valueOf(values[option.attribute]);
   return config as CrawlConfigInput;
+}
+
+/** An option's value as a setting: "none" of a limit is null. */
+function valueOf(value: unknown): unknown {
+  return value === NO_LIMIT ? null : value;
 }
 
 /** The crawl settings given on the command line itself (not defaults). */
@@ -81,7 +87,7 @@ export function explicitCrawlSettings(command: Command): Partial<CrawlConfigInpu
   const given: Record<string, unknown> = {};
   for (const option of CRAWL_OPTIONS) {
     const source = command.getOptionValueSource(option.attribute);
-    if (source === 'cli' || source === 'env') given[option.name] = command.getOptionValue(option.attribute);
+    if (source === 'cli' || source === 'env') given[option.name] = valueOf(command.getOptionValue(option.attribute));
   }
   return given as Partial<CrawlConfigInput>;
 }
