@@ -5,6 +5,7 @@
  */
 import { Command } from 'commander';
 import { BTree, BTreeError, type BTreeStats, type CheckFault } from '../queue-server/btree/index.js';
+import { EXIT } from './exit-codes.js';
 
 /** Where the command writes; injectable so tests can capture output and exit codes. */
 export interface BtreeCliIo {
@@ -21,13 +22,21 @@ const processIo: BtreeCliIo = {
   },
 };
 
-/** Exit statuses: 0 clean, 1 the file has faults (or cannot be opened because it is corrupt), 2 unusable input. */
-const EXIT_FAULTS = 1;
-const EXIT_USAGE = 2;
+/** Exit statuses (exit-codes.ts): 0 clean, 1 the file has faults (or cannot be opened because it is corrupt), 2 unusable input, 4 warnings only. */
+const EXIT_FAULTS = EXIT.failed;
+const EXIT_USAGE = EXIT.usage;
+const EXIT_WARNINGS = EXIT.warnings;
 
-const EXIT_HELP = `
+const CHECK_HELP = `
 Exit status: 0 when clean, 1 when the file has faults (including meta or free-list pages too damaged to
-open), 2 when the file is missing or cannot be read.
+open), 2 when the file is missing or cannot be read, 4 when it has no fault but a warning (one of the two
+meta pages is damaged: the tree is read from the other, and the next commit rewrites the damaged one).
+With --json the answer is always one JSON object, also when the file cannot be read ({file, ok, error}).
+`;
+
+const STATS_HELP = `
+Exit status: 0 when the figures were printed, 1 when the file is too damaged to open (petrel btree check
+lists what is wrong), 2 when the file is missing or cannot be read.
 `;
 
 export function btreeCommand(io: BtreeCliIo = processIo): Command {
@@ -40,30 +49,34 @@ export function btreeCommand(io: BtreeCliIo = processIo): Command {
     .description('verify every page: checksums, key order, balance, fill, free-list accounting and counters')
     .argument('<file>', 'B-tree file to check')
     .option('--json', 'print the report as one JSON object {file, ok, faults: [{code, page?, message}]}')
-    .addHelpText('after', EXIT_HELP)
+    .addHelpText('after', CHECK_HELP)
     .action((file: string, opts: { json?: boolean }) => {
-      const opened = openForInspection(file, io);
+      const json = opts.json === true;
+      const opened = openForInspection(file, io, json);
       let faults: CheckFault[];
+      let warnings: CheckFault[] = [];
       if (opened.kind === 'unusable') return;
       if (opened.kind === 'corrupt') {
         faults = [{ code: 'PAGE_CORRUPT', ...(opened.error.page === undefined ? {} : { page: opened.error.page }), message: opened.error.message }];
       } else {
         try {
-          faults = opened.tree.check().faults;
+          const report = opened.tree.check();
+          faults = report.faults;
+          warnings = report.warnings;
         } finally {
           opened.tree.close();
         }
       }
       const ok = faults.length === 0;
-      if (opts.json === true) {
-        io.out(`${JSON.stringify({ file, ok, faults })}\n`);
-      } else if (ok) {
-        io.out(`${file}: ok\n`);
+      if (json) {
+        io.out(`${JSON.stringify({ file, ok, faults, warnings })}\n`);
       } else {
+        for (const w of warnings) io.out(`WARNING ${w.code}${w.page === undefined ? '' : ` page ${w.page}`}: ${w.message}\n`);
         for (const f of faults) io.out(`${f.code}${f.page === undefined ? '' : ` page ${f.page}`}: ${f.message}\n`);
-        io.out(`${file}: ${faults.length} fault${faults.length === 1 ? '' : 's'}\n`);
+        const warned = warnings.length === 0 ? '' : `, ${warnings.length} warning${warnings.length === 1 ? '' : 's'}`;
+        io.out(ok ? `${file}: ok${warned}\n` : `${file}: ${faults.length} fault${faults.length === 1 ? '' : 's'}${warned}\n`);
       }
-      io.setExitCode(ok ? 0 : EXIT_FAULTS);
+      io.setExitCode(!ok ? EXIT_FAULTS : warnings.length > 0 ? EXIT_WARNINGS : 0);
     });
 
   btree
@@ -71,12 +84,14 @@ export function btreeCommand(io: BtreeCliIo = processIo): Command {
     .description('print sizes and counters: keys, height, pages, free pages, file size, page size, txid')
     .argument('<file>', 'B-tree file to describe')
     .option('--json', 'print the stats as one JSON object instead of a table')
-    .addHelpText('after', EXIT_HELP)
+    .addHelpText('after', STATS_HELP)
     .action((file: string, opts: { json?: boolean }) => {
-      const opened = openForInspection(file, io);
+      const json = opts.json === true;
+      const opened = openForInspection(file, io, json);
       if (opened.kind === 'unusable') return;
       if (opened.kind === 'corrupt') {
-        io.err(`${file}: ${opened.error.message}\n`);
+        if (json) io.out(`${JSON.stringify({ file, ok: false, error: { code: opened.error.code, message: opened.error.message } })}\n`);
+        else io.err(`petrel btree: ${file}: ${opened.error.message} (petrel btree check ${file} lists what is wrong)\n`);
         io.setExitCode(EXIT_FAULTS);
         return;
       }
@@ -98,12 +113,14 @@ type Opened =
   | { readonly kind: 'corrupt'; readonly error: BTreeError }
   | { readonly kind: 'unusable' };
 
-function openForInspection(file: string, io: BtreeCliIo): Opened {
+function openForInspection(file: string, io: BtreeCliIo, json: boolean): Opened {
   try {
     return { kind: 'open', tree: BTree.open(file, { create: false, readOnly: true, cachePages: 256 }) };
   } catch (err) {
     if (err instanceof BTreeError && err.code === 'BTREE_CORRUPT') return { kind: 'corrupt', error: err };
     const message = err instanceof Error ? err.message : String(err);
+    const code = (err as { code?: unknown }).code;
+    if (json) io.out(`${JSON.stringify({ file, ok: false, error: { code: typeof code === 'string' ? code : 'error', message } })}\n`);
     io.err(`petrel btree: ${message}\n`);
     io.setExitCode(EXIT_USAGE);
     return { kind: 'unusable' };

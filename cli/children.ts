@@ -1,5 +1,12 @@
 /**
- * Starting `petrel` subcommands as child processes (real processes, real HTTP), for `petrel crawl`.
+ * Starting `petrel` subcommands as child processes (real processes, real HTTP), for `petrel crawl`
+ * and `petrel start`, and how a child hears signals.
+ *
+ * Ctrl-C in a terminal sends SIGINT to the whole foreground process group: the supervisor and every
+ * child at once. Left alone, the queue server would close while fetchers still deliver the results
+ * they hold (each then says "queue server unreachable"), and results would be lost. So a supervised
+ * child (PETREL_SUPERVISED=1 in its environment) leaves SIGINT to its supervisor, which stops the
+ * fetchers first (SIGTERM: they finish and deliver their slots) and the queue server last.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
@@ -7,8 +14,21 @@ import { fileURLToPath } from 'node:url';
 
 const PETREL = fileURLToPath(new URL('./petrel.js', import.meta.url));
 
+const SUPERVISED = 'PETREL_SUPERVISED';
+
 export function spawnPetrel(args: string[]): ChildProcess {
-  return spawn(process.execPath, [PETREL, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  return spawn(process.execPath, [PETREL, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, [SUPERVISED]: '1' } });
+}
+
+/**
+ * Signal handling of a command that a supervisor may have started: SIGTERM always calls
+ * `onTerminate`; SIGINT calls `onInterrupt`, unless a supervisor started this process (it sends
+ * SIGTERM when it is this process's turn to stop).
+ */
+export function supervisedSignals(handlers: { onInterrupt: () => void; onTerminate: () => void }): void {
+  const supervised = process.env[SUPERVISED] === '1';
+  process.on('SIGINT', supervised ? () => undefined : handlers.onInterrupt);
+  process.on('SIGTERM', handlers.onTerminate);
 }
 
 /** Calls `onLine` for each line the stream prints. */

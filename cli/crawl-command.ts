@@ -1,19 +1,30 @@
 /**
  * `petrel crawl`: a one-shot crawl on this machine. Starts a queue server and N fetcher child
- * processes (the same programs a fleet runs, talking HTTP on loopback), shows progress, and exits 0
- * when the frontier is empty and no schedule is out, printing the summary.
+ * processes (the same programs a fleet runs, talking HTTP on loopback), shows progress, prints the
+ * summary and what to do next, and exits with the status of exit-codes.ts: 0 when the frontier is
+ * empty and no schedule is out, 3 when nothing at all could be fetched, 130 when interrupted.
+ *
+ * Order of events, so that no process waits on one that is not there yet or gone already: the seeds
+ * and options are checked (nothing is created for refused input); the queue server starts; once it
+ * listens, the fetchers start. Ctrl-C stops the fetchers first (they deliver what they hold), then
+ * the queue server, and running the same command again resumes the pass.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { createServer } from 'node:net';
 import { Command } from 'commander';
 import type { CrawlSummary } from '../queue-server/crawl/crawl-stats.js';
-import { addCrawlOptions, crawlArgsFrom, type CrawlOptionValues } from './crawl-options.js';
-import { eachLine, exited, spawnPetrel } from './children.js';
-import { FetcherChildren } from './fetcher-children.js';
-import { addFetcherOptions, fetcherArgs, type LocalFetcherValues } from './fetcher-options.js';
-import { fail, integerOption } from './options.js';
+import type { LoadedCrawl } from '../queue-server/crawl/crawl.js';
+import type { CrawlPass } from '../queue-server/crawl/crawl-pass.js';
 import { loadOrCreateToken } from '../queue-server/auth/tokens.js';
 import { dataPath, ensureDataDir } from '../queue-server/storage/data-dir.js';
-import { createServer } from 'node:net';
+import { addCrawlOptions, crawlArgsFrom, crawlSettingsFor, type CrawlOptionValues } from './crawl-options.js';
+import { eachLine, exited, spawnPetrel } from './children.js';
+import { EXIT, exitCodesHelp } from './exit-codes.js';
+import { FetcherChildren } from './fetcher-children.js';
+import { addFetcherOptions, fetcherArgs, type LocalFetcherValues } from './fetcher-options.js';
+import { checkWritableDataDir, DATA_OPTION, fail, integerOption } from './options.js';
+import { loadSaved } from './queue-server-command.js';
 import { followProgress } from './progress.js';
 
 interface CrawlValues extends CrawlOptionValues, LocalFetcherValues {
@@ -26,45 +37,112 @@ interface CrawlValues extends CrawlOptionValues, LocalFetcherValues {
 /** A fetcher that fails is started again at most this many times. */
 const FETCHER_RESTARTS = 3;
 
+const NAME = 'crawl';
+
 export function crawlCommand(): Command {
-  const command = new Command('crawl')
+  const command = new Command(NAME)
     .description('crawl from the given seeds with a local queue server and N fetcher processes, then print a summary')
-    .option('--data <dir>', 'data directory for this crawl', './petrel-data')
+    .option(DATA_OPTION.flags, 'data directory for this crawl (run again on it: resumes an unfinished pass, else recrawls what changed)', DATA_OPTION.default)
     .option('--fetchers <n>', 'fetcher processes to start', integerOption('--fetchers', 1, 64), 2)
     .option('--summary-json <file>', 'also write the summary JSON to this file')
-    .option('--no-progress', 'do not show live progress on stderr');
+    .option('--no-progress', 'do not show live progress on stderr')
+    .allowExcessArguments(true);
   addFetcherOptions(command, 'local');
   addCrawlOptions(command);
   command.addHelpText(
     'after',
-    '\nExample:\n  petrel crawl --seed https://example.org/docs/index.html --scope prefix --fetchers 2 --summary-json summary.json\n',
+    '\nExample:\n  petrel crawl --seed https://example.org/docs/index.html --scope prefix --fetchers 2 --summary-json summary.json\n' +
+      '  (with npm: npm run crawl -- --seed https://example.org/ ; the -- keeps npm from taking the options)\n' +
+      '\nRun again on the same --data without --seed, it takes the seeds and settings saved in <data>/crawl.json.\n' +
+      exitCodesHelp(['ok', 'failed', 'usage', 'nothingFetched', 'interrupted']),
   );
   command.action(async (values: CrawlValues) => {
-    if (values.seed.length === 0) {
-      fail('nothing to crawl: give at least one --seed URL, e.g.\n  petrel crawl --seed https://example.org/ --scope host\n(see petrel crawl --help for every option)', { status: 2, command: 'crawl' });
+    const usage = { status: EXIT.usage, command: NAME };
+    const stray = command.args;
+    if (stray.length > 0) {
+      const underNpm = process.env.npm_lifecycle_event !== undefined;
+      const example = /^https?:\/\//i.test(stray[0]!) ? stray[0]! : 'https://example.org/';
+      fail(
+        `unexpected argument "${stray[0]!.slice(0, 200)}": give each seed with --seed, e.g. petrel crawl --seed ${example}` +
+          (underNpm ? `\nWith npm run, put -- before petrel's options, or npm takes them for its own: npm run crawl -- --seed ${example}` : ''),
+        usage,
+      );
     }
-    const summary = await runCrawl(values);
-    const text = JSON.stringify(summary, null, 2);
+    checkWritableDataDir(values.data, NAME);
+    const saved = loadSaved(values.data, NAME);
+    const config = crawlSettingsFor(command, true, saved?.settings ?? null, NAME);
+    if (config.seeds.length === 0) {
+      fail('nothing to crawl: give at least one --seed URL, e.g.\n  petrel crawl --seed https://example.org/ --scope host\n(see petrel crawl --help for every option)', usage);
+    }
+    const outcome = await runCrawl(values, crawlArgsFrom(config));
+    const text = JSON.stringify(outcome.summary, null, 2);
     process.stdout.write(`${text}\n`);
     if (values.summaryJson !== undefined) writeFileSync(values.summaryJson, `${text}\n`);
+    const status = outcome.interrupted ? EXIT.interrupted : nothingFetched(outcome.summary) ? EXIT.nothingFetched : EXIT.ok;
+    process.stderr.write(nextSteps(values.data, outcome.summary, status));
+    process.exit(status);
   });
   return command;
 }
 
-async function runCrawl(values: CrawlValues): Promise<CrawlSummary> {
-  // The queue server and the fetchers start at the same time: the token and the port are settled
-  // here first, and fetchers that ask before the queue server listens simply retry.
+/** Not one page fetched, revalidated or found fresh, and something was tried: every attempt failed or was refused. */
+export function nothingFetched(summary: CrawlSummary): boolean {
+  return summary.pagesFetched + summary.notModified + summary.skippedFresh === 0 && summary.errors + summary.robotsDenied > 0;
+}
+
+/** The end of a crawl, for people: what happened in one line, where the data is, and what to do next. */
+function nextSteps(dataDir: string, summary: CrawlSummary, status: number): string {
+  const dir = resolve(dataDir);
+  const data = dataDir === DATA_OPTION.default ? '' : ` --data ${dataDir}`;
+  const errors = Object.entries(summary.errorsByCode)
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 3)
+    .map(([code, n]) => `${code} ${n}`)
+    .join(', ');
+  const what =
+    `${count(summary.pagesFetched, 'page')} fetched, ${summary.notModified} not modified, ${count(summary.errors, 'error')}${errors === '' ? '' : ` (${errors})`}, ` +
+    `${count(summary.robotsDenied, 'URL')} refused by robots.txt`;
+  const head =
+    status === EXIT.interrupted
+      ? `petrel crawl: interrupted: ${what}. Run the same command again to resume the pass.`
+      : status === EXIT.nothingFetched
+        ? `petrel crawl: finished, but nothing could be fetched: ${what}. Is the seed reachable from here?`
+        : `petrel crawl: done: ${what}.`;
+  return (
+    `${head}\n` +
+    `  data:            ${dir}\n` +
+    `  page records:    petrel export${data} > pages.jsonl\n` +
+    `  every URL known: petrel db dump${data}   (petrel db check${data} verifies the database)\n` +
+    `  run again:       petrel crawl${data}   (resumes an unfinished pass, else recrawls what changed)\n`
+  );
+}
+
+function count(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
+}
+
+interface CrawlOutcome {
+  readonly summary: CrawlSummary;
+  readonly interrupted: boolean;
+}
+
+interface ListeningEvent {
+  readonly url: string;
+  readonly tokenFile: string;
+  readonly loaded: LoadedCrawl;
+  readonly pass: { pass: CrawlPass; resumed: boolean } | null;
+}
+
+async function runCrawl(values: CrawlValues, settingsArgs: string[]): Promise<CrawlOutcome> {
   ensureDataDir(values.data);
-  const tokenFile = dataPath(values.data, 'token');
-  loadOrCreateToken(tokenFile);
+  loadOrCreateToken(dataPath(values.data, 'token'));
   const port = await freeLoopbackPort();
-  const serverUrl = `http://127.0.0.1:${port}`;
-  const server = spawnPetrel(['queue-server', '--data', values.data, '--port', String(port), '--once', ...crawlArgsFrom(values)]);
+  const server = spawnPetrel(['queue-server', '--data', values.data, '--port', String(port), '--once', ...settingsArgs]);
   let summary: CrawlSummary | null = null;
-  const listening = new Promise<{ url: string; tokenFile: string }>((resolve) => {
+  const listening = new Promise<ListeningEvent>((resolveListening) => {
     eachLine(server.stdout, (line) => {
       const event = parseEvent(line);
-      if (event?.event === 'listening') resolve({ url: String(event.url), tokenFile: String(event.tokenFile) });
+      if (event?.event === 'listening') resolveListening(event as unknown as ListeningEvent);
       if (event?.event === 'finished' || event?.event === 'stopped') summary = event.summary as CrawlSummary;
     });
   });
@@ -72,34 +150,59 @@ async function runCrawl(values: CrawlValues): Promise<CrawlSummary> {
     if (!line.startsWith('petrel queue-server listening')) process.stderr.write(`${line}\n`);
   });
   const serverExit = exited(server);
-  const fetchers = new FetcherChildren({
-    label: 'petrel crawl',
-    namePrefix: 'fetcher',
-    args: (name) => fetcherArgs(values, { serverUrl, tokenFile, name }),
-    restart: { kind: 'limited', restarts: FETCHER_RESTARTS },
-    log: (line) => process.stderr.write(`${line}\n`),
-  });
-  fetchers.start(values.fetchers);
+
+  let interrupted = false;
+  let fetchers: FetcherChildren | null = null;
+  const interrupt = () => {
+    if (interrupted) {
+      // A second Ctrl-C: do not wait for held slots (their URLs are fetched again on resume).
+      process.stderr.write('petrel crawl: stopping now\n');
+      fetchers?.kill();
+      server.kill('SIGTERM');
+      return;
+    }
+    interrupted = true;
+    process.stderr.write('\npetrel crawl: interrupted: stopping the fetchers (they deliver what they hold; Ctrl-C again to stop at once), then the queue server\n');
+    void (async () => {
+      await fetchers?.stop();
+      server.kill('SIGTERM');
+    })();
+  };
+  process.on('SIGINT', interrupt);
+  process.on('SIGTERM', interrupt);
+
   const started = await Promise.race([listening, serverExit.then(() => null)]);
-  if (started === null) {
-    await fetchers.stop();
-    fail('the queue server did not start (see the message above)');
-  }
+  if (started === null) fail('the queue server did not start (see the message above)', { command: NAME });
+  process.stderr.write(startLine(started));
+  if (!interrupted) {
+    // The queue server listens: only now do the fetchers start, so none of them finds it not there yet.
+    const tokenFile = started.tokenFile;
+    fetchers = new FetcherChildren({
+      label: 'petrel crawl',
+      namePrefix: 'fetcher',
+      args: (name) => [...fetcherArgs(values, { serverUrl: started.url, tokenFile, name }), '--once'],
+      restart: { kind: 'limited', restarts: FETCHER_RESTARTS },
+      log: (line) => process.stderr.write(`${line}\n`),
+    });
+    fetchers.start(values.fetchers);
+  } else server.kill('SIGTERM');
 
   const stopProgress = values.progress ? followProgress(started.url, readFileSync(started.tokenFile, 'utf8').trim(), process.stderr) : () => undefined;
-  const interrupt = () => {
-    process.stderr.write('\npetrel crawl: interrupted, stopping\n');
-    server.kill('SIGTERM');
-  };
-  process.once('SIGINT', interrupt);
-  process.once('SIGTERM', interrupt);
-
   const serverStatus = await serverExit;
   stopProgress();
   // Fetchers were told `done`; give them a moment to exit on their own, then make sure they do.
-  await fetchers.stop({ waitForExitMs: 5000 });
-  if (serverStatus !== 0 || summary === null) fail(`the queue server exited with status ${serverStatus} before the crawl finished`);
-  return summary;
+  await fetchers?.stop({ waitForExitMs: 5000 });
+  if (summary === null || (serverStatus !== 0 && !interrupted)) fail(`the queue server exited with status ${serverStatus} before the crawl finished`, { command: NAME });
+  return { summary, interrupted };
+}
+
+/** What the queue server found in the data directory: a new crawl, a resumed pass, or a new pass over what is known. */
+function startLine(started: ListeningEvent): string {
+  const { pass, loaded } = started;
+  if (pass === null) return '';
+  if (pass.resumed) return `petrel crawl: resuming pass ${pass.pass.number}: ${loaded.fetched} fetched, ${loaded.queued + loaded.waiting} queued\n`;
+  if (loaded.known === 0) return '';
+  return `petrel crawl: pass ${pass.pass.number}: recrawling the ${loaded.known} URLs known (fresh ones are skipped, stale ones revalidated)\n`;
 }
 
 function parseEvent(line: string): Record<string, unknown> | null {
@@ -113,13 +216,12 @@ function parseEvent(line: string): Record<string, unknown> | null {
 
 /** A port nobody listens on now, on 127.0.0.1. */
 function freeLoopbackPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+  return new Promise((resolvePort, reject) => {
     const probe = createServer();
     probe.once('error', reject);
     probe.listen(0, '127.0.0.1', () => {
       const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
+      probe.close(() => resolvePort(port));
     });
   });
 }
-

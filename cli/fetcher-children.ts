@@ -10,7 +10,7 @@
  *                               fetchers however long it runs; a run of healthyRunMs resets the pause.
  *
  * `stop` ends them all: optionally a wait for them to exit by themselves, then SIGTERM (a fetcher
- * finishes its held slots), then SIGKILL for any still running after a grace period.
+ * finishes the request each slot is on and delivers the results), then SIGKILL for any still running after a grace period.
  */
 import type { ChildProcess } from 'node:child_process';
 import { eachLine, exited, spawnPetrel } from './children.js';
@@ -30,7 +30,7 @@ export interface FetcherChildrenOptions {
   readonly log: (line: string) => void;
 }
 
-/** How long stop() lets SIGTERMed fetchers finish their held slots before SIGKILL. */
+/** How long stop() lets SIGTERMed fetchers finish their requests in flight and deliver before SIGKILL. */
 const STOP_GRACE_MS = 5000;
 
 export class FetcherChildren {
@@ -75,6 +75,14 @@ export class FetcherChildren {
       }, delay);
       this.#timers.add(timer);
     });
+  }
+
+  /** Ends every fetcher at once (SIGKILL) and restarts none: what they hold is fetched again later. */
+  kill(): void {
+    this.#stopping = true;
+    for (const timer of this.#timers) clearTimeout(timer);
+    this.#timers.clear();
+    for (const child of this.#children) if (child !== null && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   }
 
   /**

@@ -8,13 +8,17 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { Command } from 'commander';
 import { parseResolveEntry, userAgentFor, type FetcherSettingValues } from '../fetcher/defaults.js';
+import { supervisedSignals } from './children.js';
+import { EXIT, exitCodesHelp } from './exit-codes.js';
 import { addFetcherOptions } from './fetcher-options.js';
 import { fail } from './options.js';
 
 /** How the command fails on bad options or files: status 2, said as `petrel fetcher: ...`. */
-const USAGE = { status: 2, command: 'fetcher' } as const;
+const USAGE = { status: EXIT.usage, command: 'fetcher' } as const;
 
 interface FetcherValues extends FetcherSettingValues {
+  once?: boolean;
+  giveUpAfter: number;
   server: string;
   tokenFile?: string;
   ca?: string;
@@ -31,6 +35,13 @@ export function fetcherCommand(version: string): Command {
     .option('--name <name>', 'name shown in the queue server\'s fetcher table (default: <hostname>-<pid>)')
     .option('--user-agent <string>', 'full User-Agent override (default: Petrel/<version> (+<contact>))');
   addFetcherOptions(command, 'all');
+  command.addHelpText(
+    'after',
+    '\nWhile the queue server does not answer, the fetcher says so (then every 30 s) and keeps trying; with --once it\n' +
+      'gives up after --give-up-after.\n' +
+      exitCodesHelp(['ok', 'failed', 'usage']) +
+      '  (0 also when stopped with Ctrl-C or SIGTERM: it finishes the request in flight and delivers the results first.)\n',
+  );
   return command.action(async (values: FetcherValues) => {
     const token = readToken(values.tokenFile);
     const serverUrl = checkServerUrl(values.server);
@@ -50,6 +61,7 @@ export function fetcherCommand(version: string): Command {
       concurrency: values.concurrency,
       claimWaitMs: values.claimWaitMs,
       addressPolicy: { allowAll: values.allowPrivateAddresses, trustedHosts: new TrustedHosts(), resolve },
+      giveUpAfterMs: values.once === true ? values.giveUpAfter : null,
       log,
       download: {
         userAgent: values.userAgent ?? userAgentFor(version, values.contact),
@@ -61,23 +73,26 @@ export function fetcherCommand(version: string): Command {
       },
     });
     let signals = 0;
+    const supervised = process.env.PETREL_SUPERVISED === '1';
     const onSignal = () => {
       signals++;
       if (signals === 1) {
-        log('stopping: finishing held slots (signal again to abandon them)');
+        // Under petrel crawl or start, the supervisor speaks for its fetchers.
+        if (!supervised) log('stopping: finishing the requests in flight and delivering their results (signal again to abandon them)');
         fetcher.stop();
       } else fetcher.abort();
     };
-    process.on('SIGINT', onSignal);
-    process.on('SIGTERM', onSignal);
+    supervisedSignals({ onInterrupt: onSignal, onTerminate: onSignal });
+    let reason;
     try {
-      const reason = await fetcher.run();
-      log(reason === 'done' ? 'crawl finished' : 'stopped');
+      reason = await fetcher.run();
     } catch (error) {
       log(`failed: ${(error as Error).message}`);
-      process.exit(1);
+      process.exit(EXIT.failed);
     }
-    process.exit(0);
+    if (reason === 'gave-up') process.exit(EXIT.failed);
+    if (!supervised) log(reason === 'done' ? 'crawl finished' : 'stopped');
+    process.exit(EXIT.ok);
   });
 }
 

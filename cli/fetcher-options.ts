@@ -4,20 +4,24 @@
  * two give each fetcher process they start.
  */
 import { Option, type Command } from 'commander';
-import { FETCHER_SETTINGS, isIntegerSetting, type FetcherSetting, type FetcherSettingName, type FetcherSettingValues } from '../fetcher/defaults.js';
-import { integerOption } from './options.js';
+import { formatDuration } from '../shared/duration.js';
+import { FETCHER_PATIENCE_SETTINGS, FETCHER_SETTINGS, isIntegerSetting, type FetcherSetting, type FetcherSettingName, type FetcherSettingValues } from '../fetcher/defaults.js';
+import { durationOption, integerOption } from './options.js';
 
 const SETTINGS = Object.entries(FETCHER_SETTINGS) as [FetcherSettingName, FetcherSetting][];
+const PATIENCE = Object.entries(FETCHER_PATIENCE_SETTINGS) as [string, FetcherSetting][];
 
 /** The values of the local settings, as `petrel crawl` and `petrel start` parse them. */
 export type LocalFetcherValues = Pick<FetcherSettingValues, 'concurrency' | 'contact' | 'maxBodyBytes' | 'timeoutMs' | 'allowPrivateAddresses' | 'resolve'>;
 
 export function addFetcherOptions(command: Command, which: 'all' | 'local'): Command {
-  for (const [, setting] of SETTINGS) {
+  for (const [, setting] of [...SETTINGS, ...PATIENCE]) {
     if (which === 'local' && !setting.local) continue;
     const option = new Option(setting.option, setting.help);
-    if (isIntegerSetting(setting)) option.argParser(integerOption(option.long!, setting.min, setting.max)).default(setting.default);
-    else if (setting.kind === 'flag') option.default(false);
+    if (isIntegerSetting(setting)) {
+      const parse = setting.duration === true ? durationOption : integerOption;
+      option.argParser(parse(option.long!, setting.min, setting.max)).default(setting.default, setting.duration === true ? formatDuration(setting.default) : undefined);
+    } else if (setting.kind === 'flag') option.default(false);
     else if (setting.kind === 'list') option.argParser((value: string, previous: string[]) => [...previous, value]).default([], 'none');
     command.addOption(option);
   }

@@ -1,6 +1,14 @@
-/** Option parsing for every command: integers with ranges, repeated options, and one-line errors for humans. */
+/**
+ * Option parsing for every command: integers and durations with ranges, repeated options, the data
+ * directory, and one-line errors for humans (`fail`, `describeError`) with the exit statuses of
+ * exit-codes.ts.
+ */
 import { InvalidArgumentError } from 'commander';
-import { readFileSync } from 'node:fs';
+import { accessSync, constants, existsSync, readFileSync, statSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { DURATION_SYNTAX, formatDuration, parseDuration } from '../shared/duration.js';
+import { DEFAULT_DATA_DIR } from '../queue-server/storage/data-dir.js';
+import { EXIT } from './exit-codes.js';
 
 export function integerOption(name: string, min: number, max: number = Number.MAX_SAFE_INTEGER) {
   return (value: string): number => {
@@ -8,6 +16,19 @@ export function integerOption(name: string, min: number, max: number = Number.MA
     const number = Number(value);
     if (number < min || number > max) throw new InvalidArgumentError(`${name} must be between ${min} and ${max}, got ${number}`);
     return number;
+  };
+}
+
+/** A duration option (shared/duration.ts): `90s`, `500ms`, `30d`, or plain milliseconds; the value is ms. */
+export function durationOption(name: string, min: number, max: number = Number.MAX_SAFE_INTEGER) {
+  return (value: string): number => {
+    const ms = parseDuration(value);
+    if (ms === null) throw new InvalidArgumentError(`${name} must be a duration (${DURATION_SYNTAX}), got "${value}"`);
+    if (ms < min || ms > max) {
+      const range = max === Number.MAX_SAFE_INTEGER ? `at least ${formatDuration(min)}` : `between ${formatDuration(min)} and ${formatDuration(max)}`;
+      throw new InvalidArgumentError(`${name} must be ${range}, got ${value}`);
+    }
+    return ms;
   };
 }
 
@@ -22,11 +43,100 @@ export function packageVersion(): string {
 
 /**
  * Prints the error, `petrel <command>: message`, and exits with status 2 (bad usage: the options
- * or the files they name) or 1 (a failure at run time, the default).
+ * or the files they name) or 1 (a failure at run time, the default); see exit-codes.ts.
  */
-export function fail(message: string, options: { status?: 1 | 2; command?: string } = {}): never {
+export function fail(message: string, options: { status?: number; command?: string } = {}): never {
   process.stderr.write(`petrel${options.command === undefined ? '' : ` ${options.command}`}: ${message}\n`);
-  process.exit(options.status ?? 1);
+  process.exit(options.status ?? EXIT.failed);
+}
+
+/** `--data`: the same option, default and wording in every command. */
+export const DATA_OPTION = { flags: '--data <dir>', default: DEFAULT_DATA_DIR } as const;
+
+/**
+ * A data directory a command will create or write: refused, before anything is started or created,
+ * when it names a file, when its nearest existing parent is not a directory, or is not writable
+ * (a read-only file system, no permission).
+ */
+export function checkWritableDataDir(dir: string, command: string): void {
+  const usage = { status: EXIT.usage, command };
+  if (existsSync(dir)) {
+    if (!statSync(dir).isDirectory()) fail(`--data ${dir} is a file, not a directory: name a directory (it is created if missing)`, usage);
+    if (!writable(dir)) fail(`cannot write to the data directory ${dir} (${whyNotWritable(dir)}): choose another --data`, usage);
+    return;
+  }
+  let parent = dirname(resolve(dir));
+  while (!existsSync(parent)) parent = dirname(parent);
+  if (!statSync(parent).isDirectory()) fail(`cannot create the data directory ${dir}: ${parent} is a file, not a directory`, usage);
+  if (!writable(parent)) fail(`cannot create the data directory ${dir} in ${parent} (${whyNotWritable(parent)}): choose another --data`, usage);
+}
+
+/** A data directory a command only reads (export, db): it must exist, be one, and hold `needs`. */
+export function checkExistingDataDir(dir: string, command: string, needs: string): void {
+  const problem = existingDataDirProblem(dir, needs);
+  if (problem !== null) fail(problem, { status: EXIT.usage, command });
+}
+
+/** Why `dir` is not a data directory holding `needs`, or null when it is. */
+export function existingDataDirProblem(dir: string, needs: string): string | null {
+  if (!existsSync(dir)) return `no data directory at ${dir}: give --data DIR (petrel crawl and petrel start keep their data in ${DEFAULT_DATA_DIR} by default)`;
+  if (!statSync(dir).isDirectory()) return `--data ${dir} is a file, not a directory`;
+  if (!existsSync(resolve(dir, needs))) return `no ${needs} in ${dir}: is it a Petrel data directory, and has a crawl run in it yet?`;
+  return null;
+}
+
+function writable(path: string): boolean {
+  try {
+    accessSync(path, constants.W_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function whyNotWritable(path: string): string {
+  try {
+    accessSync(path, constants.W_OK);
+    return 'not writable';
+  } catch (error) {
+    return ERRNO_WORDS[(error as NodeJS.ErrnoException).code ?? ''] ?? 'not writable';
+  }
+}
+
+const ERRNO_WORDS: Record<string, string> = {
+  EROFS: 'read-only file system',
+  EACCES: 'permission denied',
+  EPERM: 'operation not permitted',
+  ENOSPC: 'no space left on the device',
+  EDQUOT: 'disk quota exceeded',
+  ENOENT: 'no such file or directory',
+  ENOTDIR: 'a part of the path is a file, not a directory',
+  EISDIR: 'is a directory',
+  EEXIST: 'already exists',
+  EMFILE: 'too many open files',
+  EADDRINUSE: 'address in use',
+};
+
+/**
+ * One line for an error that reached the top of a command: an error of the file system names the file
+ * and what went wrong in words; a B-Tree error says the file is damaged and which command shows how.
+ */
+export function describeError(error: unknown): { message: string; internal: boolean } {
+  const err = error as Partial<NodeJS.ErrnoException> & { name?: string; page?: number };
+  if (err?.name === 'BTreeError') {
+    const hint = err.code === 'BTREE_CORRUPT' ? ' (the file is damaged: petrel db check --data DIR, or petrel btree check FILE, lists what is wrong)' : '';
+    return { message: `${err.message}${hint}`, internal: false };
+  }
+  if (typeof err?.code === 'string' && typeof err.syscall === 'string') {
+    const words = ERRNO_WORDS[err.code] ?? err.code;
+    const path = err.path === undefined ? '' : ` ${err.path}`;
+    return { message: `cannot ${err.syscall}${path}: ${words}`, internal: false };
+  }
+  // A plain Error is a message written for people (a directory in use, a port taken); a TypeError and
+  // its kind are a broken invariant: a bug, said so.
+  if (error instanceof Error && error.constructor === Error) return { message: error.message, internal: false };
+  const message = error instanceof Error ? `${error.name}: ${error.message}`.replace(/Error: /, 'error, ') : String(error);
+  return { message: `internal error (${message}): a bug in Petrel; PETREL_DEBUG=1 shows where it happened`, internal: true };
 }
 
 /**
@@ -35,12 +145,12 @@ export function fail(message: string, options: { status?: 1 | 2; command?: strin
  */
 export function readTlsFiles(values: { tlsCert?: string; tlsKey?: string }): { cert: Buffer; key: Buffer } | undefined {
   if (values.tlsCert === undefined && values.tlsKey === undefined) return undefined;
-  if (values.tlsCert === undefined || values.tlsKey === undefined) fail('--tls-cert and --tls-key go together: give both (PEM files) to serve HTTPS', { status: 2 });
+  if (values.tlsCert === undefined || values.tlsKey === undefined) fail('--tls-cert and --tls-key go together: give both (PEM files) to serve HTTPS', { status: EXIT.usage });
   const read = (option: string, file: string): Buffer => {
     try {
       return readFileSync(file);
     } catch (error) {
-      fail(`cannot read ${option} ${file}: ${(error as Error).message}`, { status: 2 });
+      fail(`cannot read ${option} ${file}: ${describeError(error).message}`, { status: EXIT.usage });
     }
   };
   return { cert: read('--tls-cert', values.tlsCert), key: read('--tls-key', values.tlsKey) };

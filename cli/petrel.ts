@@ -1,28 +1,70 @@
 #!/usr/bin/env node
 /**
  * `petrel`: the one executable. Each subcommand lives in its own module.
+ *
+ * What holds for every command, set up here: usage errors (an unknown option, a bad value, a missing
+ * command) exit 2 and help or --version 0 (exit-codes.ts); a closed stdout (`petrel db dump | head`)
+ * ends the command quietly; an error that reaches the top is one line naming what failed, not a
+ * stack trace (PETREL_DEBUG=1 prints the stack too).
  */
-import { Command } from 'commander';
+import { Command, type CommanderError } from 'commander';
 import { fetcherCommand } from './fetcher-command.js';
 import { btreeCommand } from './btree-command.js';
 import { crawlCommand } from './crawl-command.js';
 import { dbCommand } from './db-command.js';
+import { EXIT, exitCodesHelp } from './exit-codes.js';
 import { exportCommand } from './export-command.js';
-import { packageVersion } from './options.js';
+import { describeError, packageVersion } from './options.js';
 import { queueServerCommand } from './queue-server-command.js';
 import { startCommand } from './start-command.js';
+
+const commandName = process.argv[2] !== undefined && !process.argv[2].startsWith('-') ? ` ${process.argv[2]}` : '';
+
+/** The last word on an error nobody handled: one line, the status of a failure. */
+function dieOf(error: unknown): never {
+  const { message, internal } = describeError(error);
+  process.stderr.write(`petrel${commandName}: ${message}\n`);
+  if (internal && process.env.PETREL_DEBUG === '1' && error instanceof Error) process.stderr.write(`${error.stack}\n`);
+  process.exit(EXIT.failed);
+}
+
+// The reader went away (`| head`): what is left to write has nobody to read it. Not an error.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code === 'EPIPE') process.exit(EXIT.ok);
+  dieOf(error);
+});
+process.on('uncaughtException', dieOf);
+process.on('unhandledRejection', dieOf);
 
 const version = packageVersion();
 const program = new Command('petrel')
   .description('Petrel: a polite, incremental web crawler. One queue server owns the crawl; N fetchers download over HTTP.')
   .version(version)
-  .showHelpAfterError('(run with --help for usage)')
   .addCommand(startCommand())
   .addCommand(crawlCommand())
   .addCommand(queueServerCommand())
   .addCommand(fetcherCommand(version))
   .addCommand(exportCommand())
   .addCommand(btreeCommand())
-  .addCommand(dbCommand());
+  .addCommand(dbCommand())
+  .addHelpText('after', `\nDurations (--delay-ms, --timeout-ms, ...) take 500ms, 90s, 5min, 2h, 30d, or a number of milliseconds.\n${exitCodesHelp()}`);
 
-await program.parseAsync(process.argv);
+/** Every command, however deep: usage errors exit 2, help and --version 0, and each says how to get help. */
+function sameRulesFor(command: Command): void {
+  command.showHelpAfterError(`(petrel ${command.name() === 'petrel' ? '' : `${fullName(command)} `}--help lists every option)`);
+  command.exitOverride((error: CommanderError) => process.exit(error.exitCode === 0 ? EXIT.ok : EXIT.usage));
+  for (const sub of command.commands) sameRulesFor(sub);
+}
+
+function fullName(command: Command): string {
+  const names: string[] = [];
+  for (let at: Command | null = command; at !== null && at.parent !== null; at = at.parent) names.unshift(at.name());
+  return names.join(' ');
+}
+
+sameRulesFor(program);
+try {
+  await program.parseAsync(process.argv);
+} catch (error) {
+  dieOf(error);
+}

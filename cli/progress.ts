@@ -1,17 +1,65 @@
 /**
  * Live progress for `petrel crawl`: follows the queue server's status stream (server-sent events)
- * and keeps one line on the terminal up to date; without a terminal, prints a line every 5 s.
+ * and keeps one line on the terminal up to date (without a terminal, prints a line every 5 s): the
+ * counters, and an estimate of the time the queued URLs take with the option that would shorten it.
+ * Things worth a line of their own (a host whose robots.txt cannot be fetched, and what happens to
+ * its URLs) are printed as they happen, once each.
  */
 import { ROUTES } from '../shared/protocol.js';
 import type { CrawlStatus } from '../queue-server/crawl/crawl-status.js';
+import type { RobotsTrouble } from '../queue-server/crawl/recent-events.js';
+import type { TimeLeft } from '../queue-server/crawl/time-left.js';
+import { formatApproxDuration, formatDuration } from '../shared/duration.js';
 
-export function formatProgress(status: Pick<CrawlStatus, 'elapsedMs' | 'pagesFetched' | 'pagesPerSecond' | 'notModified' | 'errors' | 'robotsDenied' | 'frontierSize' | 'itemsLeased' | 'fetchers' | 'urlsDiscovered'>): string {
+type ProgressStatus = Pick<CrawlStatus, 'elapsedMs' | 'pagesFetched' | 'pagesPerSecond' | 'notModified' | 'errors' | 'robotsDenied' | 'frontierSize' | 'itemsLeased' | 'fetchers' | 'urlsDiscovered'> & {
+  timeLeft?: TimeLeft | null;
+  config?: { delayMs: number; hostConcurrency: number };
+};
+
+/** Past this estimate the line says which option would shorten it. */
+const HINT_AFTER_MS = 60_000;
+
+export function formatProgress(status: ProgressStatus): string {
   const seconds = (status.elapsedMs / 1000).toFixed(1);
   return (
     `[${seconds}s] fetched ${status.pagesFetched} (${status.pagesPerSecond}/s), 304 ${status.notModified}, ` +
     `errors ${status.errors}, robots-denied ${status.robotsDenied}, discovered ${status.urlsDiscovered}, ` +
-    `queued ${status.frontierSize}, leased ${status.itemsLeased}, fetchers ${status.fetchers.length}`
+    `queued ${status.frontierSize}, leased ${status.itemsLeased}, fetchers ${status.fetchers.length}` +
+    formatTimeLeft(status.timeLeft ?? null, status.config)
   );
+}
+
+/** `, ~19min left for the queued URLs (1s between requests to a host: --delay-ms or --host-concurrency shortens it)`. */
+export function formatTimeLeft(timeLeft: TimeLeft | null, config: { delayMs: number; hostConcurrency: number } | undefined): string {
+  if (timeLeft === null || timeLeft.ms < 1000) return '';
+  const estimate = `, ~${formatApproxDuration(timeLeft.ms)} left for the queued URLs`;
+  if (timeLeft.ms < HINT_AFTER_MS) return estimate;
+  const host = hostOf(timeLeft.origin);
+  switch (timeLeft.limitedBy) {
+    case 'delay':
+      return `${estimate} (${formatDuration(config?.delayMs ?? 0)} between requests to ${host}: --delay-ms or --host-concurrency shortens it)`;
+    case 'crawl-delay':
+      return `${estimate} (the robots.txt of ${host} asks for a Crawl-delay, which Petrel keeps)`;
+    case 'responses':
+      return `${estimate} (${host} answers slowly: --host-concurrency shortens it, if the host can take it)`;
+  }
+}
+
+/** One line per robots.txt trouble: `robots.txt of http://h:1 unreachable (connection-refused), retry 2 of 3 in 60s`. */
+export function formatRobotsTrouble(trouble: RobotsTrouble, serverNow: number): string {
+  const head = `robots.txt of ${trouble.origin} unreachable (${trouble.code})`;
+  if (trouble.retryAt === null) {
+    return `${head} ${trouble.attempt} time${trouble.attempt === 1 ? '' : 's'} in a row: its URLs are given up as robots-unreachable (errors); --robots-attempts and --robots-retry-ms set how hard it is tried`;
+  }
+  return `${head}, retry ${trouble.attempt + 1} of ${trouble.attempts} in ${formatApproxDuration(Math.max(0, trouble.retryAt - serverNow))}; its URLs wait for it`;
+}
+
+function hostOf(origin: string): string {
+  try {
+    return new URL(origin).host;
+  } catch {
+    return origin;
+  }
 }
 
 export function followProgress(serverUrl: string, token: string, out: NodeJS.WriteStream): () => void {
@@ -27,6 +75,23 @@ export function followProgress(serverUrl: string, token: string, out: NodeJS.Wri
       lastPrinted = now;
       out.write(`${line}\n`);
     }
+  };
+  /** A line of its own, above the progress line. */
+  const say = (line: string) => {
+    if (tty) out.write(`\r\x1b[K${line}\n${latest ?? ''}`);
+    else out.write(`${line}\n`);
+  };
+  // Each robots.txt attempt of each host is told once.
+  const told = new Set<string>();
+  const onStatus = (status: CrawlStatus) => {
+    const serverNow = Date.now();
+    for (const trouble of [...(status.robotsTrouble ?? [])].reverse()) {
+      const key = `${trouble.origin} ${trouble.attempt} ${trouble.retryAt === null}`;
+      if (told.has(key)) continue;
+      told.add(key);
+      say(`petrel crawl: ${formatRobotsTrouble(trouble, serverNow)}`);
+    }
+    show(formatProgress(status));
   };
   void (async () => {
     try {
@@ -44,7 +109,7 @@ export function followProgress(serverUrl: string, token: string, out: NodeJS.Wri
           const event = buffer.slice(0, end);
           buffer = buffer.slice(end + 2);
           const data = /^data: (.*)$/m.exec(event);
-          if (event.startsWith('event: status') && data !== null) show(formatProgress(JSON.parse(data[1]!) as CrawlStatus));
+          if (event.startsWith('event: status') && data !== null) onStatus(JSON.parse(data[1]!) as CrawlStatus);
         }
       }
     } catch {

@@ -1,13 +1,21 @@
 /**
  * `petrel queue-server`: runs the daemon. Events for programs go to stdout as JSON lines
- * (`listening`, `finished`); messages for people go to stderr.
+ * (`listening`, `finished`, `stopped`); messages for people go to stderr.
+ *
+ * The crawl's settings are those saved in the data directory by the last run (crawl.json), with the
+ * options given here on top; they are checked before anything is created or started.
  */
+import { existsSync, rmSync } from 'node:fs';
 import { Command } from 'commander';
 import { CRAWL_SETTINGS } from '../queue-server/crawl-config.js';
-import { addCrawlOptions, crawlConfigFrom, type CrawlOptionValues } from './crawl-options.js';
-import { fail, integerOption, readTlsFiles } from './options.js';
+import { readSavedCrawl } from '../queue-server/crawl/saved-settings.js';
+import { dataPath } from '../queue-server/storage/data-dir.js';
+import { addCrawlOptions, crawlSettingsFor, explicitCrawlSettings } from './crawl-options.js';
+import { EXIT, exitCodesHelp } from './exit-codes.js';
+import { checkWritableDataDir, DATA_OPTION, describeError, fail, integerOption, readTlsFiles } from './options.js';
+import { supervisedSignals } from './children.js';
 
-interface QueueServerValues extends CrawlOptionValues {
+interface QueueServerValues {
   data: string;
   host: string;
   port: number;
@@ -20,18 +28,25 @@ interface QueueServerValues extends CrawlOptionValues {
 export function queueServerCommand(): Command {
   const command = new Command('queue-server')
     .description('run the queue server: frontier, schedules, robots.txt, results; fetchers connect to it over HTTP')
-    .requiredOption('--data <dir>', 'data directory (created if missing; holds fetcher.token and the page archive)')
+    .option(DATA_OPTION.flags, 'data directory (created if missing; holds fetcher.token, the crawl database, the page archive and the crawl\'s settings)', DATA_OPTION.default)
     .option('--host <address>', 'address to listen on', '127.0.0.1')
     .option('--port <port>', 'port to listen on (0 picks a free one)', integerOption('--port', 0, 65535), 7700)
     .option('--token-file <file>', 'fetcher API token to use (default: <data>/fetcher.token, created on first start)')
     .option('--tls-cert <file>', 'serve HTTPS with this certificate (PEM; with --tls-key); fetchers then need --ca unless a public CA signed it')
     .option('--tls-key <file>', 'private key of --tls-cert (PEM)')
-    .option('--once', CRAWL_SETTINGS.once.help, CRAWL_SETTINGS.once.default);
+    .option('--once', CRAWL_SETTINGS.once.help);
   addCrawlOptions(command);
+  command.addHelpText('after', `\nSettings not given here are those the last run on the data directory saved in <data>/crawl.json.\n${exitCodesHelp(['ok', 'failed', 'usage', 'interrupted'])}`);
   command.action(async (values: QueueServerValues) => {
+    const name = 'queue-server';
+    const once = values.once === true;
+    checkWritableDataDir(values.data, name);
+    const saved = loadSaved(values.data, name);
+    const config = crawlSettingsFor(command, once, saved?.settings ?? null, name);
+    const tls = readTlsFiles(values);
     // Loaded here, not at the top, so that other commands do not pay for express and the storage stack.
     const { startQueueServer } = await import('../queue-server/daemon.js');
-    const tls = readTlsFiles(values);
+    const created = !existsSync(values.data);
     let server;
     try {
       server = await startQueueServer({
@@ -40,33 +55,47 @@ export function queueServerCommand(): Command {
         port: values.port,
         tokenFile: values.tokenFile,
         tls,
-        crawl: crawlConfigFrom(values, values.once),
+        crawl: config,
+        stopped: !once && saved?.stopped === true && explicitCrawlSettings(command).seeds === undefined,
       });
     } catch (error) {
-      fail((error as Error).message);
+      // Refused at start: a directory this run created is not left behind.
+      if (created) rmSync(values.data, { recursive: true, force: true });
+      fail(describeError(error).message, { command: name });
     }
     const running = server;
-    process.stdout.write(`${JSON.stringify({ event: 'listening', url: running.url, tokenFile: running.tokenFile, adminTokenFile: running.adminTokenFile, pid: process.pid })}\n`);
+    const start = { loaded: running.loaded, pass: running.pass };
+    process.stdout.write(`${JSON.stringify({ event: 'listening', url: running.url, tokenFile: running.tokenFile, adminTokenFile: running.adminTokenFile, pid: process.pid, ...start })}\n`);
     process.stderr.write(`petrel queue-server listening on ${running.url} (fetcher token in ${running.tokenFile})\n`);
     let stopping = false;
-    const stop = async (reason: string) => {
+    const stop = async (reason: 'stopped' | 'finished', status: number) => {
       if (stopping) return;
       stopping = true;
-      const status = running.service.status();
+      const now = running.service.status();
       const summary = running.service.summary();
-      const fetchers = status.fetchers.map(({ name, address, resultsApplied, pagesFetched }) => ({ name, address, resultsApplied, pagesFetched }));
+      const fetchers = now.fetchers.map(({ name: fetcher, address, resultsApplied, pagesFetched }) => ({ name: fetcher, address, resultsApplied, pagesFetched }));
       await running.close();
       process.stdout.write(`${JSON.stringify({ event: reason, summary, fetchers })}\n`);
-      process.exit(0);
+      process.exit(status);
     };
-    process.on('SIGINT', () => void stop('stopped'));
-    process.on('SIGTERM', () => void stop('stopped'));
-    if (values.once) {
+    // A one-shot crawl stopped before its end was interrupted; a daemon stopped is a daemon done.
+    const stopped = () => void stop('stopped', once ? EXIT.interrupted : EXIT.ok);
+    supervisedSignals({ onInterrupt: stopped, onTerminate: stopped });
+    if (once) {
       await running.finished;
       // Let every fetcher hear `done` before the port closes (at most 1.5 s for one that stays silent).
       await running.service.allFetchersTold(1500);
-      void stop('finished');
+      void stop('finished', EXIT.ok);
     }
   });
   return command;
+}
+
+/** The settings the last run saved, or a one-line usage error naming the file when they are broken. */
+export function loadSaved(dataDir: string, name: string): ReturnType<typeof readSavedCrawl> {
+  try {
+    return existsSync(dataDir) ? readSavedCrawl(dataPath(dataDir, 'settings')) : null;
+  } catch (error) {
+    fail((error as Error).message, { status: EXIT.usage, command: name });
+  }
 }

@@ -7,12 +7,16 @@
  * ...}` at the end, as `petrel queue-server` does); the admin URL and where the token is, for people,
  * on stderr.
  */
+import { existsSync, rmSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Command } from 'commander';
-import { addCrawlOptions, crawlConfigFrom, type CrawlOptionValues } from './crawl-options.js';
+import { addCrawlOptions, crawlSettingsFor, explicitCrawlSettings, type CrawlOptionValues } from './crawl-options.js';
+import { supervisedSignals } from './children.js';
+import { EXIT, exitCodesHelp } from './exit-codes.js';
 import { FetcherChildren } from './fetcher-children.js';
 import { addFetcherOptions, fetcherArgs, type LocalFetcherValues } from './fetcher-options.js';
-import { fail, integerOption, readTlsFiles } from './options.js';
+import { checkWritableDataDir, DATA_OPTION, describeError, fail, integerOption, readTlsFiles } from './options.js';
+import { loadSaved } from './queue-server-command.js';
 
 interface StartValues extends CrawlOptionValues, LocalFetcherValues {
   data: string;
@@ -27,7 +31,7 @@ interface StartValues extends CrawlOptionValues, LocalFetcherValues {
 export function startCommand(): Command {
   const command = new Command('start')
     .description('run the queue server with N local fetchers and the admin page (/admin); runs until stopped')
-    .option('--data <dir>', 'data directory (created if missing; holds admin.token, fetcher.token and the crawl)', './petrel-data')
+    .option(DATA_OPTION.flags, 'data directory (created if missing; holds admin.token, fetcher.token, the crawl and its settings)', DATA_OPTION.default)
     .option('--fetchers <n>', 'fetcher processes to start on this machine (0: only fetchers you start elsewhere)', integerOption('--fetchers', 0, 64), 2)
     .option('--host <address>', 'address to listen on (the admin page and the fetcher API)', '127.0.0.1')
     .option('--port <port>', 'port to listen on (0 picks a free one)', integerOption('--port', 0, 65535), 7700)
@@ -39,18 +43,30 @@ export function startCommand(): Command {
   command.addHelpText(
     'after',
     '\nExamples:\n  petrel start                                   then open the admin page it prints and start a crawl there\n' +
-      '  petrel start --seed https://example.org/ --scope host --fetchers 4\n',
+      '  petrel start --seed https://example.org/ --scope host --fetchers 4\n' +
+      '\nRun again on the same --data, it goes on with the crawl it had (its settings are kept in <data>/crawl.json;\n' +
+      'options given on the command line win); a crawl stopped from the admin page stays stopped.\n' +
+      exitCodesHelp(['ok', 'failed', 'usage']) +
+      '  (Ctrl-C or SIGTERM is how a daemon is stopped: it exits 0.)\n',
   );
   command.action(async (values: StartValues) => {
+    const name = 'start';
+    checkWritableDataDir(values.data, name);
+    const saved = loadSaved(values.data, name);
+    const config = crawlSettingsFor(command, false, saved?.settings ?? null, name);
+    const tls = readTlsFiles(values);
+    if (values.ca !== undefined && tls === undefined) fail('--ca is for local fetchers of an HTTPS queue server: give --tls-cert and --tls-key too', { status: EXIT.usage, command: name });
     // Loaded here, not at the top, so that other commands do not pay for express and the storage stack.
     const { startQueueServer } = await import('../queue-server/daemon.js');
-    const tls = readTlsFiles(values);
-    if (values.ca !== undefined && tls === undefined) fail('--ca is for local fetchers of an HTTPS queue server: give --tls-cert and --tls-key too', { status: 2 });
+    const created = !existsSync(values.data);
+    const stopped = saved?.stopped === true && explicitCrawlSettings(command).seeds === undefined;
     let server;
     try {
-      server = await startQueueServer({ dataDir: values.data, host: values.host, port: values.port, tls, crawl: crawlConfigFrom(values, false) });
+      server = await startQueueServer({ dataDir: values.data, host: values.host, port: values.port, tls, crawl: config, stopped });
     } catch (error) {
-      fail((error as Error).message);
+      // Refused at start (a busy port, a directory in use): a directory this run created is not left behind.
+      if (created) rmSync(values.data, { recursive: true, force: true });
+      fail(describeError(error).message, { command: name });
     }
     const running = server;
     const adminUrl = `${running.url}/admin`;
@@ -75,7 +91,13 @@ export function startCommand(): Command {
     log(`  admin page:     ${adminUrl}`);
     log(`  admin token:    ${adminTokenFile}  (paste its content into the login form)`);
     log(`  more fetchers:  petrel fetcher --server ${running.url} --token-file ${tokenFile}${ca === undefined ? '' : ` --ca ${ca}`}`);
-    if (values.seed.length === 0) log('  no --seed given: start a crawl from the admin page');
+    const seeds = running.service.config.seeds;
+    if (stopped) log(`  the last crawl (${seeds.length} seed${seeds.length === 1 ? '' : 's'}) was stopped: start a crawl from the admin page`);
+    else if (seeds.length === 0) log('  no --seed given: start a crawl from the admin page');
+    else if (saved !== null && explicitCrawlSettings(command).seeds === undefined) {
+      const { queued, waiting } = running.loaded;
+      log(`  going on with the saved crawl of ${seeds.slice(0, 3).join(' ')}${seeds.length > 3 ? ` and ${seeds.length - 3} more` : ''} (scope ${running.service.config.scope}): ${queued} URLs queued, ${waiting} waiting`);
+    }
     log('Ctrl-C stops the queue server and the local fetchers.');
 
     let stopping = false;
@@ -87,10 +109,9 @@ export function startCommand(): Command {
       const summary = running.service.summary();
       await running.close();
       process.stdout.write(`${JSON.stringify({ event: 'stopped', summary })}\n`);
-      process.exit(0);
+      process.exit(EXIT.ok);
     };
-    process.on('SIGINT', () => void stop());
-    process.on('SIGTERM', () => void stop());
+    supervisedSignals({ onInterrupt: () => void stop(), onTerminate: () => void stop() });
   });
   return command;
 }

@@ -22,6 +22,8 @@ export interface FetcherIntegerSetting extends FetcherSetting {
   readonly min: number;
   readonly max?: number;
   readonly default: number;
+  /** A duration in ms: the option also takes `30s`, `2min` (shared/duration.ts); --help shows it so. */
+  readonly duration?: boolean;
 }
 
 export const FETCHER_SETTINGS = {
@@ -35,9 +37,9 @@ export const FETCHER_SETTINGS = {
     min: 1024,
     default: 2 * 1024 * 1024,
   },
-  timeoutMs: { kind: 'integer', option: '--timeout-ms <ms>', help: 'total time one request may take, connect to last byte', local: true, min: 100, default: 30_000 },
-  connectTimeoutMs: { kind: 'integer', option: '--connect-timeout-ms <ms>', help: 'time to establish a connection', local: false, min: 100, default: 10_000 },
-  claimWaitMs: { kind: 'integer', option: '--claim-wait-ms <ms>', help: 'how long one claim may wait at the queue server for work (long poll)', local: false, min: 0, max: 60_000, default: 20_000 },
+  timeoutMs: { kind: 'integer', option: '--timeout-ms <duration>', help: 'total time one request may take, connect to last byte', local: true, min: 100, default: 30_000, duration: true },
+  connectTimeoutMs: { kind: 'integer', option: '--connect-timeout-ms <duration>', help: 'time to establish a connection', local: false, min: 100, default: 10_000, duration: true },
+  claimWaitMs: { kind: 'integer', option: '--claim-wait-ms <duration>', help: 'how long one claim may wait at the queue server for work (long poll)', local: false, min: 0, max: 60_000, default: 20_000, duration: true },
   allowPrivateAddresses: {
     kind: 'flag',
     option: '--allow-private-addresses',
@@ -55,6 +57,32 @@ export const FETCHER_SETTINGS = {
 } as const satisfies Record<string, FetcherSetting | FetcherIntegerSetting>;
 
 export type FetcherSettingName = keyof typeof FETCHER_SETTINGS;
+
+/**
+ * How a fetcher waits for a queue server that is not there (a separate table: these say how long a
+ * fetcher runs, not how it fetches). It says so when a request to the queue server first fails
+ * again, then every STILL_WAITING_EVERY_MS; with --once it gives up after --give-up-after.
+ */
+export const FETCHER_PATIENCE_SETTINGS = {
+  once: {
+    kind: 'flag',
+    option: '--once',
+    help: 'one crawl only: exit when the queue server says the crawl is done, or give up (exit status 1) once it has been unreachable for --give-up-after',
+    local: false,
+  },
+  giveUpAfter: {
+    kind: 'integer',
+    option: '--give-up-after <duration>',
+    help: 'with --once: how long the queue server may stay unreachable before the fetcher gives up',
+    local: false,
+    min: 1000,
+    default: 2 * 60_000,
+    duration: true,
+  },
+} as const satisfies Record<string, FetcherSetting | FetcherIntegerSetting>;
+
+/** While the queue server is unreachable the fetcher says it is still waiting this often (or a third of --give-up-after, if shorter), ms. */
+export const STILL_WAITING_EVERY_MS = 30_000;
 
 /** The settings' values as the commands parse them: numbers, optional texts, booleans, lists of strings. */
 export type FetcherSettingValues = {

@@ -5,8 +5,13 @@
  * (so the queue server can give the origin its next slot). Posts are retried until they succeed:
  * results are never dropped because the queue server was briefly away.
  *
- * Life cycle: runs until the queue server answers a claim with `done` (a one-shot crawl ended) or
- * `stop()` is called; either way it finishes the slots it holds and delivers their results first.
+ * Life cycle: runs until the queue server answers a claim with `done` (a one-shot crawl ended),
+ * `stop()` is called (each held slot finishes the request it is on, its results are delivered, and
+ * the rest of the slot goes back to the queue server when its lease runs out), or, with `giveUpAfterMs`,
+ * the queue server has been unreachable that long.
+ *
+ * A queue server that does not answer is said so: when a request to it fails a second time, then every
+ * STILL_WAITING_EVERY_MS (or a third of giveUpAfterMs) while it stays away, and once it is back.
  */
 import { setMaxListeners } from 'node:events';
 import type { Dispatcher } from 'undici';
@@ -15,6 +20,8 @@ import type { AddressPolicy } from './address-guard.js';
 import { createCrawlAgent, TIMER_SLACK_MS, type DownloadOptions } from './download.js';
 import { fetchItem } from './fetch-item.js';
 import { QueueClient, QueueServerError, StoppedError } from './queue-client.js';
+import { STILL_WAITING_EVERY_MS } from './defaults.js';
+import { formatApproxDuration, formatDuration } from '../shared/duration.js';
 
 export interface FetcherOptions {
   readonly serverUrl: string;
@@ -30,8 +37,12 @@ export interface FetcherOptions {
   readonly claimWaitMs: number;
   /** Which addresses crawl requests may connect to (address-guard.ts); seeds' hosts are added from schedules. */
   readonly addressPolicy: AddressPolicy;
+  /** Give up (run() resolves `gave-up`) when the queue server has been unreachable this long, ms; null: wait for ever. */
+  readonly giveUpAfterMs?: number | null;
   readonly log: (message: string) => void;
 }
+
+export type FetcherEnd = 'done' | 'stopped' | 'gave-up';
 
 interface ActiveSchedule {
   readonly schedule: Schedule;
@@ -71,18 +82,18 @@ export class Fetcher {
       connections: Math.max(8, options.concurrency * 2),
       onRetry: (what, attempt, error) => {
         if (what === 'results') this.#deliveryTrouble = true;
-        // The first failure is common and harmless (a queue server still starting); say so from the second.
-        if (attempt === 2 || attempt % 10 === 0) options.log(`queue server unreachable (${what}, attempt ${attempt}): ${(error as Error).message}; retrying`);
+        this.#unreachable(attempt, error);
       },
     });
     this.#agent = createCrawlAgent({ ...options.download, connectionsPerOrigin: Math.max(1, options.concurrency), addressPolicy: options.addressPolicy });
   }
 
   /** Resolves with why the loop ended, after every held slot's results were delivered. */
-  async run(): Promise<'done' | 'stopped'> {
-    let reason: 'done' | 'stopped' = 'stopped';
+  async run(): Promise<FetcherEnd> {
+    let reason: FetcherEnd = 'stopped';
     try {
       reason = await this.#claimLoop();
+      if (this.#gaveUp) reason = 'gave-up';
     } finally {
       await Promise.allSettled([...this.#slotRuns]);
       await Promise.allSettled([...this.#active.values()].map((active) => this.#flush(active)));
@@ -94,7 +105,7 @@ export class Fetcher {
     return reason;
   }
 
-  /** Stops claiming (a claim waiting at the queue server is abandoned); held slots are finished and delivered. */
+  /** Stops claiming (a claim waiting at the queue server is abandoned); each held slot stops after its request in flight, and what was fetched is delivered. */
   stop(): void {
     this.#stopClaiming = true;
     this.#claimAbort.abort();
@@ -108,6 +119,44 @@ export class Fetcher {
   }
 
   #stopClaiming = false;
+  #gaveUp = false;
+  /** ms (performance.now) since the queue server stopped answering, or null while it answers. */
+  #unreachableSince: number | null = null;
+  /** When the last "waiting for the queue server" line went out (performance.now), or null. */
+  #lastNotice: number | null = null;
+
+  /** A request to the queue server failed (it is retried): say so now and then, and give up when told to. */
+  #unreachable(attempt: number, error: unknown): void {
+    const now = performance.now();
+    this.#unreachableSince ??= now;
+    const away = now - this.#unreachableSince;
+    const giveUp = this.#options.giveUpAfterMs ?? null;
+    const every = giveUp === null ? STILL_WAITING_EVERY_MS : Math.min(STILL_WAITING_EVERY_MS, Math.max(1000, giveUp / 3));
+    const why = ((error as Error).message ?? String(error)).split('\n')[0]!.slice(0, 200);
+    const server = this.#options.serverUrl;
+    if (giveUp !== null && away >= giveUp) {
+      if (!this.#gaveUp) this.#options.log(`giving up: the queue server at ${server} has not answered for ${formatApproxDuration(away)} (--give-up-after ${formatDuration(giveUp)}; last: ${why})`);
+      this.#gaveUp = true;
+      this.abort();
+      return;
+    }
+    // One failure is no news (a connection the queue server closed, a restart): say so from the second.
+    if (this.#lastNotice === null && attempt < 2) return;
+    if (this.#lastNotice === null) {
+      this.#options.log(`cannot reach the queue server at ${server} (${why}); waiting for it${giveUp === null ? '' : `, for at most ${formatDuration(giveUp)}`}`);
+      this.#lastNotice = now;
+    } else if (now - this.#lastNotice >= every) {
+      this.#options.log(`still waiting for the queue server at ${server}: no answer for ${formatApproxDuration(away)} (${why})${giveUp === null ? '' : `; giving up after ${formatDuration(giveUp)}`}`);
+      this.#lastNotice = now;
+    }
+  }
+
+  /** The queue server answered. */
+  #reachable(): void {
+    if (this.#lastNotice !== null) this.#options.log(`the queue server at ${this.#options.serverUrl} answers again`);
+    this.#unreachableSince = null;
+    this.#lastNotice = null;
+  }
   /** A results post had to be retried: deliver what is held before claiming more (the queue server was away). */
   #deliveryTrouble = false;
   readonly #claimAbort = new AbortController();
@@ -140,6 +189,7 @@ export class Fetcher {
         if (error instanceof StoppedError) return 'stopped';
         throw error;
       }
+      this.#reachable();
       if (response.kind === 'done') return 'done';
       if (response.kind === 'schedule') this.#start(response.schedule);
     }
@@ -164,10 +214,13 @@ export class Fetcher {
   }
 
   async #runSlot(active: ActiveSchedule, slot: Schedule['slots'][number]): Promise<void> {
-    if (slot.startAfterMs > 0) await sleepAtLeast(slot.startAfterMs + TIMER_SLACK_MS);
+    const stopping = this.#claimAbort.signal;
+    if (slot.startAfterMs > 0) await sleepAtLeast(slot.startAfterMs + TIMER_SLACK_MS, stopping);
     const ctx = { dispatcher: this.#agent, download: this.#options.download };
     for (let index = 0; index < slot.items.length; index++) {
-      if (index > 0 && slot.delayMs > 0) await sleepAtLeast(slot.delayMs + TIMER_SLACK_MS);
+      if (index > 0 && slot.delayMs > 0) await sleepAtLeast(slot.delayMs + TIMER_SLACK_MS, stopping);
+      // Stopping: the request in flight was finished; the rest of the slot returns with its lease.
+      if (this.#stopClaiming) break;
       const result = await fetchItem(ctx, slot.slot, slot.items[index]!);
       this.#count(result);
       active.pending.push(result);
@@ -202,6 +255,7 @@ export class Fetcher {
     const post = (async () => {
       try {
         await this.#client.results({ protocolVersion: PROTOCOL_VERSION, fetcherId: this.#options.fetcherId, scheduleId: active.schedule.id, results });
+        this.#reachable();
       } catch (error) {
         if (error instanceof StoppedError) return;
         // A 4xx: this batch can never be accepted. Say so loudly; the lease will expire and re-issue.
@@ -226,6 +280,7 @@ export class Fetcher {
           stats: this.#currentStats(),
         })
         .then((response) => {
+          this.#reachable();
           if (response.unknownScheduleIds.length > 0) this.#options.log(`leases lost: ${response.unknownScheduleIds.join(', ')}`);
         })
         .catch((error) => {
@@ -250,8 +305,18 @@ export class Fetcher {
   }
 }
 
-function sleep(ms: number): Promise<void> {
-  return ms <= 0 ? Promise.resolve() : new Promise((resolve) => setTimeout(resolve, ms));
+/** Resolves after `ms`, or at once when `signal` aborts. */
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  if (ms <= 0 || signal?.aborted === true) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
 }
 
 /**
@@ -259,7 +324,7 @@ function sleep(ms: number): Promise<void> {
  * lags after synchronous work (parsing a page), so it can fire early; check the monotonic clock and
  * wait out the remainder.
  */
-async function sleepAtLeast(ms: number): Promise<void> {
+async function sleepAtLeast(ms: number, signal?: AbortSignal): Promise<void> {
   const until = performance.now() + ms;
-  for (let left = ms; left > 0; left = until - performance.now()) await sleep(Math.ceil(left));
+  for (let left = ms; left > 0 && signal?.aborted !== true; left = until - performance.now()) await sleep(Math.ceil(left), signal);
 }

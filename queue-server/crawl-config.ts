@@ -30,6 +30,8 @@ export interface IntegerSetting<T extends number | null = number | null> extends
   readonly min: number;
   readonly max: number | null;
   readonly noLimit: boolean;
+  /** A duration in ms: its option also takes `90s`, `30d` (shared/duration.ts), and --help shows it so. */
+  readonly duration: boolean;
 }
 
 export interface ChoiceSetting<T extends string = string> extends SettingBase<T> {
@@ -55,16 +57,21 @@ interface Presentation {
   readonly form?: boolean;
 }
 
-function integer(spec: Presentation & { min: number; max?: number; default: number }): IntegerSetting<number> {
+function integer(spec: Presentation & { min: number; max?: number; default: number }, duration = false): IntegerSetting<number> {
   let schema = z.number().int().min(spec.min);
   if (spec.max !== undefined) schema = schema.max(spec.max);
-  return { kind: 'integer', help: spec.help, option: spec.option ?? null, form: spec.form ?? false, min: spec.min, max: spec.max ?? null, noLimit: false, default: spec.default, schema };
+  return { kind: 'integer', help: spec.help, option: spec.option ?? null, form: spec.form ?? false, min: spec.min, max: spec.max ?? null, noLimit: false, duration, default: spec.default, schema };
+}
+
+/** A duration in whole milliseconds. */
+function duration(spec: Presentation & { min: number; max?: number; default: number }): IntegerSetting<number> {
+  return integer(spec, true);
 }
 
 /** An integer bound where null means no limit. */
 function limit(spec: Presentation & { min: number; default: number | null }): IntegerSetting<number | null> {
   const schema = z.number().int().min(spec.min).nullable();
-  return { kind: 'integer', help: spec.help, option: spec.option ?? null, form: spec.form ?? false, min: spec.min, max: null, noLimit: true, default: spec.default, schema };
+  return { kind: 'integer', help: spec.help, option: spec.option ?? null, form: spec.form ?? false, min: spec.min, max: null, noLimit: true, duration: false, default: spec.default, schema };
 }
 
 function choice<const T extends string>(spec: Presentation & { choices: readonly [T, ...T[]]; default: NoInfer<T> }): ChoiceSetting<T> {
@@ -94,8 +101,8 @@ export const CRAWL_SETTINGS = {
   /** Seeds are depth 0; links and redirect targets one more than the page they were found on. */
   maxDepth: limit({ option: '--max-depth <n>', help: 'follow links at most this many hops from a seed', form: true, min: 0, default: null }),
   maxPages: limit({ option: '--max-pages <n>', help: 'request at most this many pages, robots.txt not counted', form: true, min: 1, default: null }),
-  delayMs: integer({
-    option: '--delay-ms <ms>',
+  delayMs: duration({
+    option: '--delay-ms <duration>',
     help: 'gap between two requests to one host, end of response to next request; robots.txt Crawl-delay wins if larger',
     form: true,
     min: 0,
@@ -103,10 +110,10 @@ export const CRAWL_SETTINGS = {
     default: 1000,
   }),
   hostConcurrency: integer({ option: '--host-concurrency <n>', help: 'requests one host sees at once, across all fetchers', form: true, min: 1, max: 256, default: 1 }),
-  leaseMs: integer({ option: '--lease-ms <ms>', help: "a schedule returns to the frontier this long after its fetcher's last sign of life", min: 1000, default: 60_000 }),
+  leaseMs: duration({ option: '--lease-ms <duration>', help: "a schedule returns to the frontier this long after its fetcher's last sign of life", min: 1000, default: 60_000 }),
   robotsToken: other({ help: 'product token looked up in robots.txt User-agent lines', schema: z.string().regex(/^[A-Za-z_-]+$/), default: 'petrel' }),
-  robotsUnreachableRetryMs: integer({
-    option: '--robots-retry-ms <ms>',
+  robotsUnreachableRetryMs: duration({
+    option: '--robots-retry-ms <duration>',
     help: 'how long a host whose robots.txt could not be fetched (5xx, 429, network error) waits before robots.txt is asked again; its URLs wait too',
     min: 0,
     default: 60_000,
@@ -135,17 +142,17 @@ export const CRAWL_SETTINGS = {
   }),
   /** The n-th retry waits retryBaseMs * 2^(n-1). */
   maxRetries: integer({ option: '--max-retries <n>', help: 'retries of a URL that failed (5xx, timeout, connection error) before it is gone', min: 0, max: 20, default: 3 }),
-  retryBaseMs: integer({ option: '--retry-base-ms <ms>', help: 'wait before the first retry; each further retry waits twice as long', min: 0, default: 30_000 }),
+  retryBaseMs: duration({ option: '--retry-base-ms <duration>', help: 'wait before the first retry; each further retry waits twice as long', min: 0, default: 30_000 }),
   /** Adaptive refetch interval (continuous mode), Nutch's: first interval 30 d, bounds 1 min and 90 d. */
-  minIntervalMs: integer({ option: '--min-interval-ms <ms>', help: 'continuous mode: shortest refetch interval of a page that keeps changing', min: 1, default: MINUTE_MS }),
-  initialIntervalMs: integer({
-    option: '--initial-interval-ms <ms>',
+  minIntervalMs: duration({ option: '--min-interval-ms <duration>', help: 'continuous mode: shortest refetch interval of a page that keeps changing', min: 1, default: MINUTE_MS }),
+  initialIntervalMs: duration({
+    option: '--initial-interval-ms <duration>',
     help: 'continuous mode: refetch interval of a newly fetched page (then +40 % when unchanged, -20 % when changed)',
     min: 1,
     default: 30 * DAY_MS,
   }),
-  maxIntervalMs: integer({
-    option: '--max-interval-ms <ms>',
+  maxIntervalMs: duration({
+    option: '--max-interval-ms <duration>',
     help: 'continuous mode: longest refetch interval; gone and robots-denied URLs are rechecked this rarely',
     min: 1,
     default: 90 * DAY_MS,

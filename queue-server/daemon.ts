@@ -7,8 +7,9 @@ import { createServer } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo, Server } from 'node:net';
 import { crawlConfigSchema, fetchScheduleOf, type CrawlConfigInput } from './crawl-config.js';
-import { Crawl, type CrawlStores } from './crawl/crawl.js';
-import { nextPass, readPass, writePass } from './crawl/crawl-pass.js';
+import { Crawl, type CrawlStores, type LoadedCrawl } from './crawl/crawl.js';
+import { nextPass, readPass, writePass, type CrawlPass } from './crawl/crawl-pass.js';
+import { saveCrawl } from './crawl/saved-settings.js';
 import { CrawlDb } from './crawldb/crawl-db.js';
 import { RobotsStore } from './robots/robots-store.js';
 import { CrawlService, systemClock, type Clock } from './crawl/crawl-service.js';
@@ -28,6 +29,8 @@ export interface QueueServerOptions {
   /** Serve HTTPS with this certificate (chain) and private key, PEM. */
   readonly tls?: { readonly cert: string | Buffer; readonly key: string | Buffer };
   readonly crawl: CrawlConfigInput;
+  /** Start with the crawl stopped (it was stopped before the last shutdown: saved-settings.ts). */
+  readonly stopped?: boolean;
   /** ms since epoch; the system clock by default. */
   readonly clock?: Clock;
   /** The file operations of every store (default node:fs); tests inject disk faults through it. */
@@ -44,6 +47,9 @@ export interface RunningQueueServer {
   readonly service: CrawlService;
   /** Resolves when a one-shot crawl has finished. */
   readonly finished: Promise<void>;
+  /** What the crawl database held at start, and the pass (one-shot crawls): resumed, or new. */
+  readonly loaded: LoadedCrawl;
+  readonly pass: { readonly pass: CrawlPass; readonly resumed: boolean } | null;
   close(): Promise<void>;
 }
 
@@ -65,10 +71,11 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
     // A one-shot crawl resumes its pass if the last one did not finish, else starts a new pass,
     // which recrawls everything known (crawl-pass.ts). A continuous crawl has no passes.
     const passFile = dataPath(options.dataDir, 'pass');
-    const pass = config.once ? nextPass(readPass(passFile), now).pass : null;
+    const passChoice = config.once ? nextPass(readPass(passFile), now) : null;
+    const pass = passChoice?.pass ?? null;
     if (pass !== null) writePass(passFile, pass, io);
     const crawl = new Crawl(config, stores, fetchScheduleOf(config), pass);
-    crawl.load(now);
+    const loaded = crawl.load(now);
     const service = new CrawlService(crawl, { clock });
     service.on('storage-error', (failed) => {
       const retryInMs = Math.max(0, failed.retryAt - clock());
@@ -80,6 +87,9 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
     service.on('storage-recovered', ({ failedForMs, attempts }) => {
       log(`petrel queue-server: storage works again after ${failedForMs} ms and ${attempts} failed commit${attempts === 1 ? '' : 's'}; the crawl goes on`);
     });
+    // The settings live in the data directory, so that the next start on it keeps them.
+    const settingsFile = dataPath(options.dataDir, 'settings');
+    service.on('settings', (settings, stopped) => saveCrawl(settingsFile, settings, stopped));
     const finished = new Promise<void>((resolve) =>
       service.once('finished', () => {
         try {
@@ -99,6 +109,8 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
     const { address, port } = server.address() as AddressInfo;
     const host = address.includes(':') ? `[${address}]` : address;
     service.start();
+    if (options.stopped === true) service.stop();
+    else saveCrawl(settingsFile, crawl.config, false);
     crawl.commit();
     const open = stores;
     let closed = false;
@@ -109,6 +121,8 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
       adminTokenFile,
       service,
       finished,
+      loaded: { ...loaded, queued: crawl.status(now).frontierSize },
+      pass: passChoice,
       async close() {
         if (closed) return;
         closed = true;
@@ -193,7 +207,15 @@ function createHttpsServer(tls: NonNullable<QueueServerOptions['tls']>, app: Ret
 
 function listen(server: Server, host: string, port: number): Promise<void> {
   return new Promise((resolve, reject) => {
-    server.once('error', reject);
+    server.once('error', (error: NodeJS.ErrnoException) => {
+      if (error.code === 'EADDRINUSE') {
+        reject(new Error(`port ${port} on ${host} is in use (another petrel start or queue server?): stop that one, give another --port, or --port 0 to take any free port`));
+      } else if (error.code === 'EACCES') {
+        reject(new Error(`no permission to listen on port ${port} of ${host} (ports below 1024 need privileges): give another --port, or --port 0`));
+      } else if (error.code === 'EADDRNOTAVAIL') {
+        reject(new Error(`${host} is not an address of this machine: give --host one of its addresses (127.0.0.1 for this machine only, 0.0.0.0 for all)`));
+      } else reject(error);
+    });
     server.listen(port, host, () => {
       server.off('error', reject);
       resolve();

@@ -21,5 +21,5 @@ process.stderr.write(`demo: petrel ${args.join(' ')}\n`);
 const child = spawn(process.execPath, [petrel, ...args], { stdio: 'inherit' });
 const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
 await web.close();
-if (code === 0) process.stderr.write(`demo: done; page records: npm run -s petrel -- export --data ${dataDir}\n`);
+// petrel crawl itself says where the data is and what to do next.
 process.exit(code ?? 1);

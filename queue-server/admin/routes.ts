@@ -73,7 +73,11 @@ const loginSchema = z.object({ token: z.string().min(1).max(512) });
 const LOGIN_MESSAGES = new Set<LoginMessage>(['wrong-token', 'logged-out', 'expired']);
 
 /** The form's settings as the page reads them: everything of the table but the schema object. */
-const FORM_SETTINGS = formSettings().map(([name, { schema: _schema, option: _option, form: _form, ...setting }]) => ({ name, ...setting }));
+const FORM_SETTINGS = formSettings().map(([name, { schema: _schema, option: _option, form: _form, ...setting }]) => {
+  // How the CLI spells a duration is not the form's business: it takes milliseconds.
+  const { duration: _duration, ...shown } = setting as typeof setting & { duration?: boolean };
+  return { name, ...shown };
+});
 
 /** A request that passed the session check. */
 type SessionRequest = Request & { session?: Session; sessionCookie?: string };

@@ -60,14 +60,25 @@ export class Admission {
     this.#seen = this.#newSeenSet();
   }
 
-  /** Adds a seed to the running crawl (it widens the scope). */
+  /** Adds a seed to the running crawl (it widens a prefix scope); a seed given twice is kept once. */
   addSeed(seed: NormalizedUrl): void {
+    if (this.#seeds.includes(seed)) return;
     this.#seeds.push(seed);
     this.#inScope = makeScopeFilter(this.#config.scope, this.#seeds);
   }
 
+  /** Whether the crawl's scope takes the URL: a seed, or a URL the scope filter accepts. */
+  inScope(url: NormalizedUrl): boolean {
+    return this.#seeds.includes(url) || this.#inScope(url);
+  }
+
   markSeen(hash: UrlHash): void {
     this.#seen.addIfNew(hash);
+  }
+
+  /** Whether the URL may be known (the seen-set; a yes is then confirmed in the crawl database). */
+  isSeen(hash: UrlHash): boolean {
+    return this.#seen.has(hash);
   }
 
   seenStats(): ReturnType<SeenSet['stats']> {

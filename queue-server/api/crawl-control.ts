@@ -33,7 +33,9 @@ const crawlStartSchema = z
 export type ControlResult =
   | { state: DisplayState }
   | { state: DisplayState; dropped: number }
-  | { state: DisplayState; admitted: number; rejected: { url: string; code: string }[] };
+  | { state: DisplayState; admitted: number; rejected: { url: string; code: string; reason: string }[] }
+  /** A crawl started: URLs queued now (seeds and known URLs not fetched yet), and waiting for a later time. */
+  | { state: DisplayState; queued: number; waiting: number };
 
 /** Runs one control with its (unvalidated) JSON body; throws HttpError for bad input or a refused action. */
 export function runControl(service: CrawlService, action: ControlAction, body: unknown): ControlResult {
@@ -67,10 +69,11 @@ function startCrawl(service: CrawlService, body: unknown): ControlResult {
   });
   const current = service.config;
   const config = crawlConfigSchema.parse({ ...current, ...input });
+  let loaded;
   try {
-    service.restart(config);
+    loaded = service.restart(config);
   } catch (error) {
     throw new HttpError(409, 'crawl-running', (error as Error).message);
   }
-  return { state: service.displayState() };
+  return { state: service.displayState(), queued: loaded.queued, waiting: loaded.waiting };
 }

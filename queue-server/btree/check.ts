@@ -14,6 +14,11 @@
  * - UNDERFILL          every non-root node is at least a quarter full; branches have >= 2 children
  * - VALUE_TOO_LARGE    no stored value exceeds maxValueBytes
  * - KEY_COUNT, FREE_COUNT, HEIGHT   the meta's counters match what the walk found
+ *
+ * Warnings, which leave the tree usable and `ok` true:
+ * - META_COPY_DAMAGED  one of the two meta pages fails its checksum or decode. The tree is read from the
+ *                      other; the damaged copy is the one the next commit writes (pager.ts commit step 3),
+ *                      so any write repairs it. Until then a torn write of that commit would find no meta.
  */
 import { BTreeError } from './errors.js';
 import { compareKeys, keyToHex, type PageId, type UrlKey } from './keys.js';
@@ -28,8 +33,10 @@ export interface CheckFault {
 }
 
 export interface CheckReport {
+  /** No fault (warnings may remain). */
   readonly ok: boolean;
   readonly faults: CheckFault[];
+  readonly warnings: CheckFault[];
 }
 
 /** Past this many faults the file is plainly broken; stop collecting so the report stays readable. */
@@ -75,7 +82,26 @@ class Checker {
     for (let id = META_PAGES; id < this.#use.length && this.#faults.length < MAX_FAULTS; id++) {
       if (this.#use[id] === UNSEEN) this.#fault('PAGE_LEAKED', id, 'page is neither reachable nor free');
     }
-    return { ok: this.#faults.length === 0, faults: this.#faults };
+    return { ok: this.#faults.length === 0, faults: this.#faults, warnings: this.#metaWarnings() };
+  }
+
+  #metaWarnings(): CheckFault[] {
+    const copies = this.#pager.metaCopies();
+    const current = this.#pager.meta;
+    return copies.flatMap((copy, slot) =>
+      copy !== null
+        ? []
+        : [
+            {
+              code: 'META_COPY_DAMAGED',
+              page: slot,
+              message:
+                `meta page ${slot} is damaged (checksum or layout); the tree is read from meta page ${1 - slot} (txid ${current.txid}), which is consistent ` +
+                `(if the damaged copy held a later commit, that commit is lost: a crawl fetches its URLs again). ` +
+                `Repair: the next commit rewrites page ${slot} from the current tree (open it for writing once: petrel crawl, start or queue-server on its data directory); until then there is no spare copy`,
+            },
+          ],
+    );
   }
 
   #walk(id: PageId, at: { depth: number; lo: UrlKey | null; hi: UrlKey | null; isRoot: boolean }): void {

@@ -152,6 +152,16 @@ export class Pager {
     return node;
   }
 
+  /**
+   * Both meta copies as they are on disk now (null: one that fails its checksum or decode). The tree is
+   * read from the valid one with the higher txid; the other is the previous commit, which the next
+   * commit overwrites (commit step 3).
+   */
+  metaCopies(): [MetaFields | null, MetaFields | null] {
+    const fd = this.#usableFd();
+    return [tryReadMeta(this.#io, fd, 0, this.pageSize), tryReadMeta(this.#io, fd, 1, this.pageSize)];
+  }
+
   /** Any page, verified, bypassing the cache (the checker uses this so it sees the bytes on disk). */
   readPage(id: PageId): PageRecord {
     const fd = this.#usableFd();

@@ -99,8 +99,14 @@ export class ResultApplier {
     const policy = { userAgentToken: config.robotsToken, unreachableRetryMs: config.robotsUnreachableRetryMs, attempts: config.robotsAttempts };
     stats.counters.robotsRequests++;
     // An unreachable robots.txt keeps the origin's URLs, asked again later until the attempts run out.
-    const retryAt = queue.robots.fetched({ status: result.status, errorCode: result.error?.code ?? null, body: result.robotsTxt }, policy, stores.robots, now);
+    const { retryAt, unreachable } = queue.robots.fetched({ status: result.status, errorCode: result.error?.code ?? null, body: result.robotsTxt }, policy, stores.robots, now);
     if (retryAt !== null) queue.delayUntil(retryAt, now);
+    const rules = queue.robots.rules;
+    if (unreachable !== null && rules?.kind === 'deny-all') {
+      // The next attempt waits for the retry time and for the politeness gap after this slot, whichever is later.
+      const nextAttemptAt = retryAt === null ? null : Math.max(retryAt, now + this.#parts.delayOf(queue) + 1);
+      this.#parts.recent.robotsUnreachable({ origin: queue.origin, code: rules.errorCode, attempt: unreachable.attempt, attempts: config.robotsAttempts, retryAt: nextAttemptAt, at: now });
+    } else this.#parts.recent.robotsReachable(queue.origin);
   }
 
   #applyPage(result: ItemResult, entry: QueuedUrl, now: number): PageRecord {

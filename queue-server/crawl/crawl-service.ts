@@ -30,9 +30,15 @@ export type ControlState = 'active' | 'paused' | 'stopped';
 /** The state shown to people: the crawl's own state, unless the admin paused or stopped it. */
 export type DisplayState = 'running' | 'idle' | 'paused' | 'stopped' | 'done';
 
+/**
+ * Events: `change` (anything the status shows), `finished` (a one-shot crawl ended), `settings` (the
+ * crawl's settings or its stopped state changed: the daemon saves them), `storage-error` and
+ * `storage-recovered` (commits failing, and working again).
+ */
 export class CrawlService extends EventEmitter<{
   change: [];
   finished: [];
+  settings: [config: CrawlConfig, stopped: boolean];
   /** A commit failed (first failure, and every failed retry after it). */
   'storage-error': [StorageErrorState];
   /** A retried commit succeeded after `failedForMs` of failures: the crawl goes on. */
@@ -247,29 +253,36 @@ export class CrawlService extends EventEmitter<{
     this.#afterChange(true);
   }
 
-  /** Ends the crawl: queued URLs are dropped (they stay known); leases out finish. */
+  /** Ends the crawl: queued and waiting URLs are dropped (they stay known); leases out finish. */
   stop(): number {
     this.#control = 'stopped';
-    const dropped = this.#crawl.dropQueued(this.#clock());
+    const dropped = this.#crawl.stop(this.#clock());
     this.#afterChange(false);
+    this.emit('settings', this.#crawl.config, true);
     return dropped;
   }
 
   inject(urls: readonly string[]): ReturnType<Crawl['inject']> {
     const result = this.#crawl.inject(urls, this.#clock());
     this.#afterChange(true);
+    if (result.admitted > 0) this.emit('settings', this.#crawl.config, this.#control === 'stopped');
     return result;
   }
 
-  /** Starts a new crawl with these settings; refused while the current one is running (stop it first). */
-  restart(config: CrawlConfig): void {
+  /**
+   * Starts a new crawl with these settings (Crawl.restart: what is known and not fetched yet in its
+   * scope is continued); refused while the current one is running (stop it first).
+   */
+  restart(config: CrawlConfig): ReturnType<Crawl['restart']> {
     if (this.#control === 'active' && this.#crawl.state() === 'running') {
       throw new Error('a crawl is running: stop it before starting another');
     }
-    this.#crawl.restart(config, this.#clock());
+    const loaded = this.#crawl.restart(config, this.#clock());
     this.#control = 'active';
     this.#finishedEmitted = false;
     this.#afterChange(true);
+    this.emit('settings', this.#crawl.config, false);
+    return loaded;
   }
 
   get waitingClaims(): number {

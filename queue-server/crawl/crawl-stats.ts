@@ -66,6 +66,15 @@ export class CrawlStats {
   #startedAt: number | null = null;
   #finishedAt: number | null = null;
 
+  /** A new crawl in the same process: every counter from zero, the clock not started. */
+  reset(): void {
+    for (const key of Object.keys(this.counters) as (keyof CrawlCounters)[]) this.counters[key] = 0;
+    this.#byStatus.clear();
+    this.#errorsByCode.clear();
+    this.#startedAt = null;
+    this.#finishedAt = null;
+  }
+
   start(now: number): void {
     this.#startedAt ??= now;
     this.#finishedAt = null;

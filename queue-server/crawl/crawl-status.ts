@@ -11,9 +11,11 @@ import type { SeenSet } from '../admission/seen-set.js';
 import type { CrawlParts, CrawlState } from './crawl.js';
 import type { CrawlPass } from './crawl-pass.js';
 import type { CrawlSummary } from './crawl-stats.js';
+import { crawlDelayOf } from '../robots/robots.js';
+import { estimateTimeLeft, type OriginWork, type TimeLeft } from './time-left.js';
 import type { FetcherInfo } from './fetcher-registry.js';
 import type { HostsOverview } from './host-activity.js';
-import type { RecentError, RecentFetch } from './recent-events.js';
+import type { RecentError, RecentFetch, RobotsTrouble } from './recent-events.js';
 
 export interface CrawlStatus extends CrawlSummary {
   state: CrawlState;
@@ -30,7 +32,11 @@ export interface CrawlStatus extends CrawlSummary {
   pass: CrawlPass | null;
   recentFetches: RecentFetch[];
   recentErrors: RecentError[];
+  /** Hosts whose robots.txt could not be fetched: waiting for the next attempt, or given up. */
+  robotsTrouble: RobotsTrouble[];
   hosts: HostsOverview;
+  /** How long the URLs queued now take at the politeness settings (time-left.ts); null when none is queued. */
+  timeLeft: TimeLeft | null;
   config: Omit<CrawlConfig, 'seeds'> & { seeds: string[] };
 }
 
@@ -64,7 +70,30 @@ export function crawlStatus(parts: CrawlParts, state: CrawlState, pass: CrawlPas
     pass,
     recentFetches: recent.fetches(),
     recentErrors: recent.errors(),
+    robotsTrouble: recent.robotsTrouble(),
     hosts: recent.hosts(activeOrigins, frontier),
+    timeLeft: timeLeftOf(parts, now),
     config: { ...config, seeds: [...config.seeds] },
   };
+}
+
+function timeLeftOf(parts: CrawlParts, now: number): TimeLeft | null {
+  if (parts.frontier.queued === 0) return null;
+  const fetches = parts.recent.fetches();
+  const averageResponseMs = fetches.length === 0 ? 0 : fetches.reduce((sum, fetch) => sum + fetch.durationMs, 0) / fetches.length;
+  const work = function* (): Generator<OriginWork> {
+    for (const queue of parts.frontier.origins()) {
+      if (queue.queuedUrls === 0) continue;
+      const crawlDelay = crawlDelayOf(queue.robots.rules);
+      yield {
+        origin: queue.origin,
+        queued: queue.queuedUrls,
+        delayMs: parts.delayOf(queue),
+        concurrency: parts.concurrencyOf(queue),
+        crawlDelay: crawlDelay !== null && crawlDelay > parts.config.delayMs,
+        waitMs: queue.nextStartAt - now,
+      };
+    }
+  };
+  return estimateTimeLeft(work(), averageResponseMs);
 }

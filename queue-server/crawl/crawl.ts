@@ -12,15 +12,16 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { ClaimRequest, HeartbeatRequest, ResultsRequest, ResultsResponse, Schedule } from '../../shared/protocol.js';
-import { urlHash } from '../../shared/url-hash.js';
+import { urlHash, type UrlHash } from '../../shared/url-hash.js';
 import { normalizeUrl } from '../../shared/url-normalize.js';
 import { Admission } from '../admission/admission.js';
+import { applyUrlRules, DEFAULT_URL_RULES } from '../admission/url-rules.js';
 import { cacheDecision } from '../cache/cache-policy.js';
 import type { CacheStore } from '../cache/cache-store.js';
 import type { CrawlConfig } from '../crawl-config.js';
 import type { CrawlDb } from '../crawldb/crawl-db.js';
 import type { FetchSchedulePolicy } from '../crawldb/fetch-schedule.js';
-import type { CrawlDbStatus } from '../crawldb/record.js';
+import type { CrawlDbRecord, CrawlDbStatus } from '../crawldb/record.js';
 import { Frontier, type OriginQueue } from '../frontier/frontier.js';
 import { LeaseTable, scheduleOf } from '../frontier/leases.js';
 import { cutSchedule } from '../frontier/schedule-cutter.js';
@@ -37,6 +38,27 @@ import { RecentEvents } from './recent-events.js';
 import { CommitFailure, isStorageFailure } from './storage-error.js';
 
 export type CrawlState = 'running' | 'idle';
+
+/** What `load` found in the crawl database. */
+export interface LoadedCrawl {
+  /** Records in the crawl database. */
+  readonly known: number;
+  /** URLs already fetched in the current pass (a one-shot crawl), not due again. */
+  readonly fetched: number;
+  /** URLs queued now. */
+  readonly queued: number;
+  /** URLs waiting for a later time (retry backoff; in continuous mode, the next fetch). */
+  readonly waiting: number;
+}
+
+/** An injected URL that was not added, and why. */
+export interface InjectRefusal {
+  readonly url: string;
+  readonly code: string;
+  readonly reason: string;
+}
+
+const FETCHED_STATUSES: ReadonlySet<string> = new Set(['fetched', 'notmodified', 'duplicate', 'redir_temp', 'redir_perm']);
 
 export interface CrawlStores {
   readonly archive: PageArchive;
@@ -59,6 +81,8 @@ export interface CrawlParts {
   readonly placement: UrlPlacement;
   /** The gap between two requests to the origin, ms: --delay-ms or its robots.txt Crawl-delay, the larger. */
   delayOf(queue: OriginQueue): number;
+  /** Slots the origin may have out at once: --host-concurrency, 1 under a Crawl-delay. */
+  concurrencyOf(queue: OriginQueue): number;
 }
 
 export class Crawl {
@@ -105,6 +129,7 @@ export class Crawl {
       recent: this.#recent,
       placement: this.#placement,
       delayOf: (queue) => this.#delayOf(queue),
+      concurrencyOf: (queue) => this.#concurrencyOf(queue),
     };
     this.#results = new ResultApplier(this.#parts);
   }
@@ -118,60 +143,123 @@ export class Crawl {
   }
 
   /**
-   * Rebuilds the seen-set and frontier from the crawl database (queue server start). URLs that were
-   * out on lease when the previous process stopped have no committed result, so they are due again.
+   * Rebuilds the seen-set and frontier from the crawl database (queue server start, a new crawl). URLs
+   * that were out on lease when the previous process stopped have no committed result, so they are
+   * due again. Returns what was found, for the "resuming pass 1: 93 fetched, 954 queued" line.
    */
-  load(now: number): number {
-    return this.#stores.crawlDb.load((hash, record) => {
+  load(now: number): LoadedCrawl {
+    return this.#queueKnownUrls(now, (visit) => this.#stores.crawlDb.load(visit));
+  }
+
+  #queueKnownUrls(now: number, records: (visit: (hash: UrlHash, record: CrawlDbRecord) => void) => number): LoadedCrawl {
+    let fetched = 0;
+    const pass = this.#pass;
+    const known = records((hash, record) => {
       this.#admission.markSeen(hash);
-      const at = dueAt(record, this.#pass, this.#config.once, now);
-      if (at === null) return;
+      const at = dueAt(record, pass, this.#config.once, now);
+      if (at === null) {
+        if (record.lastFetchAt !== null && FETCHED_STATUSES.has(record.status)) fetched++;
+        return;
+      }
       if (at > now) this.#placement.later(hash, at);
       else this.#admission.queueKnown(hash, record, now);
     });
+    return { known, fetched, queued: this.#frontier.queued, waiting: this.#placement.waiting };
   }
 
-  /** Admits the seeds at depth 0 (scope does not apply to them: they define it). */
+  /** Admits the seeds at depth 0 (scope does not apply to them: they define it); the clock of the crawl starts. */
   seed(now: number): void {
-    this.#stats.start(now);
+    if (this.#admission.seeds.length > 0) this.#stats.start(now);
     for (const seed of this.#admission.seeds) this.#admission.admit(seed, new URL(seed).origin, 0, 1, now);
   }
 
   /**
    * Starts a new crawl in this queue server (admin page, API): new settings and seeds, a fresh page
-   * budget; what is already known stays known, queued URLs of the old crawl are dropped.
+   * budget, counters from zero. What is known stays known and is taken up as a queue server start
+   * would: URLs not fetched yet (or waiting for a retry) that are in the new scope are queued again,
+   * so a crawl stopped and started again continues where it was; fetched URLs wait for their next
+   * fetch time; the seeds are (re)fetched now.
    */
-  restart(config: CrawlConfig, now: number): void {
+  restart(config: CrawlConfig, now: number): LoadedCrawl {
     this.#config = config;
     this.#admission.reconfigure(config);
     this.#pagesCharged = 0;
     this.dropQueued(now);
+    this.#placement.dropWaiting();
+    this.#frontier.resetBudgets();
+    this.#stats.reset();
+    this.#recent.clear();
+    // What was admitted since the last group commit is in the crawl database too, before it is read.
+    this.commit();
+    const loaded = this.#queueKnownUrls(now, (visit) => this.#stores.crawlDb.each(visit));
     for (const seed of this.#admission.seeds) {
       const hash = urlHash(seed);
       const record = this.#stores.crawlDb.get(hash);
       if (record === null) continue;
-      this.#admission.markSeen(hash);
       if (this.#placement.pendingEntry(hash) === undefined) this.#admission.queueKnown(hash, record, now);
     }
     this.seed(now);
+    return { ...loaded, queued: this.#frontier.queued, waiting: this.#placement.waiting };
   }
 
-  /** Adds URLs to the running crawl as further seeds (depth 0, and they widen the scope). */
-  inject(urls: readonly string[], now: number): { admitted: number; rejected: { url: string; code: string }[] } {
-    const rejected: { url: string; code: string }[] = [];
+  /**
+   * Adds URLs to the running crawl at depth 0. A URL is refused, with its reason, when it is no
+   * crawlable URL, a crawl rule refuses it, it lies outside the crawl's scope (inject does not widen
+   * the scope: start a crawl with it as a seed for that), or it is queued already. An accepted URL
+   * joins the seeds; a known one that is at rest is queued again.
+   */
+  inject(urls: readonly string[], now: number): { admitted: number; rejected: InjectRefusal[] } {
+    const rejected: InjectRefusal[] = [];
     let admitted = 0;
+    const refuse = (url: string, code: string, reason: string) => rejected.push({ url: url.slice(0, 200), code, reason });
     for (const url of urls) {
       const result = normalizeUrl(url);
       if (!result.ok) {
-        rejected.push({ url: url.slice(0, 200), code: result.code });
+        refuse(url, result.code, 'not a crawlable http(s) URL');
         continue;
       }
-      this.#admission.addSeed(result.url);
-      if (this.#admission.admit(result.url, result.origin, 0, 1, now)) admitted++;
+      const ruled = applyUrlRules(result.url, DEFAULT_URL_RULES);
+      if (!ruled.ok) {
+        refuse(url, ruled.code, 'refused by the crawl rules (a spider-trap pattern)');
+        continue;
+      }
+      if (this.#admission.seeds.length === 0) {
+        refuse(url, 'no-crawl', 'no crawl to add it to: start a crawl with it as a seed');
+        continue;
+      }
+      if (!this.#admission.inScope(ruled.url)) {
+        refuse(url, 'out-of-scope', `outside the crawl's scope (${this.#config.scope} of ${this.#scopeExample()}): start a crawl with it as a seed to crawl it`);
+        continue;
+      }
+      const hash = urlHash(ruled.url);
+      const known = this.#admission.isSeen(hash) ? this.#stores.crawlDb.get(hash) : null;
+      if (known !== null) {
+        if (this.#placement.pendingEntry(hash) !== undefined) {
+          refuse(url, 'already-queued', 'queued already');
+          continue;
+        }
+        this.#admission.queueKnown(hash, known, now);
+      } else if (!this.#admission.admit(ruled.url, result.origin, 0, 1, now)) {
+        refuse(url, 'not-admitted', `not admitted: the frontier is full (--max-queued-urls) or the host's budget is spent (--max-pages-per-host)`);
+        continue;
+      }
+      this.#admission.addSeed(ruled.url);
+      admitted++;
     }
     this.#config = { ...this.#config, seeds: this.#admission.seeds.map(String) };
-    this.#stats.start(now);
+    if (admitted > 0) this.#stats.start(now);
     return { admitted, rejected };
+  }
+
+  #scopeExample(): string {
+    const seeds = this.#admission.seeds;
+    return seeds.length === 1 ? seeds[0]! : `${seeds[0]} and ${seeds.length - 1} more seed${seeds.length === 2 ? '' : 's'}`;
+  }
+
+  /** Ends the crawl: queued and waiting URLs are dropped (they stay known in the crawl database); leases out finish. */
+  stop(now: number): number {
+    this.#placement.dropWaiting();
+    return this.dropQueued(now);
   }
 
   /** Drops every queued URL (stop); they stay known in the crawl database. Leases out finish. */
@@ -224,10 +312,12 @@ export class Crawl {
       if (!this.#config.once) this.#placement.later(entry.hash, until);
     }
     for (const { entry, code } of cut.denied) {
-      this.#stats.counters.robotsDenied++;
+      // A host whose robots.txt stayed unreachable is an error (nothing could be asked), not a refusal.
+      if (code === 'robots-unreachable') this.#stats.countError(code);
+      else this.#stats.counters.robotsDenied++;
       this.#recent.error({ url: entry.url, code, at: now });
       this.#placement.settled(entry);
-      this.#results.settle(entry, { kind: 'robots-denied' }, now);
+      this.#results.settle(entry, { kind: 'robots-denied', code }, now);
     }
     if (cut.slots.length === 0) {
       this.#checkFinished(now);

@@ -44,6 +44,9 @@ export function classifyResult(result: ItemResult): ResultOutcome {
   return { kind: 'error', code, recorded: { kind: 'denied', status } };
 }
 
+/** Outlink URLs kept per page record (each at most 2,048 characters): about 100 KB for a link-heavy page. */
+export const MAX_RECORDED_OUTLINKS = 1000;
+
 /** One line of the page archive (pages.jsonl) and of `petrel export`. */
 export interface PageRecord {
   readonly url: string;
@@ -56,7 +59,10 @@ export interface PageRecord {
   readonly description: string | null;
   readonly language: string | null;
   readonly excerpt: string | null;
-  readonly outlinks: number;
+  /** Links found on the page (after nofollow and the protocol's 5,000-link bound). */
+  readonly outlinkCount: number;
+  /** The first MAX_RECORDED_OUTLINKS of those links, absolute and normalized, in page order. */
+  readonly outlinks: readonly string[];
   readonly canonical: string | null;
   readonly noindex: boolean;
   readonly redirectTo: string | null;
@@ -81,7 +87,8 @@ export function pageRecordOf(result: ItemResult, depth: number, outcome: ResultO
     description: page?.description ?? null,
     language: page?.language ?? null,
     excerpt: page === null || page.noindex ? null : page.excerpt,
-    outlinks: page?.outlinks ?? 0,
+    outlinkCount: page?.outlinks ?? 0,
+    outlinks: result.links.length > MAX_RECORDED_OUTLINKS ? result.links.slice(0, MAX_RECORDED_OUTLINKS) : result.links,
     canonical: page?.canonical ?? null,
     noindex: page?.noindex ?? false,
     redirectTo: result.redirectTo,

@@ -23,6 +23,27 @@ export interface RecentError {
   readonly at: number;
 }
 
+/**
+ * A host whose robots.txt could not be fetched: its URLs wait for the next attempt (`retryAt`), or,
+ * after the last attempt (`retryAt` null), were given up as robots-unreachable. Shown live so that a
+ * crawl waiting on a dead host says so instead of sitting silent.
+ */
+export interface RobotsTrouble {
+  readonly origin: string;
+  /** Why the last attempt failed: a fetch code (connection-refused, timeout) or http-NNN. */
+  readonly code: string;
+  /** Attempts made so far, and allowed (--robots-attempts). */
+  readonly attempt: number;
+  readonly attempts: number;
+  /** ms since epoch of the next attempt; null when the host was given up. */
+  readonly retryAt: number | null;
+  /** ms since epoch of the last attempt. */
+  readonly at: number;
+}
+
+/** Hosts with robots.txt trouble kept for the status, at most. */
+const MAX_ROBOTS_TROUBLE = 50;
+
 class Ring<T> {
   readonly #items: T[] = [];
   #next = 0;
@@ -46,13 +67,42 @@ class Ring<T> {
 }
 
 export class RecentEvents {
-  readonly #fetches: Ring<RecentFetch>;
-  readonly #errors: Ring<RecentError>;
-  readonly #hosts = new HostTally();
+  readonly #size: number;
+  #fetches: Ring<RecentFetch>;
+  #errors: Ring<RecentError>;
+  #hosts = new HostTally();
+  /** By origin, oldest first (a Map keeps insertion order). */
+  #robotsTrouble = new Map<string, RobotsTrouble>();
 
   constructor(size: number) {
+    this.#size = size;
     this.#fetches = new Ring(size);
     this.#errors = new Ring(size);
+  }
+
+  /** A new crawl: what the last one fetched and failed is not shown as this one's. */
+  clear(): void {
+    this.#fetches = new Ring(this.#size);
+    this.#errors = new Ring(this.#size);
+    this.#hosts = new HostTally();
+    this.#robotsTrouble = new Map();
+  }
+
+  /** A robots.txt attempt failed (see RobotsTrouble); the oldest host is forgotten past the bound. */
+  robotsUnreachable(trouble: RobotsTrouble): void {
+    this.#robotsTrouble.delete(trouble.origin);
+    this.#robotsTrouble.set(trouble.origin, trouble);
+    if (this.#robotsTrouble.size > MAX_ROBOTS_TROUBLE) this.#robotsTrouble.delete(this.#robotsTrouble.keys().next().value!);
+  }
+
+  /** robots.txt of the origin answered: no trouble any more. */
+  robotsReachable(origin: string): void {
+    this.#robotsTrouble.delete(origin);
+  }
+
+  /** Hosts whose robots.txt could not be fetched, most recent first. */
+  robotsTrouble(): RobotsTrouble[] {
+    return [...this.#robotsTrouble.values()].reverse();
   }
 
   fetch(event: RecentFetch): void {

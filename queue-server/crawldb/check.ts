@@ -5,7 +5,7 @@
  */
 import { urlHash, urlHashHex } from '../../shared/url-hash.js';
 import { normalizeUrl } from '../../shared/url-normalize.js';
-import { BTree } from '../btree/index.js';
+import { BTree, BTreeError, type CheckFault } from '../btree/index.js';
 import { CRAWL_STATUSES, decodeCrawlDbRecord, type CrawlDbRecord, type CrawlDbStatus } from './record.js';
 
 export interface CrawlDbFault {
@@ -15,44 +15,65 @@ export interface CrawlDbFault {
 }
 
 export interface CrawlDbReport {
+  /** No fault (warnings may remain). */
   readonly ok: boolean;
   readonly records: number;
   readonly byStatus: Record<CrawlDbStatus, number>;
   readonly faults: CrawlDbFault[];
+  /** Repairable trouble that leaves the database usable (a damaged spare meta page: btree/check.ts). */
+  readonly warnings: CrawlDbFault[];
 }
 
 const MAX_FAULTS = 1000;
 
 export function checkCrawlDb(path: string): CrawlDbReport {
-  const tree = BTree.open(path, { create: false, readOnly: true });
+  const byStatus = Object.fromEntries(CRAWL_STATUSES.map((status) => [status, 0])) as Record<CrawlDbStatus, number>;
+  let tree: BTree;
   try {
-    const faults: CrawlDbFault[] = tree.check().faults.map((fault) => ({ code: `btree-${fault.code.toLowerCase()}`, message: `${fault.message}${fault.page === undefined ? '' : ` (page ${fault.page})`}` }));
-    const byStatus = Object.fromEntries(CRAWL_STATUSES.map((status) => [status, 0])) as Record<CrawlDbStatus, number>;
+    tree = BTree.open(path, { create: false, readOnly: true });
+  } catch (error) {
+    // Too damaged to open (both meta pages, the free list): that is the report, not a crash.
+    if (error instanceof BTreeError && error.code === 'BTREE_CORRUPT') {
+      return { ok: false, records: 0, byStatus, faults: [{ code: 'btree-page_corrupt', message: error.message }], warnings: [] };
+    }
+    throw error;
+  }
+  try {
+    const asFault = (fault: CheckFault): CrawlDbFault => ({ code: `btree-${fault.code.toLowerCase()}`, message: `${fault.message}${fault.page === undefined ? '' : ` (page ${fault.page})`}` });
+    const checked = tree.check();
+    const faults: CrawlDbFault[] = checked.faults.map(asFault);
+    const warnings = checked.warnings.map(asFault);
     const duplicateTargets: { key: string; target: string }[] = [];
     const keys = new Set<string>();
     let records = 0;
     const add = (fault: CrawlDbFault) => {
       if (faults.length < MAX_FAULTS) faults.push(fault);
     };
-    for (const [key, bytes] of tree.entries()) {
-      records++;
-      const hex = urlHashHex(key);
-      keys.add(hex);
-      let record: CrawlDbRecord;
-      try {
-        record = decodeCrawlDbRecord(bytes);
-      } catch (error) {
-        add({ code: 'undecodable', key: hex, message: (error as Error).message });
-        continue;
+    try {
+      for (const [key, bytes] of tree.entries()) {
+        records++;
+        const hex = urlHashHex(key);
+        keys.add(hex);
+        let record: CrawlDbRecord;
+        try {
+          record = decodeCrawlDbRecord(bytes);
+        } catch (error) {
+          add({ code: 'undecodable', key: hex, message: (error as Error).message });
+          continue;
+        }
+        byStatus[record.status]++;
+        for (const fault of recordFaults(hex, record)) add(fault);
+        if (record.status === 'duplicate' && record.duplicateOf !== null) duplicateTargets.push({ key: hex, target: record.duplicateOf });
       }
-      byStatus[record.status]++;
-      for (const fault of recordFaults(hex, record)) add(fault);
-      if (record.status === 'duplicate' && record.duplicateOf !== null) duplicateTargets.push({ key: hex, target: record.duplicateOf });
+    } catch (error) {
+      // A damaged page ends the walk over the records; the B-Tree check above already named it.
+      if (!(error instanceof BTreeError)) throw error;
+      add({ code: 'records-unreadable', message: `the records after the first ${records} cannot be read: ${error.message}` });
     }
     for (const { key, target } of duplicateTargets) {
       if (!keys.has(target)) add({ code: 'dangling-duplicate', key, message: `duplicate of ${target}, which the database does not know` });
     }
-    return { ok: faults.length === 0, records, byStatus, faults };
+    return { ok: faults.length === 0, records, byStatus, faults, warnings };
   } finally {
     tree.close();
   }

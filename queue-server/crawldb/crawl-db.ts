@@ -74,6 +74,16 @@ export class CrawlDb {
     return loaded;
   }
 
+  /** Reads every committed record again (a new crawl in the same process); counts and indexes stay as they are. */
+  each(visit: (hash: UrlHash, record: CrawlDbRecord) => void): number {
+    let visited = 0;
+    for (const [hash, record] of this.#tree.entries()) {
+      visit(hash, record);
+      visited++;
+    }
+    return visited;
+  }
+
   countsByStatus(): Record<CrawlDbStatus, number> {
     return Object.fromEntries(this.#counts) as Record<CrawlDbStatus, number>;
   }

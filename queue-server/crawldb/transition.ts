@@ -41,12 +41,15 @@
  *   firstFetchAt       now if null                                 same       same      same          same                      kept
  *   lastFetchAt        now                                         now        now       now           now                       kept
  *   lastHttpStatus     status                                      304        status    status        status (null: no answer)  kept
- *   errorCode          null                                        null       null      http-NNN      code                      robots-disallowed
+ *   errorCode          null                                        null       null      http-NNN      code                      its code (**)
  *   modifiedAt         now, kept when modified is false            kept       kept      kept          kept                      kept
  *   signature, simhash the new ones                                kept       kept      kept          kept                      kept
  *   duplicateOf        the target when duplicate, else null        kept if    null      null          null                      null
  *                                                                  duplicate
  *   redirectTo         null                                        null       target    null          null                      null
+ *
+ *   (**) robots-disallowed (robots.txt forbids the URL) or robots-unreachable (robots.txt could not be
+ *        fetched in --robots-attempts tries), as the schedule cutter found (robots/robots.ts).
  *
  * Invariants every result keeps (the property tests check them): nextFetchAt >= now; the interval lies
  * in [minIntervalMs, maxIntervalMs] (every transition clamps it, so a changed policy applies at the next
@@ -86,7 +89,10 @@ export type FetchOutcome =
    */
   | { kind: 'broken'; code: string }
   | { kind: 'transient'; code: string; status: number | null /* 5xx, 429, or null for timeouts and connection errors */; retryAfterMs: number | null }
-  | { kind: 'robots-denied' };
+  /** Not requested: robots.txt forbids it (robots-disallowed), or could not be fetched in --robots-attempts tries (robots-unreachable). */
+  | { kind: 'robots-denied'; code: RobotsDeniedCode };
+
+export type RobotsDeniedCode = 'robots-disallowed' | 'robots-unreachable';
 
 export interface Transition {
   record: CrawlDbRecord;
@@ -94,8 +100,6 @@ export interface Transition {
   modified: boolean | null;
 }
 
-/** The error code recorded for a URL that robots.txt disallows (the same code queue-server/robots/robots.ts uses). */
-export const ROBOTS_DENIED_CODE = 'robots-disallowed';
 
 export function applyFetch(old: CrawlDbRecord, outcome: FetchOutcome, now: number, policy: FetchSchedulePolicy): Transition {
   const interval = clampInterval(old.fetchIntervalMs, policy);
@@ -211,7 +215,7 @@ export function applyFetch(old: CrawlDbRecord, outcome: FetchOutcome, now: numbe
           duplicateOf: null,
           redirectTo: null,
           retries: 0,
-          errorCode: ROBOTS_DENIED_CODE,
+          errorCode: outcome.code,
           nextFetchAt: now + policy.goneRecheckMs,
         },
         modified: null,

@@ -112,6 +112,11 @@ export class OriginQueue {
     this.#admitted++;
   }
 
+  /** A new crawl starts: the per-host budget counts from zero again. */
+  resetAdmitted(): void {
+    this.#admitted = 0;
+  }
+
   /**
    * A slot of the origin goes out. Not re-filed here: the schedule cutter holds the origin out of line
    * (popEligible) while it cuts, and re-files every origin it touched when the cut is done.
@@ -237,6 +242,11 @@ export class Frontier {
     this.#eligible.clear();
     this.#timed.clear();
     return dropped;
+  }
+
+  /** A new crawl: every origin's page budget (--max-pages-per-host) counts from zero. */
+  resetBudgets(): void {
+    for (const queue of this.#origins.values()) queue.resetAdmitted();
   }
 
   /** Takes the next URL of an origin, in breadth-first order. */

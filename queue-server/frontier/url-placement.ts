@@ -37,6 +37,11 @@ export class UrlPlacement {
     for (const [key, entry] of this.#pending) if (!entry.leased) this.#pending.delete(key);
   }
 
+  /** Forgets every URL waiting for a time (a crawl stopped, or a new one that reloads them from the crawl database). */
+  dropWaiting(): void {
+    this.#dueLater.clear();
+  }
+
   later(hash: UrlHash, at: number): void {
     this.#dueLater.push({ at, hash });
   }

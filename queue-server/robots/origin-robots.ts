@@ -11,7 +11,15 @@
  * an origin is met in this process, a robots.txt kept on disk (robots-store.ts) may make it known at once.
  */
 import type { RobotsStore } from './robots-store.js';
-import { rulesFromFetch, type RobotsFetchOutcome, type RobotsPolicy, type RobotsRules } from './robots.js';
+import { ROBOTS_CACHE_MS, rulesFromFetch, type RobotsFetchOutcome, type RobotsPolicy, type RobotsRules } from './robots.js';
+
+/** What one robots.txt fetch means for its origin (OriginRobots.fetched). */
+export interface RobotsAttempt {
+  /** When the origin may be tried again (robots.txt unreachable, attempts left); null otherwise. */
+  readonly retryAt: number | null;
+  /** For an unreachable robots.txt: which attempt in a row, and whether that was the last. */
+  readonly unreachable: { readonly attempt: number; readonly givenUp: boolean } | null;
+}
 
 export type RobotsState = 'unknown' | 'fetching' | 'known';
 
@@ -58,26 +66,35 @@ export class OriginRobots {
   }
 
   /**
-   * A robots.txt result arrived: its rules are in force and kept on disk. Returns when the origin may
+   * A robots.txt result arrived: its rules are in force and kept on disk. Says when the origin may
    * start again if its robots.txt was unreachable and attempts remain (its URLs wait for the next
-   * attempt), else null.
+   * attempt), and which attempt in a row this was. After the last attempt the origin is given up:
+   * its deny-all rules stand for the usual lifetime of a robots.txt (section 2.4), so the URLs queued
+   * now are denied as robots-unreachable at the next cut, and a later series of attempts starts afresh.
    */
   fetched(
     result: Omit<RobotsFetchOutcome, 'origin'>,
     policy: RobotsPolicy & { readonly attempts: number },
     store: RobotsStore | null,
     now: number,
-  ): number | null {
+  ): RobotsAttempt {
     const fetched = { origin: this.#origin, ...result };
-    const rules = rulesFromFetch(fetched, policy, now);
-    this.know(rules);
+    let rules = rulesFromFetch(fetched, policy, now);
     store?.save({ ...fetched, fetchedAt: now });
     if (rules.kind !== 'deny-all') {
+      this.know(rules);
       this.#failures = 0;
-      return null;
+      return { retryAt: null, unreachable: null };
     }
-    this.#failures++;
-    return this.#failures < policy.attempts ? rules.expiresAt : null;
+    const attempt = ++this.#failures;
+    if (attempt < policy.attempts) {
+      this.know(rules);
+      return { retryAt: rules.expiresAt, unreachable: { attempt, givenUp: false } };
+    }
+    this.#failures = 0;
+    rules = { ...rules, expiresAt: now + Math.max(policy.unreachableRetryMs, ROBOTS_CACHE_MS) };
+    this.know(rules);
+    return { retryAt: null, unreachable: { attempt, givenUp: true } };
   }
 
   /** The first time the origin is met in this process: a stored robots.txt still fresh, and no failure, is known at once. */

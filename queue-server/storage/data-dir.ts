@@ -8,14 +8,18 @@
  *   crawldb.btree   the crawl database, one record per known URL (crawldb/), 16 KiB pages
  *   robots/         robots.txt fetches per origin (robots-store.ts)
  *   pass.json       the current crawl pass of one-shot crawls (crawl-pass.ts)
+ *   crawl.json      the crawl's settings (seeds, scope, ...), so a restart keeps them (crawl/saved-settings.ts)
  *   LOCK            the pid of the queue server using the directory; a second one refuses to start
  *
  * Directory and files are private to the user (0700 / 0600).
  */
-import { closeSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
+import { accessSync, closeSync, constants, existsSync, openSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { ensureDirDurably } from './atomic-file.js';
 import type { FileOps } from './file-ops.js';
+
+/** Where `petrel crawl`, `start`, `queue-server`, `export` and `db` keep and look for their data unless told. */
+export const DEFAULT_DATA_DIR = './petrel-data';
 
 export const DATA_FILES = {
   token: 'fetcher.token',
@@ -25,6 +29,7 @@ export const DATA_FILES = {
   crawlDb: 'crawldb.btree',
   robots: 'robots',
   pass: 'pass.json',
+  settings: 'crawl.json',
   lock: 'LOCK',
 } as const;
 
@@ -32,9 +37,29 @@ export function dataPath(dataDir: string, file: keyof typeof DATA_FILES): string
   return join(dataDir, DATA_FILES[file]);
 }
 
-/** Creates the directory (0700) if missing, its entry made durable in its parent. */
+/**
+ * Creates the directory (0700, and its parents) if missing, its entry made durable in its parent.
+ * Throws a message naming the real cause.
+ */
 export function ensureDataDir(dataDir: string, io?: FileOps): void {
-  ensureDirDurably(dataDir, { io, mode: 0o700 });
+  try {
+    if (existsSync(dataDir) && !statSync(dataDir).isDirectory()) throw Object.assign(new Error('not a directory'), { code: 'EEXIST' });
+    ensureDirDurably(dataDir, { io, mode: 0o700 });
+  } catch (error) {
+    // mkdir -p on a read-only file system reports ENOENT for the missing parent; name the real cause.
+    let parent = dirname(resolve(dataDir));
+    while (!existsSync(parent)) parent = dirname(parent);
+    let cause = (error as NodeJS.ErrnoException).code ?? 'error';
+    if (cause !== 'EEXIST') {
+      try {
+        accessSync(parent, constants.W_OK);
+      } catch (denied) {
+        cause = (denied as NodeJS.ErrnoException).code ?? cause;
+      }
+    }
+    const words: Record<string, string> = { EROFS: 'read-only file system', EACCES: 'permission denied', EEXIST: 'a file of that name exists', ENOTDIR: 'a part of the path is a file' };
+    throw new Error(`cannot create the data directory ${dataDir} in ${parent}: ${words[cause] ?? cause}; choose another --data`);
+  }
 }
 
 /**

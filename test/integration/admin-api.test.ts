@@ -316,15 +316,32 @@ describe('admin control routes (session and CSRF)', () => {
     expect(h.server.service.status().control).toBe('paused');
     expect((await adminPost('/admin/api/resume', auth).expect(200)).body).toEqual({ state: 'running' });
     const injected = await adminPost('/admin/api/inject', auth, { urls: ['http://127.0.0.1:9/a.html', 'mailto:x@example.org'] }).expect(200);
-    expect(injected.body).toEqual({ state: 'running', admitted: 1, rejected: [{ url: 'mailto:x@example.org', code: expect.any(String) }] });
+    expect(injected.body).toEqual({ state: 'running', admitted: 1, rejected: [{ url: 'mailto:x@example.org', code: expect.any(String), reason: expect.stringContaining('not a crawlable') }] });
     expect(h.server.service.status().frontierSize).toBe(2);
     expect((await adminPost('/admin/api/stop', auth).expect(200)).body).toEqual({ state: 'stopped', dropped: 2 });
     const started = await adminPost('/admin/api/crawl', auth, { seeds: ['http://127.0.0.1:9/new.html'], scope: 'prefix', maxDepth: 2, maxPages: 10, order: 'opic' }).expect(200);
-    expect(started.body).toEqual({ state: 'running' });
+    // The new seed and the two URLs the stopped crawl left unfetched (they are in its scope) are queued.
+    expect(started.body).toEqual({ state: 'running', queued: 3, waiting: 0 });
     const { config } = h.server.service.status();
     expect(config).toMatchObject({ seeds: ['http://127.0.0.1:9/new.html'], scope: 'prefix', maxDepth: 2, maxPages: 10, order: 'opic' });
     // Settings left out keep the queue server's values, not the schema defaults.
     expect(config).toMatchObject({ delayMs: 250, hostConcurrency: 2 });
+  });
+
+  it('injects only URLs in the crawl\'s scope, says why it refuses the others, and lists only accepted ones as seeds', async () => {
+    const auth = await login();
+    const outside = 'http://127.0.0.2:9/elsewhere.html';
+    const answer = await adminPost('/admin/api/inject', auth, { urls: [outside, SEED, 'http://127.0.0.1:9/b.html', 'http://127.0.0.1:9/b.html'] }).expect(200);
+    expect(answer.body).toEqual({
+      state: 'running',
+      admitted: 1,
+      rejected: [
+        { url: outside, code: 'out-of-scope', reason: `outside the crawl's scope (host of ${SEED}): start a crawl with it as a seed to crawl it` },
+        { url: SEED, code: 'already-queued', reason: 'queued already' },
+        { url: 'http://127.0.0.1:9/b.html', code: 'already-queued', reason: 'queued already' },
+      ],
+    });
+    expect(h.server.service.status().config.seeds).toEqual([SEED, 'http://127.0.0.1:9/b.html']);
   });
 
   it('refuses to start a crawl while one is running: 409 crawl-running, nothing changes', async () => {
@@ -410,7 +427,7 @@ describe('bearer-token control routes', () => {
     const running = await request(h.app).post(CONTROL_ROUTES.crawl).set('Authorization', auth).send({ seeds: ['http://127.0.0.1:9/c.html'] }).expect(409);
     expect(running.body.error.code).toBe('crawl-running');
     expect((await request(h.app).post(CONTROL_ROUTES.stop).set('Authorization', auth).expect(200)).body).toEqual({ state: 'stopped', dropped: 2 });
-    expect((await request(h.app).post(CONTROL_ROUTES.crawl).set('Authorization', auth).send({ seeds: ['http://127.0.0.1:9/c.html'] }).expect(200)).body).toEqual({ state: 'running' });
+    expect((await request(h.app).post(CONTROL_ROUTES.crawl).set('Authorization', auth).send({ seeds: ['http://127.0.0.1:9/c.html'] }).expect(200)).body).toEqual({ state: 'running', queued: 3, waiting: 0 });
     // No Origin or CSRF token needed here: programs hold the admin token itself.
   });
 

@@ -185,4 +185,84 @@ describe.skipIf(!existsSync(CHROMIUM))('the admin page in chromium, against petr
     expect(problems).toEqual([]);
     await page.close();
   });
+
+  it('stopped and started again, continues the known URLs, with the counters and the clock of the new crawl', async () => {
+    const page = await context.newPage();
+    page.on('dialog', (dialog) => void dialog.accept());
+    await page.goto(adminUrl);
+    await page.locator('#connection[data-live="true"]').waitFor();
+    const status = async () => (await (await fetch(adminUrl.replace(/\/admin$/, '/api/status'), { headers: { authorization: `Bearer ${adminToken}` } })).json()) as { urlsByStatus: Record<string, number>; displayState: string; pagesFetched: number; elapsedMs: number };
+
+    // The crawl of the test before may still run: stop it, then start one of the second host, slowly.
+    const second = `${web.origins[1]}/index.html`;
+    if ((await page.locator('#state').textContent()) === 'running') {
+      await page.click('#btn-stop');
+      await expect.poll(() => counter(page, 'c-itemsLeased'), { timeout: 15_000 }).toBe(0);
+    }
+    // URLs of the first host left unfetched: outside the second crawl's scope, they stay so.
+    const otherHostUnfetched = (await status()).urlsByStatus.unfetched!;
+    await page.fill('#f-seeds', second);
+    await page.fill('#f-delayMs', '300');
+    await page.click('#btn-crawl');
+    await expect.poll(() => page.locator('#crawl-message').textContent()).toContain('Crawl started');
+    await waitForCounterAbove(page, 'c-pagesFetched', 3);
+
+    // Stop mid-crawl: queued URLs are dropped, but stay known; once the leases are in, nothing is fetched.
+    await page.click('#btn-stop');
+    await expect.poll(() => page.locator('#control-message').textContent()).toMatch(/^Stopped: [\d,]+ queued URLs dropped \(they stay known: starting a crawl continues them\)\.$/);
+    await expect.poll(() => counter(page, 'c-itemsLeased'), { timeout: 15_000 }).toBe(0);
+    await expect.poll(() => page.locator('#c-rateNow').textContent(), { timeout: 10_000 }).toBe('0.0');
+    const before = await counter(page, 'c-pagesFetched');
+    expect((await status()).urlsByStatus.unfetched).toBeGreaterThan(otherHostUnfetched);
+
+    // Start the same crawl again: it picks up the known, unfetched URLs and runs to its end.
+    await page.evaluate(() => {
+      const g = globalThis as unknown as { __lowest?: number; document: { getElementById(id: string): { textContent: string } }; MutationObserver: new (cb: () => void) => { observe(node: unknown, options: object): void } };
+      const cell = g.document.getElementById('c-pagesFetched');
+      new g.MutationObserver(() => {
+        const value = Number(cell.textContent.replace(/,/g, ''));
+        if (Number.isFinite(value)) g.__lowest = Math.min(g.__lowest ?? Infinity, value);
+      }).observe(cell, { childList: true, characterData: true, subtree: true });
+    });
+    await page.fill('#f-seeds', second);
+    await page.fill('#f-delayMs', '20');
+    const startedAt = Date.now();
+    await page.click('#btn-crawl');
+    await expect.poll(() => page.locator('#crawl-message').textContent()).toMatch(/^Crawl started \(running\): [\d,]+ URLs queued, the seeds and the known URLs in its scope not fetched yet/);
+    await expect.poll(() => page.locator('#state').textContent(), { timeout: 60_000 }).toBe('idle');
+    const end = await status();
+    expect(end.urlsByStatus.unfetched).toBe(otherHostUnfetched);
+    // The counters and the clock are the new crawl's: they started from zero at Start, not at the daemon's start.
+    const lowest = await page.evaluate(() => (globalThis as unknown as { __lowest?: number }).__lowest);
+    expect(lowest).toBeLessThan(before);
+    expect(end.elapsedMs).toBeLessThanOrEqual(Date.now() - startedAt);
+    const header = (await page.locator('#elapsed').textContent())!;
+    const match = /^(?:(\d+)m )?(\d+)s elapsed · avg ([\d.]+) pages\/s$/.exec(header);
+    expect(match, header).not.toBeNull();
+    const shownSeconds = Number(match![1] ?? 0) * 60 + Number(match![2]);
+    expect(shownSeconds).toBeLessThanOrEqual(Math.ceil((Date.now() - startedAt) / 1000));
+
+    // Inject: a URL outside the scope is refused with the reason, and is not listed as a seed.
+    const outside = 'http://127.0.0.1:9/elsewhere.html';
+    await page.fill('#f-urls', outside);
+    await page.click('#btn-inject');
+    await expect.poll(() => page.locator('#inject-message').textContent()).toContain(`0 admitted; refused: ${outside}: outside the crawl's scope (host of ${second})`);
+    await page.waitForTimeout(500);
+    expect(await page.locator('#seeds li').allTextContents()).toEqual([second]);
+    await page.close();
+  });
+
+  it('puts the controls and the start form first on a phone', async () => {
+    const phone = await context.newPage();
+    await phone.setViewportSize({ width: 375, height: 812 });
+    await phone.goto(adminUrl);
+    await phone.locator('#connection[data-live="true"]').waitFor();
+    const controls = (await phone.locator('#h-controls').boundingBox())!;
+    const counters = (await phone.locator('#h-counters').boundingBox())!;
+    const form = (await phone.locator('#crawl-form h3').boundingBox())!;
+    expect(controls.y).toBeLessThan(counters.y);
+    // The start form begins on the first screen.
+    expect(form.y + form.height).toBeLessThan(812);
+    await phone.close();
+  });
 });

@@ -98,7 +98,11 @@ describe('petrel crawl over the test web with two fetcher processes', () => {
     expect(summary.byStatus).toEqual(byStatus);
     const pages2xx = pageRequests(log).filter((entry) => entry.status >= 200 && entry.status < 300);
     expect(summary.pagesFetched).toBe(pages2xx.length);
-    expect(summary.urlsDiscovered).toBe(expectedUrls().size + (summary.robotsDenied as number));
+    // URLs not requested: those robots.txt disallows, and the seed of the host whose robots.txt always fails,
+    // which is an error (robots-unreachable), not a refusal.
+    const errorsByCode = summary.errorsByCode as Record<string, number>;
+    expect(errorsByCode['robots-unreachable']).toBe(1);
+    expect(summary.urlsDiscovered).toBe(expectedUrls().size + (summary.robotsDenied as number) + errorsByCode['robots-unreachable']!);
     expect(summary.skippedFresh).toBe(0);
   });
 

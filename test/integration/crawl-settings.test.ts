@@ -11,12 +11,13 @@ import type { Command, Option } from 'commander';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { crawlCommand } from '../../cli/crawl-command.js';
-import { crawlConfigFrom } from '../../cli/crawl-options.js';
+import { crawlArgsFrom, crawlConfigFrom, explicitCrawlSettings } from '../../cli/crawl-options.js';
 import { queueServerCommand } from '../../cli/queue-server-command.js';
 import { startCommand } from '../../cli/start-command.js';
 import { CRAWL_SETTINGS, crawlConfigSchema, formSettings, type CrawlSetting, type CrawlSettingName } from '../../queue-server/crawl-config.js';
 import { startQueueServer, type RunningQueueServer } from '../../queue-server/daemon.js';
 import { tempDir } from '../support/petrel-process.js';
+import { formatDuration } from '../../shared/duration.js';
 
 const DEFAULTS = crawlConfigSchema.parse({});
 const SETTINGS = Object.entries(CRAWL_SETTINGS) as [CrawlSettingName, CrawlSetting][];
@@ -57,9 +58,16 @@ describe('the crawl settings table', () => {
       if (setting.default === null) {
         expect(option.defaultValue).toBeUndefined();
         expect(help).toContain('(default: no limit)');
+      } else if (setting.kind === 'list') {
+        // A list starts empty; "(default: [])" would tell nobody anything.
+        expect(option.defaultValue).toBeUndefined();
+        expect(help).not.toContain('(default:');
       } else {
         expect({ name, default: option.defaultValue }).toEqual({ name, default: setting.default });
-        expect(help).toContain(`default: ${JSON.stringify(setting.default)})`);
+        // Durations are shown as people write them (30d, 1s), and the option takes that form too.
+        const shown = setting.kind === 'integer' && setting.duration ? formatDuration(setting.default as number) : JSON.stringify(setting.default);
+        expect(help).toContain(`default: ${shown})`);
+        if (setting.kind === 'integer' && setting.duration) expect(option.parseArg!(shown, undefined)).toBe(setting.default);
       }
     }
     // Without any option given, the command's values become exactly the default settings.
@@ -83,6 +91,20 @@ describe('the crawl settings table', () => {
         expect(crawlConfigSchema.safeParse({ [name]: above }).success, name).toBe(false);
       }
     }
+  });
+});
+
+describe('settings saved by an earlier run', () => {
+  it.each(COMMANDS)('can be lifted in `petrel %s` with "none" for a limit, and a child queue server is told so', (_name, make) => {
+    for (const [name, setting] of WITH_OPTION) {
+      if (setting.kind !== 'integer' || !setting.noLimit) continue;
+      const command = make();
+      command.parseOptions([setting.option!.split(' ')[0]!, 'none']);
+      expect({ name, given: explicitCrawlSettings(command)[name], value: crawlConfigFrom(command.opts() as never, false)[name] }).toEqual({ name, given: null, value: null });
+    }
+    const args = crawlArgsFrom(crawlConfigSchema.parse({ seeds: ['http://127.0.0.1:9/'], maxDepth: null, maxPages: 5 }));
+    expect(args.join(' ')).toContain('--max-depth none');
+    expect(args.join(' ')).toContain('--max-pages 5');
   });
 });
 

@@ -6,6 +6,8 @@
 import { readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { startTestWeb, type TestWeb } from '../../scripts/test-web.js';
+import { crashLines } from '../support/clean-output.js';
 import { assertBuilt, killStartedPetrels, startPetrel, tempDir, waitForEvent } from '../support/petrel-process.js';
 
 /** The `started` event, or an error with the child's stderr if it exits first. */
@@ -57,5 +59,80 @@ describe('petrel start', () => {
     expect(finished.stderr).toContain(`admin page:     `);
     expect(finished.stderr).toContain('admin token:    ');
     expect(finished.stdout.trim().split('\n').map((line) => JSON.parse(line).event)).toEqual(['started', 'stopped']);
+  });
+});
+
+/**
+ * The crawl's settings live in the data directory: `petrel start` run again on it goes on with the same
+ * seeds and scope and continues the URLs known and not fetched yet; a crawl stopped from the admin API
+ * stays stopped across a restart, and starting it again continues where it was.
+ */
+describe('petrel start, stopped and started again on the same data directory', () => {
+  const dir = tempDir('start-again');
+  const data = join(dir, 'data');
+  let web: TestWeb;
+  afterAll(async () => {
+    killStartedPetrels();
+    await web?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  type Status = { displayState: string; pagesFetched: number; itemsLeased: number; frontierSize: number; urlsByStatus: Record<string, number>; config: { seeds: string[]; scope: string; maxDepth: number | null; delayMs: number } };
+  const session = async (args: string[]) => {
+    const child = startPetrel(['start', '--data', data, '--fetchers', '1', '--port', '0', ...args]);
+    const started = await startedOrExit(child);
+    const token = readFileSync(String(started.adminTokenFile), 'utf8').trim();
+    const status = async (): Promise<Status> => (await (await fetch(`${started.url}/api/status`, { headers: { authorization: `Bearer ${token}` } })).json()) as Status;
+    const control = async (action: string, body: unknown = {}) => {
+      const response = await fetch(`${started.url}/api/control/${action}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      expect(response.status).toBe(200);
+      return (await response.json()) as Record<string, unknown>;
+    };
+    const stop = async () => {
+      child.kill('SIGTERM');
+      const finished = await child.output;
+      expect(finished.code, finished.stderr).toBe(0);
+      expect(crashLines(finished.stdout + finished.stderr)).toEqual([]);
+      return finished;
+    };
+    return { status, control, stop };
+  };
+  const unfetched = (status: Status) => status.urlsByStatus.unfetched ?? 0;
+
+  it('keeps seeds and scope, continues the unfetched URLs, and keeps a stopped crawl stopped', async () => {
+    assertBuilt();
+    web = await startTestWeb({ pagesPerHost: 60, hosts: 1, profile: 'bench' });
+    const seed = web.seeds[0]!;
+    // 1. A crawl with settings of its own, ended mid-way by a restart of the daemon.
+    const first = await session(['--seed', seed, '--scope', 'prefix', '--max-depth', '6', '--delay-ms', '150', '--slot-urls', '2']);
+    await expect.poll(async () => (await first.status()).pagesFetched, { timeout: 30_000 }).toBeGreaterThanOrEqual(4);
+    expect(unfetched(await first.status())).toBeGreaterThan(10);
+    await first.stop();
+
+    // 2. Started again without a seed: the same crawl goes on, to its end.
+    const second = await session(['--delay-ms', '0']);
+    const resumed = await second.status();
+    expect(resumed.config).toMatchObject({ seeds: [seed], scope: 'prefix', maxDepth: 6, delayMs: 0 });
+    await expect.poll(async () => {
+      const now = await second.status();
+      return { state: now.displayState, unfetched: unfetched(now) };
+    }, { timeout: 60_000 }).toEqual({ state: 'idle', unfetched: 0 });
+    expect((await second.status()).urlsByStatus.fetched).toBeGreaterThanOrEqual(50);
+    // 3. Stopped from the API: queued URLs are dropped, and a restart does not take the crawl up again.
+    await second.control('crawl', { seeds: [seed], delayMs: 300, maxDepth: 6 });
+    await second.control('stop');
+    await expect.poll(async () => (await second.status()).itemsLeased, { timeout: 30_000 }).toBe(0);
+    await second.stop();
+    const third = await session([]);
+    const stopped = await third.status();
+    expect(stopped.displayState).toBe('stopped');
+    expect(stopped.frontierSize).toBe(0);
+    expect(stopped.config).toMatchObject({ seeds: [seed], scope: 'prefix', delayMs: 300 });
+    // 4. Started again from the API: what is known and due goes on.
+    const restarted = await third.control('crawl', { seeds: [seed], delayMs: 0 });
+    expect(restarted).toMatchObject({ state: 'running', queued: expect.any(Number) });
+    await expect.poll(async () => (await third.status()).displayState, { timeout: 60_000 }).toBe('idle');
+    const end = await third.stop();
+    expect(end.stderr).toContain('was stopped: start a crawl from the admin page');
   });
 });

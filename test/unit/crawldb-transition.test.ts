@@ -187,11 +187,23 @@ const OUTCOMES = {
   },
   robotsDenied: {
     name: 'robots-denied',
-    outcome: { kind: 'robots-denied' },
+    outcome: { kind: 'robots-denied', code: 'robots-disallowed' },
     retries: 0,
     next: { waitMs: POLICY.goneRecheckMs },
     lastHttpStatus: 'kept',
     errorCode: 'robots-disallowed',
+    content: 'kept',
+    redirectTo: null,
+    requested: false,
+  },
+  /** robots.txt of the host could not be fetched in --robots-attempts tries: the record says so, not "disallowed". */
+  robotsUnreachable: {
+    name: 'robots-unreachable',
+    outcome: { kind: 'robots-denied', code: 'robots-unreachable' },
+    retries: 0,
+    next: { waitMs: POLICY.goneRecheckMs },
+    lastHttpStatus: 'kept',
+    errorCode: 'robots-unreachable',
     content: 'kept',
     redirectTo: null,
     requested: false,
@@ -245,6 +257,7 @@ const MATRIX: readonly (readonly [OutcomeName, readonly [Cell, Cell, Cell, Cell,
   ['retryAfterFirst',     [RETRY,    RETRY,       RETRY,       RETRY,   RETRY,       RETRY,       RETRY,       RETRY,       RETRY]],
   ['retryAfterExhausted', [RETRY,    RETRY,       RETRY,       RETRY,   RETRY,       RETRY,       RETRY,       RETRY,       RETRY]],
   ['robotsDenied',        [ROBOTS,   ROBOTS,      ROBOTS,      ROBOTS,  ROBOTS,      ROBOTS,      ROBOTS,      ROBOTS,      ROBOTS]],
+  ['robotsUnreachable',   [ROBOTS,   ROBOTS,      ROBOTS,      ROBOTS,  ROBOTS,      ROBOTS,      ROBOTS,      ROBOTS,      ROBOTS]],
 ];
 
 function describeCell(expected: Cell): string {
@@ -460,7 +473,7 @@ const outcomeArb: fc.Arbitrary<FetchOutcome> = fc.oneof(
     status: fc.option(fc.constantFrom(429, 500, 503)),
     retryAfterMs: fc.option(fc.integer({ min: 0, max: 1000 * DAY })),
   }),
-  fc.constant({ kind: 'robots-denied' as const }),
+  fc.record({ kind: fc.constant('robots-denied' as const), code: fc.constantFrom('robots-disallowed' as const, 'robots-unreachable' as const) }),
 );
 
 const caseArb = policyArb.chain((policy) => fc.record({ policy: fc.constant(policy), old: recordArb(policy), outcome: outcomeArb, now: time }));

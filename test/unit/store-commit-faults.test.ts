@@ -53,7 +53,7 @@ const urlOf = (batch: string, i: number) => `http://example.test/${batch}/${i}`;
 function pageRecord(url: string): PageRecord {
   return {
     url, depth: 1, status: 200, outcome: 'fetched', errorCode: null, contentType: 'text/html', title: `title of ${url}`, description: null,
-    language: null, excerpt: 'x'.repeat(500), outlinks: 0, canonical: null, noindex: false, redirectTo: null, signature: null, bytes: 1000, truncated: false, fetchedAt: NOW,
+    language: null, excerpt: 'x'.repeat(500), outlinkCount: 0, outlinks: [], canonical: null, noindex: false, redirectTo: null, signature: null, bytes: 1000, truncated: false, fetchedAt: NOW,
   };
 }
 

@@ -258,16 +258,29 @@ function render(status) {
   renderControls(status);
 }
 
+let shownState = null;
+
 function renderHeader(status) {
+  // A new state makes an old error under the controls (e.g. "a crawl is running") stale.
+  if (shownState !== null && shownState !== status.displayState) {
+    for (const id of ['control-message', 'crawl-message']) if ($(id).classList.contains('error')) $(id).textContent = '';
+  }
+  shownState = status.displayState;
   const state = $('state');
   state.dataset.state = status.displayState;
   state.textContent = status.displayState;
   $('elapsed').textContent = `${fmtDuration(status.elapsedMs)} elapsed · avg ${fmtRate(status.pagesPerSecond)} pages/s`;
 }
 
+/** Pages per second now: nothing is fetched by a crawl that is not running and has no URL out on lease. */
+function rateNow(status, now) {
+  if (status.displayState !== 'running' && status.itemsLeased === 0) return 0;
+  return pagesMeter.rate(now);
+}
+
 function renderCounters(status, now) {
   setText('c-pagesFetched', fmt(status.pagesFetched));
-  setText('c-rateNow', fmtRate(pagesMeter.rate(now)));
+  setText('c-rateNow', fmtRate(rateNow(status, now)));
   setText('c-notModified', fmt(status.notModified));
   setText('c-skippedFresh', fmt(status.skippedFresh));
   setText('c-errors', fmt(status.errors));
@@ -457,7 +470,7 @@ function tick() {
   chartTick();
   if (latest === null) return;
   const now = Date.now();
-  setText('c-rateNow', fmtRate(pagesMeter.rate(now)));
+  setText('c-rateNow', fmtRate(rateNow(latest, now)));
   renderFetchers(latest, now);
 }
 
@@ -586,7 +599,7 @@ function wireControls() {
   $('btn-stop').addEventListener('click', async () => {
     if (!confirm('Stop the crawl? Queued URLs are dropped (they stay known); leases out finish.')) return;
     const answer = await post('stop', {}, 'control-message');
-    if (answer !== null) $('control-message').textContent = `Stopped: ${fmt(answer.dropped)} queued URLs dropped.`;
+    if (answer !== null) $('control-message').textContent = `Stopped: ${fmt(answer.dropped)} queued URLs dropped (they stay known: starting a crawl continues them).`;
   });
 
   const crawlForm = $('crawl-form');
@@ -608,7 +621,9 @@ function wireControls() {
     const answer = await post('crawl', body, 'crawl-message');
     $('btn-crawl').disabled = false;
     if (answer !== null) {
-      $('crawl-message').textContent = `Crawl started (${answer.state}).`;
+      $('crawl-message').textContent =
+        `Crawl started (${answer.state}): ${fmt(answer.queued)} URLs queued, the seeds and the known URLs in its scope not fetched yet` +
+        (answer.waiting > 0 ? `; ${fmt(answer.waiting)} wait for their next fetch.` : '.');
       formTouched = false;
     }
   });
@@ -617,9 +632,9 @@ function wireControls() {
     event.preventDefault();
     const answer = await post('inject', { urls: lines($('f-urls').value) }, 'inject-message');
     if (answer === null) return;
-    const rejected = answer.rejected.map((r) => `${r.url} (${r.code})`);
+    const rejected = answer.rejected.map((r) => `${r.url}: ${r.reason ?? r.code} (${r.code})`);
     const message = $('inject-message');
-    message.textContent = `${fmt(answer.admitted)} admitted` + (rejected.length > 0 ? `; refused: ${rejected.join(', ')}` : '');
+    message.textContent = `${fmt(answer.admitted)} admitted` + (rejected.length > 0 ? `; refused: ${rejected.join('; ')}` : '');
     if (rejected.length > 0) message.className = 'message error';
     else $('f-urls').value = '';
   });
