@@ -74,11 +74,13 @@ export const MAX_HEAD_BYTES = 72 * 1024;
 const MAX_URL_CHARS = 8192;
 
 /**
- * zlib level of the fetcher's records. Measured on the test web's pages (`node dist/scripts/bench-warc.js`):
- * level 1 costs about a third of level 6's CPU for a few percent more bytes, and the fetcher's CPU is
- * the crawl's budget (PERFORMANCE.md).
+ * zlib level of the fetcher's records. Measured on the test web's pages (13.9 KiB of HTML on average,
+ * `node dist/scripts/bench-warc.js 400`, two runs on a busy two-core machine): levels 1, 3 and 6 all
+ * cost 0.37-0.42 ms of CPU per page for both records (SHA-1s included), within noise of each other, and
+ * level 6 makes the smallest records (5.76 KiB per page against 5.95 at level 1). Pages less repetitive
+ * than the test web's may tip this towards a lower level: `gzipLevel` is the knob.
  */
-export const DEFAULT_GZIP_LEVEL = 1;
+export const DEFAULT_GZIP_LEVEL = 6;
 
 export interface CaptureOptions {
   /** Body bytes stored at most; the fetcher's --max-body-bytes. */

@@ -148,3 +148,20 @@ export async function checkWarcFile(bytes: Uint8Array, others: readonly ParsedRe
 export async function checkWarcPath(path: string, others: readonly ParsedRecord[] = []): Promise<ParsedRecord[]> {
   return checkWarcFile(readFileSync(path), others);
 }
+
+/** An exchange with chosen bytes, for tests of storage where HTTP is not the point. */
+export function exchangeOf(options: { url: string; status?: number; body?: string | Buffer; startedAt: number; headers?: Record<string, string> }): Exchange {
+  const status = options.status ?? 200;
+  const body = typeof options.body === 'string' ? Buffer.from(options.body) : (options.body ?? Buffer.alloc(0));
+  const target = new URL(options.url);
+  const fields = Object.entries({ 'Content-Type': 'text/html', 'Content-Length': String(body.length), ...options.headers });
+  return {
+    url: options.url,
+    ipAddress: '127.0.0.1',
+    startedAt: options.startedAt,
+    requestHead: Buffer.from(`GET ${target.pathname}${target.search} HTTP/1.1\r\nhost: ${target.host}\r\nuser-agent: Petrel-test/1\r\n\r\n`, 'latin1'),
+    responseHead: responseHead({ status, statusText: status === 304 ? 'Not Modified' : 'OK', rawHeaders: fields.flat() }),
+    responseBody: body.length === 0 ? [] : [body],
+    truncated: null,
+  };
+}
