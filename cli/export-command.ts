@@ -2,27 +2,48 @@
  * `petrel export`: the stored page records, one JSON object per line, to stdout: by default the
  * latest record of each URL (a 304 writes no record, so the last full fetch stands), with --all the
  * whole history. Memory: one map entry per URL for the default.
+ *
+ * `--format warc`: one WARC file (gzip members) of each URL's latest capture as the crawl database
+ * points to it, request and response records copied byte for byte, after a warcinfo record of its own;
+ * an identical-payload revisit comes after the capture holding its payload (copied once). With --all,
+ * every WARC file of the archive, whole, in order. Memory: one set entry per capture copied.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { once } from 'node:events';
+import { join } from 'node:path';
 import { Command, Option } from 'commander';
+import { buildWarcinfoRecord } from '../shared/warc/exchange.js';
+import { BTree } from '../queue-server/btree/index.js';
+import { decodeCrawlDbRecord } from '../queue-server/crawldb/record.js';
 import { dataPath } from '../queue-server/storage/data-dir.js';
 import { readPageArchive } from '../queue-server/crawl/page-archive.js';
-import { fail } from './options.js';
+import { DigestIndex } from '../queue-server/warc/digest-index.js';
+import { responseRecordOf, type CaptureLocation } from '../queue-server/warc/location.js';
+import { listWarcFiles } from '../queue-server/warc/warc-writer.js';
+import { readAt, readRecordHead, warcField, withFile } from '../queue-server/warc/warc-file.js';
+import { fail, packageVersion } from './options.js';
+
+async function write(bytes: Uint8Array | string): Promise<void> {
+  if (!process.stdout.write(bytes)) await once(process.stdout, 'drain');
+}
 
 export function exportCommand(): Command {
   return new Command('export')
-    .description('write the stored page records (URL, status, content type, title, description, language, excerpt, outlinks, signature, fetch time) to stdout')
+    .description('write the stored page records (URL, status, content type, title, description, language, excerpt, outlinks, signature, fetch time) to stdout, or with --format warc the latest captures as one WARC')
     .requiredOption('--data <dir>', 'data directory of the crawl')
-    .addOption(new Option('--format <format>', 'output format: jsonl, one JSON object per line').choices(['jsonl']).default('jsonl'))
-    .option('--all', 'every record of every pass, oldest first (default: the latest record of each URL)', false)
-    .action(async (values: { data: string; format: 'jsonl'; all: boolean }) => {
-      const path = dataPath(values.data, 'pages');
-      if (!existsSync(path)) fail(`no page archive at ${path}: is ${values.data} a Petrel data directory?`);
+    .addOption(new Option('--format <format>', 'output format: jsonl, one JSON object per line; warc, a .warc.gz of the latest capture of each URL').choices(['jsonl', 'warc']).default('jsonl'))
+    .option('--all', 'every record of every pass, oldest first (default: the latest record of each URL); with --format warc, every WARC file whole', false)
+    .action(async (values: { data: string; format: 'jsonl' | 'warc'; all: boolean }) => {
       process.stdout.on('error', (error: NodeJS.ErrnoException) => {
         if (error.code === 'EPIPE') process.exit(0);
         throw error;
       });
+      if (values.format === 'warc') {
+        await exportWarc(values.data, values.all);
+        return;
+      }
+      const path = dataPath(values.data, 'pages');
+      if (!existsSync(path)) fail(`no page archive at ${path}: is ${values.data} a Petrel data directory?`);
       // Latest record per URL: a first pass finds each URL's last record, a second writes those.
       let latest: Map<string, number> | null = null;
       if (!values.all) {
@@ -33,7 +54,49 @@ export function exportCommand(): Command {
       let index = 0;
       for await (const record of readPageArchive(path)) {
         if (latest !== null && latest.get(record.url) !== index++) continue;
-        if (!process.stdout.write(`${JSON.stringify(record)}\n`)) await once(process.stdout, 'drain');
+        await write(`${JSON.stringify(record)}\n`);
       }
     });
+}
+
+async function exportWarc(dataDir: string, all: boolean): Promise<void> {
+  const warcDir = dataPath(dataDir, 'warc');
+  if (!existsSync(warcDir)) fail(`no web archive at ${warcDir}: nothing was archived in ${dataDir} (or it is not a Petrel data directory)`, { status: 2 });
+  if (process.stdout.isTTY) fail('--format warc writes gzip data: redirect it to a file (> crawl.warc.gz)', { status: 2 });
+  if (all) {
+    for (const file of listWarcFiles(warcDir)) await write(readFileSync(join(warcDir, file.name)));
+    return;
+  }
+  const crawlDbPath = dataPath(dataDir, 'crawlDb');
+  if (!existsSync(crawlDbPath)) fail(`no crawl database at ${crawlDbPath}: is ${dataDir} a Petrel data directory?`, { status: 2 });
+  const now = Date.now();
+  const filename = `petrel-export-${new Date(now).toISOString().replace(/[-:T.Z]/g, '')}.warc.gz`;
+  const { record } = buildWarcinfoRecord({ software: `Petrel/${packageVersion()}`, operator: null, userAgent: null, settings: { export: 'latest capture of each URL', data: dataDir } }, { filename, date: now });
+  await write(record);
+  const digestsPath = dataPath(dataDir, 'warcDigests');
+  const digests = existsSync(digestsPath) ? DigestIndex.open(digestsPath, { readOnly: true }) : null;
+  const tree = BTree.open(crawlDbPath, { create: false, readOnly: true });
+  const copied = new Set<string>();
+  const copy = async (capture: CaptureLocation): Promise<void> => {
+    const key = `${capture.file}:${capture.offset}`;
+    if (copied.has(key)) return;
+    copied.add(key);
+    await write(withFile(join(warcDir, capture.file), (fd) => readAt(fd, capture.offset, capture.length)));
+  };
+  try {
+    for (const [, bytes] of tree.entries()) {
+      const capture = decodeCrawlDbRecord(bytes).warc;
+      if (capture === null) continue;
+      if (capture.kind === 'revisit') {
+        // Its payload is another capture's: put that one first, so the export replays on its own.
+        const head = withFile(join(warcDir, capture.file), (fd) => readRecordHead(fd, responseRecordOf(capture)));
+        const original = digests?.find(warcField(head, 'WARC-Payload-Digest') ?? '') ?? null;
+        if (original !== null && original.digest === warcField(head, 'WARC-Payload-Digest')) await copy(original.location);
+      }
+      await copy(capture);
+    }
+  } finally {
+    tree.close();
+    digests?.close();
+  }
 }

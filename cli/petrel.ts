@@ -11,6 +11,7 @@ import { exportCommand } from './export-command.js';
 import { packageVersion } from './options.js';
 import { queueServerCommand } from './queue-server-command.js';
 import { startCommand } from './start-command.js';
+import { warcCommand } from './warc-command.js';
 
 const version = packageVersion();
 const program = new Command('petrel')
@@ -23,6 +24,7 @@ const program = new Command('petrel')
   .addCommand(fetcherCommand(version))
   .addCommand(exportCommand())
   .addCommand(btreeCommand())
-  .addCommand(dbCommand());
+  .addCommand(dbCommand())
+  .addCommand(warcCommand());
 
 await program.parseAsync(process.argv);

@@ -3,6 +3,7 @@
  * with `tls`: the same app behind node:https). `startQueueServer` is what `petrel queue-server` runs
  * and what tests start on port 0.
  */
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo, Server } from 'node:net';
@@ -17,6 +18,7 @@ import { createApp } from './app.js';
 import { loadOrCreateToken, readTokenFile } from './auth/tokens.js';
 import { PageArchive } from './crawl/page-archive.js';
 import { CacheStore } from './cache/cache-store.js';
+import { WarcArchive, type WarcArchiveOptions } from './warc/warc-archive.js';
 
 export interface QueueServerOptions {
   readonly dataDir: string;
@@ -29,6 +31,8 @@ export interface QueueServerOptions {
   readonly crawl: CrawlConfigInput;
   /** ms since epoch; the system clock by default. */
   readonly clock?: Clock;
+  /** Who runs the crawl (the fetchers' --contact), for the `operator` field of each WARC file's warcinfo record. */
+  readonly operator?: string | null;
 }
 
 export interface RunningQueueServer {
@@ -52,7 +56,7 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
     const token = options.tokenFile === undefined ? loadOrCreateToken(tokenFile) : readTokenFile(tokenFile);
     const adminTokenFile = dataPath(options.dataDir, 'adminToken');
     const adminToken = loadOrCreateToken(adminTokenFile);
-    stores = openStores(options.dataDir);
+    stores = openStores(options.dataDir, { maxFileBytes: config.warcMaxFileBytes, warcinfo: { software: `Petrel/${petrelVersion()}`, operator: options.operator ?? null, userAgent: null, settings: config } });
     const clock = options.clock ?? systemClock;
     const now = clock();
     // A one-shot crawl resumes its pass if the last one did not finish, else starts a new pass,
@@ -113,11 +117,16 @@ interface OpenStores extends CrawlStores {
   close(): void;
 }
 
-/** Opens every store of the data directory; closing commits what is staged. */
-export function openStores(dataDir: string): OpenStores {
+/**
+ * Opens every store of the data directory; closing commits what is staged. `warc`: the web archive's
+ * settings, or null to leave it closed (no warc/ files are touched).
+ */
+export function openStores(dataDir: string, warc: Omit<WarcArchiveOptions, 'dataDir'> | null = null): OpenStores {
   const archive = PageArchive.open(dataPath(dataDir, 'pages'));
   const opened: { close(): void }[] = [archive];
   try {
+    const warcArchive = warc === null ? null : WarcArchive.open({ dataDir, ...warc });
+    if (warcArchive !== null) opened.unshift(warcArchive);
     const cache = CacheStore.open(dataPath(dataDir, 'cache'));
     opened.push(cache);
     const crawlDb = CrawlDb.open(dataPath(dataDir, 'crawlDb'));
@@ -125,11 +134,12 @@ export function openStores(dataDir: string): OpenStores {
     const robots = new RobotsStore(dataPath(dataDir, 'robots'));
     return {
       archive,
+      warc: warcArchive,
       cache,
       crawlDb,
       robots,
       close() {
-        // The crawl database last: it is the authority on what is done (see ARCHITECTURE.md).
+        // WARC files first (crawl db records name them), the crawl database last: it is the authority on what is done (see ARCHITECTURE.md).
         for (const store of opened) store.close();
       },
     };
@@ -137,6 +147,19 @@ export function openStores(dataDir: string): OpenStores {
     for (const store of opened) store.close();
     throw error;
   }
+}
+
+/** Petrel's version from package.json (found from dist/ and from the sources alike). */
+function petrelVersion(): string {
+  for (const relative of ['../../package.json', '../package.json']) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL(relative, import.meta.url), 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === 'petrel' && typeof pkg.version === 'string') return pkg.version;
+    } catch {
+      // not this one
+    }
+  }
+  return 'unknown';
 }
 
 function createHttpsServer(tls: NonNullable<QueueServerOptions['tls']>, app: ReturnType<typeof createApp>) {

@@ -33,12 +33,15 @@ import { CrawlStats, type CrawlSummary } from './crawl-stats.js';
 import { crawlStatus, crawlSummary, type CrawlStatus } from './crawl-status.js';
 import { FetcherRegistry } from './fetcher-registry.js';
 import type { PageArchive } from './page-archive.js';
+import type { WarcArchive } from '../warc/warc-archive.js';
 import { RecentEvents } from './recent-events.js';
 
 export type CrawlState = 'running' | 'idle';
 
 export interface CrawlStores {
   readonly archive: PageArchive;
+  /** The web archive (WARC files); null when archiving is off. */
+  readonly warc: WarcArchive | null;
   readonly cache: CacheStore;
   readonly crawlDb: CrawlDb;
   readonly robots: RobotsStore | null;
@@ -143,6 +146,7 @@ export class Crawl {
   restart(config: CrawlConfig, now: number): void {
     this.#config = config;
     this.#admission.reconfigure(config);
+    this.#stores.warc?.setSettings(config);
     this.#pagesCharged = 0;
     this.dropQueued(now);
     for (const seed of this.#admission.seeds) {
@@ -290,8 +294,14 @@ export class Crawl {
     return released;
   }
 
-  /** Makes everything applied so far durable: page records, then cache records, then the crawl database. */
+  /**
+   * Makes everything applied so far durable: WARC records first (a crawl db record may name them), then
+   * page records, cache records, the crawl database. A WARC write failure (WarcError WARC_WRITE_FAILED,
+   * ENOSPC and the like) throws before anything else is committed, so nothing is acknowledged; calling
+   * again retries with everything still staged.
+   */
   commit(): void {
+    this.#stores.warc?.commit();
     this.#stores.archive.sync();
     this.#stores.cache.commit();
     this.#stores.crawlDb.commit();

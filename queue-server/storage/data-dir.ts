@@ -8,6 +8,8 @@
  *   crawldb.btree   the crawl database, one record per known URL (crawldb/), 16 KiB pages
  *   robots/         robots.txt fetches per origin (robots-store.ts)
  *   pass.json       the current crawl pass of one-shot crawls (crawl-pass.ts)
+ *   warc/           the web archive: petrel-<timestamp>-<serial>.warc.gz files, index.cdxj (warc/)
+ *   warc-digests.btree  payload digest -> first stored response, for identical-payload revisits (warc/digest-index.ts)
  *   LOCK            the pid of the queue server using the directory; a second one refuses to start
  *
  * Directory and files are private to the user (0700 / 0600).
@@ -23,6 +25,8 @@ export const DATA_FILES = {
   crawlDb: 'crawldb.btree',
   robots: 'robots',
   pass: 'pass.json',
+  warc: 'warc',
+  warcDigests: 'warc-digests.btree',
   lock: 'LOCK',
 } as const;
 

@@ -38,16 +38,18 @@ export interface StoredCapture {
 export class WarcArchive {
   readonly #writer: WarcWriter;
   readonly #digests: DigestIndex;
+  #warcinfo: WarcinfoContent;
 
-  private constructor(writer: WarcWriter, digests: DigestIndex) {
+  private constructor(writer: WarcWriter, digests: DigestIndex, warcinfo: WarcinfoContent) {
     this.#writer = writer;
     this.#digests = digests;
+    this.#warcinfo = warcinfo;
   }
 
   static open(options: WarcArchiveOptions): WarcArchive {
     const writer = WarcWriter.open({ dir: join(options.dataDir, WARC_DIR), maxFileBytes: options.maxFileBytes, warcinfo: options.warcinfo });
     try {
-      return new WarcArchive(writer, DigestIndex.open(join(options.dataDir, WARC_DIGESTS_FILE)));
+      return new WarcArchive(writer, DigestIndex.open(join(options.dataDir, WARC_DIGESTS_FILE)), options.warcinfo);
     } catch (error) {
       writer.close();
       throw error;
@@ -84,9 +86,10 @@ export class WarcArchive {
     this.#digests.commit();
   }
 
-  /** New crawl settings: the next file's warcinfo says them. */
-  setWarcinfo(info: WarcinfoContent): void {
-    this.#writer.setWarcinfo(info);
+  /** New crawl settings: the next capture begins a new file, whose warcinfo says them. */
+  setSettings(settings: Readonly<Record<string, unknown>>): void {
+    this.#warcinfo = { ...this.#warcinfo, settings };
+    this.#writer.setWarcinfo(this.#warcinfo);
   }
 
   stats(): WarcWriterStats {
