@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { Command } from 'commander';
-import { userAgentFor, type FetcherSettingValues } from '../fetcher/defaults.js';
+import { parseResolveEntry, userAgentFor, type FetcherSettingValues } from '../fetcher/defaults.js';
 import { addFetcherOptions } from './fetcher-options.js';
 import { fail } from './options.js';
 
@@ -36,9 +36,11 @@ export function fetcherCommand(version: string): Command {
     const serverUrl = checkServerUrl(values.server);
     const ca = readCa(values.ca, serverUrl);
     const name = (values.name ?? `${hostname()}-${process.pid}`).slice(0, 64);
+    const resolve = readResolve(values.resolve);
     const log = (message: string) => process.stderr.write(`petrel fetcher ${name}: ${message}\n`);
     // Loaded here, not at the top: `petrel --help` and the other commands do not pay for undici and cheerio.
     const { Fetcher } = await import('../fetcher/fetcher.js');
+    const { TrustedHosts } = await import('../fetcher/address-guard.js');
     const fetcher = new Fetcher({
       serverUrl,
       token,
@@ -47,6 +49,7 @@ export function fetcherCommand(version: string): Command {
       fetcherId: `${name.replace(/[^A-Za-z0-9_.:-]/g, '_').slice(0, 40)}-${randomBytes(4).toString('hex')}`,
       concurrency: values.concurrency,
       claimWaitMs: values.claimWaitMs,
+      addressPolicy: { allowAll: values.allowPrivateAddresses, trustedHosts: new TrustedHosts(), resolve },
       log,
       download: {
         userAgent: values.userAgent ?? userAgentFor(version, values.contact),
@@ -76,6 +79,16 @@ export function fetcherCommand(version: string): Command {
     }
     process.exit(0);
   });
+}
+
+function readResolve(entries: readonly string[]): Map<string, string> {
+  const resolve = new Map<string, string>();
+  for (const entry of entries) {
+    const parsed = parseResolveEntry(entry);
+    if ('error' in parsed) fail(parsed.error, USAGE);
+    resolve.set(parsed.host, parsed.address);
+  }
+  return resolve;
 }
 
 function readToken(tokenFile: string | undefined): string {

@@ -10,13 +10,15 @@ import { integerOption } from './options.js';
 const SETTINGS = Object.entries(FETCHER_SETTINGS) as [FetcherSettingName, FetcherSetting][];
 
 /** The values of the local settings, as `petrel crawl` and `petrel start` parse them. */
-export type LocalFetcherValues = Pick<FetcherSettingValues, 'concurrency' | 'contact' | 'maxBodyBytes' | 'timeoutMs'>;
+export type LocalFetcherValues = Pick<FetcherSettingValues, 'concurrency' | 'contact' | 'maxBodyBytes' | 'timeoutMs' | 'allowPrivateAddresses' | 'resolve'>;
 
 export function addFetcherOptions(command: Command, which: 'all' | 'local'): Command {
   for (const [, setting] of SETTINGS) {
     if (which === 'local' && !setting.local) continue;
     const option = new Option(setting.option, setting.help);
     if (isIntegerSetting(setting)) option.argParser(integerOption(option.long!, setting.min, setting.max)).default(setting.default);
+    else if (setting.kind === 'flag') option.default(false);
+    else if (setting.kind === 'list') option.argParser((value: string, previous: string[]) => [...previous, value]).default([], 'none');
     command.addOption(option);
   }
   return command;
@@ -37,7 +39,12 @@ export function fetcherArgs(values: LocalFetcherValues, connection: FetcherConne
   for (const [name, setting] of SETTINGS) {
     if (!setting.local) continue;
     const value = values[name as keyof LocalFetcherValues];
-    if (value !== undefined) args.push(setting.option.split(' ')[0]!, String(value));
+    const flag = setting.option.split(' ')[0]!;
+    if (setting.kind === 'flag') {
+      if (value === true) args.push(flag);
+    } else if (Array.isArray(value)) {
+      for (const item of value) args.push(flag, item);
+    } else if (value !== undefined) args.push(flag, String(value));
   }
   if (connection.ca !== undefined) args.push('--ca', connection.ca);
   return args;

@@ -4,45 +4,85 @@
  * those marked `local` and pass them on to the fetcher processes they start (cli/fetcher-options.ts).
  * A setting's key is the attribute commander gives its option (camel case of the long flag).
  */
+import { isIP } from 'node:net';
+
 export interface FetcherSetting {
   /** commander flags. */
   readonly option: string;
   readonly help: string;
   /** Offered by `petrel crawl` and `petrel start` too, for their local fetchers. */
   readonly local: boolean;
+  /** integer: a whole number with bounds; text: an optional string; flag: off unless given; list: repeatable. */
+  readonly kind: 'integer' | 'text' | 'flag' | 'list';
 }
 
 /** A whole number within [min, max]. */
 export interface FetcherIntegerSetting extends FetcherSetting {
+  readonly kind: 'integer';
   readonly min: number;
   readonly max?: number;
   readonly default: number;
 }
 
 export const FETCHER_SETTINGS = {
-  concurrency: { option: '--concurrency <n>', help: 'hosts each fetcher fetches at once', local: true, min: 1, max: 1024, default: 16 },
-  contact: { option: '--contact <url-or-email>', help: 'contact put in the User-Agent so site owners can reach you, e.g. https://example.org/crawler', local: true },
+  concurrency: { kind: 'integer', option: '--concurrency <n>', help: 'hosts each fetcher fetches at once', local: true, min: 1, max: 1024, default: 16 },
+  contact: { kind: 'text', option: '--contact <url-or-email>', help: 'contact put in the User-Agent so site owners can reach you, e.g. https://example.org/crawler', local: true },
   maxBodyBytes: {
+    kind: 'integer',
     option: '--max-body-bytes <n>',
     help: 'body bytes kept per page after decompression; longer pages are cut and marked truncated',
     local: true,
     min: 1024,
     default: 2 * 1024 * 1024,
   },
-  timeoutMs: { option: '--timeout-ms <ms>', help: 'total time one request may take, connect to last byte', local: true, min: 100, default: 30_000 },
-  connectTimeoutMs: { option: '--connect-timeout-ms <ms>', help: 'time to establish a connection', local: false, min: 100, default: 10_000 },
-  claimWaitMs: { option: '--claim-wait-ms <ms>', help: 'how long one claim may wait at the queue server for work (long poll)', local: false, min: 0, max: 60_000, default: 20_000 },
+  timeoutMs: { kind: 'integer', option: '--timeout-ms <ms>', help: 'total time one request may take, connect to last byte', local: true, min: 100, default: 30_000 },
+  connectTimeoutMs: { kind: 'integer', option: '--connect-timeout-ms <ms>', help: 'time to establish a connection', local: false, min: 100, default: 10_000 },
+  claimWaitMs: { kind: 'integer', option: '--claim-wait-ms <ms>', help: 'how long one claim may wait at the queue server for work (long poll)', local: false, min: 0, max: 60_000, default: 20_000 },
+  allowPrivateAddresses: {
+    kind: 'flag',
+    option: '--allow-private-addresses',
+    help:
+      'connect to hosts on loopback, private, link-local and other non-public addresses too; without it such URLs are refused as ' +
+      'blocked-address, except on the seeds\' hosts (a page could otherwise make the fetcher reach into its own network)',
+    local: true,
+  },
+  resolve: {
+    kind: 'list',
+    option: '--resolve <host:address>',
+    help: 'use ADDRESS for HOST instead of DNS (repeatable), e.g. --resolve intranet.example:10.0.0.5; the address is checked like a resolved one',
+    local: true,
+  },
 } as const satisfies Record<string, FetcherSetting | FetcherIntegerSetting>;
 
 export type FetcherSettingName = keyof typeof FETCHER_SETTINGS;
 
-/** The settings' values as the commands parse them: numbers for the integer ones, an optional text otherwise. */
-export type FetcherSettingValues = { [K in FetcherSettingName]: (typeof FETCHER_SETTINGS)[K] extends { default: number } ? number : string | undefined };
+/** The settings' values as the commands parse them: numbers, optional texts, booleans, lists of strings. */
+export type FetcherSettingValues = {
+  [K in FetcherSettingName]: (typeof FETCHER_SETTINGS)[K]['kind'] extends 'integer'
+    ? number
+    : (typeof FETCHER_SETTINGS)[K]['kind'] extends 'flag'
+      ? boolean
+      : (typeof FETCHER_SETTINGS)[K]['kind'] extends 'list'
+        ? string[]
+        : string | undefined;
+};
 
 export function isIntegerSetting(setting: FetcherSetting): setting is FetcherIntegerSetting {
-  return 'default' in setting;
+  return setting.kind === 'integer';
 }
 
 export function userAgentFor(version: string, contact: string | undefined): string {
   return contact === undefined || contact === '' ? `Petrel/${version} (web crawler)` : `Petrel/${version} (+${contact})`;
+}
+
+/** Parses one `--resolve HOST:ADDRESS` (ADDRESS IPv4, or IPv6 with or without brackets). */
+export function parseResolveEntry(entry: string): { host: string; address: string } | { error: string } {
+  const colon = entry.indexOf(':');
+  if (colon <= 0) return { error: `--resolve wants HOST:ADDRESS, got "${entry}"` };
+  const host = entry.slice(0, colon).toLowerCase();
+  const given = entry.slice(colon + 1);
+  const address = given.startsWith('[') && given.endsWith(']') ? given.slice(1, -1) : given;
+  if (!/^[a-z0-9.-]{1,253}$/.test(host) || isIP(host) !== 0) return { error: `--resolve: "${host}" is not a host name` };
+  if (isIP(address) === 0) return { error: `--resolve: "${entry.slice(colon + 1)}" is not an IP address` };
+  return { host, address };
 }

@@ -11,6 +11,7 @@ import { pipeline } from 'node:stream/promises';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import { Agent, request, type Dispatcher } from 'undici';
 import type { FetchErrorCode } from '../shared/fetch-codes.js';
+import { defaultAddressPolicy, guardedConnector, type AddressPolicy } from './address-guard.js';
 
 export interface DownloadOptions {
   readonly userAgent: string;
@@ -56,13 +57,18 @@ export const MAX_HEADER_BYTES = 64 * 1024;
  */
 export const MAX_HEADER_FIELDS = 1000;
 
-export function createCrawlAgent(options: DownloadOptions & { connectionsPerOrigin: number }): Agent {
+/**
+ * The agent every crawl request goes through. Its connections pass the address guard
+ * (address-guard.ts): by default a host that resolves to a loopback, private or other special-purpose
+ * address is refused before connecting (`blocked-address`), unless `addressPolicy` lets it through.
+ */
+export function createCrawlAgent(options: DownloadOptions & { connectionsPerOrigin: number; addressPolicy?: AddressPolicy }): Agent {
   return new Agent({
     connections: options.connectionsPerOrigin,
     pipelining: 1,
     keepAliveTimeout: 30_000,
     keepAliveMaxTimeout: 120_000,
-    connect: { timeout: options.connectTimeoutMs },
+    connect: guardedConnector(options.addressPolicy ?? defaultAddressPolicy(), { timeoutMs: options.connectTimeoutMs }),
     headersTimeout: options.headersTimeoutMs,
     bodyTimeout: options.bodyTimeoutMs,
     maxHeaderSize: MAX_HEADER_BYTES,
@@ -203,6 +209,8 @@ export function errorCodeOf(error: unknown, signal?: AbortSignal): { code: Fetch
       return { code: 'content-length-mismatch', message };
     case 'ECONNREFUSED':
       return { code: 'connection-refused', message };
+    case 'PETREL_BLOCKED_ADDRESS':
+      return { code: 'blocked-address', message };
     case 'ECONNRESET':
     case 'EPIPE':
     case 'UND_ERR_SOCKET':

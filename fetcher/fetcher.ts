@@ -11,6 +11,7 @@
 import { setMaxListeners } from 'node:events';
 import type { Dispatcher } from 'undici';
 import { PROTOCOL_VERSION, type FetcherStats, type ItemResult, type Schedule } from '../shared/protocol.js';
+import type { AddressPolicy } from './address-guard.js';
 import { createCrawlAgent, TIMER_SLACK_MS, type DownloadOptions } from './download.js';
 import { fetchItem } from './fetch-item.js';
 import { QueueClient, QueueServerError, StoppedError } from './queue-client.js';
@@ -27,6 +28,8 @@ export interface FetcherOptions {
   readonly download: DownloadOptions;
   /** How long a claim may wait at the queue server, ms. */
   readonly claimWaitMs: number;
+  /** Which addresses crawl requests may connect to (address-guard.ts); seeds' hosts are added from schedules. */
+  readonly addressPolicy: AddressPolicy;
   readonly log: (message: string) => void;
 }
 
@@ -72,7 +75,7 @@ export class Fetcher {
         if (attempt === 2 || attempt % 10 === 0) options.log(`queue server unreachable (${what}, attempt ${attempt}): ${(error as Error).message}; retrying`);
       },
     });
-    this.#agent = createCrawlAgent({ ...options.download, connectionsPerOrigin: Math.max(1, options.concurrency) });
+    this.#agent = createCrawlAgent({ ...options.download, connectionsPerOrigin: Math.max(1, options.concurrency), addressPolicy: options.addressPolicy });
   }
 
   /** Resolves with why the loop ended, after every held slot's results were delivered. */
@@ -148,6 +151,8 @@ export class Fetcher {
     this.#active.set(schedule.id, active);
     this.#free -= schedule.slots.length;
     this.#ensureHeartbeat(schedule.leaseMs);
+    // A seed's host may be on a private address (the operator chose to crawl it): its connections skip the guard.
+    for (const slot of schedule.slots) if (slot.allowPrivateAddresses) this.#options.addressPolicy.trustedHosts.add(new URL(slot.origin).hostname);
     for (const slot of schedule.slots) {
       const run = this.#runSlot(active, slot).finally(() => {
         this.#slotRuns.delete(run);

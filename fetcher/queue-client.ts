@@ -8,8 +8,11 @@
  * anew: a retry has a fresh timestamp and nonce, so to the queue server it is a new request (and a
  * retried results post is applied once by its own idempotence). Over HTTPS the queue server's
  * certificate is verified, against `ca` when given; a certificate that cannot be verified is a
- * TlsTrustError, never retried.
+ * TlsTrustError, never retried, and so is the wrong scheme either way (an https:// URL for a plain
+ * HTTP server, an http:// URL for one that speaks TLS).
  */
+import { isIP } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
 import { gzipSync } from 'node:zlib';
 import { Pool } from 'undici';
 import type { z } from 'zod';
@@ -84,6 +87,8 @@ export class QueueClient {
   readonly #basePath: string;
   /** Compressing for a queue server on this machine only costs CPU on both sides. */
   readonly #compress: boolean;
+  /** An answer came back: the URL's scheme is evidently right, no need to diagnose closed connections. */
+  #answered = false;
 
   constructor(options: QueueClientOptions) {
     this.#options = options;
@@ -137,6 +142,7 @@ export class QueueClient {
           signal,
         });
         const text = await response.body.text();
+        this.#answered = true;
         if (response.statusCode >= 500) throw new QueueServerError(response.statusCode, 'server-error', text.slice(0, 200));
         if (response.statusCode >= 400) {
           const error = parseError(text);
@@ -150,6 +156,7 @@ export class QueueClient {
         if (error instanceof QueueServerError && error.status < 500) throw error;
         const untrusted = tlsTrustError(error, this.#origin, this.#options.ca !== undefined);
         if (untrusted !== null) throw untrusted;
+        if (!this.#answered && closedWithoutAnswer(error) && (await speaksTls(this.#origin))) throw tlsExpectedError(this.#origin);
         this.#options.onRetry?.(what, attempt, error);
         await backoff(attempt, signal);
       }
@@ -190,6 +197,42 @@ function tlsTrustError(error: unknown, origin: string, withCa: boolean): TlsTrus
     return new TlsTrustError(code, `the queue server at ${origin} does not speak TLS (${code}: ${detail}): use an http:// URL, or start it with --tls-cert and --tls-key`);
   }
   return null;
+}
+
+/** What an HTTP client sees when the other end expected a TLS handshake and hung up on plain HTTP. */
+function closedWithoutAnswer(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code ?? (error as { cause?: { code?: unknown } }).cause?.code;
+  return code === 'UND_ERR_SOCKET' || code === 'ECONNRESET';
+}
+
+/**
+ * Whether an http:// origin answers a TLS handshake: a queue server started with --tls-cert closes a
+ * plain HTTP request without a word ("other side closed"), which would otherwise be retried forever.
+ * The probe only shakes hands (the certificate is not checked, nothing is sent) and gives up after 3 s.
+ */
+function speaksTls(origin: string): Promise<boolean> {
+  const url = new URL(origin);
+  if (url.protocol !== 'http:') return Promise.resolve(false);
+  const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
+  return new Promise((resolve) => {
+    const socket = tlsConnect({ host, port: Number(url.port || 80), rejectUnauthorized: false, ...(isIP(host) === 0 ? { servername: host } : {}) });
+    const done = (answer: boolean) => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(answer);
+    };
+    const timer = setTimeout(() => done(false), 3000);
+    socket.once('secureConnect', () => done(true));
+    socket.once('error', () => done(false));
+  });
+}
+
+function tlsExpectedError(origin: string): TlsTrustError {
+  const https = origin.replace(/^http:/, 'https:');
+  return new TlsTrustError(
+    'ERR_TLS_EXPECTED',
+    `the queue server at ${origin} speaks TLS (HTTPS) and closes plain HTTP requests: use --server ${https} (with --ca FILE if its certificate is self-signed)`,
+  );
 }
 
 function parseError(text: string): { code: string; message: string } {

@@ -19,6 +19,7 @@ import { loadOrCreateToken, readTokenFile } from './auth/tokens.js';
 import { PageArchive } from './crawl/page-archive.js';
 import { CacheStore } from './cache/cache-store.js';
 import { WarcArchive, type WarcArchiveOptions } from './warc/warc-archive.js';
+import type { FileOps } from './storage/file-ops.js';
 
 export interface QueueServerOptions {
   readonly dataDir: string;
@@ -33,6 +34,10 @@ export interface QueueServerOptions {
   readonly clock?: Clock;
   /** Who runs the crawl (the fetchers' --contact), for the `operator` field of each WARC file's warcinfo record. */
   readonly operator?: string | null;
+  /** The file operations of every store (default node:fs); tests inject disk faults through it. */
+  readonly fileOps?: FileOps;
+  /** Messages for people (storage failures and recoveries); stderr by default. */
+  readonly log?: (line: string) => void;
 }
 
 export interface RunningQueueServer {
@@ -48,28 +53,48 @@ export interface RunningQueueServer {
 
 export async function startQueueServer(options: QueueServerOptions): Promise<RunningQueueServer> {
   const config = crawlConfigSchema.parse(options.crawl);
-  ensureDataDir(options.dataDir);
+  const io = options.fileOps;
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  ensureDataDir(options.dataDir, io);
   const releaseLock = lockDataDir(options.dataDir);
   let stores: OpenStores | null = null;
   try {
     const tokenFile = options.tokenFile ?? dataPath(options.dataDir, 'token');
-    const token = options.tokenFile === undefined ? loadOrCreateToken(tokenFile) : readTokenFile(tokenFile);
+    const token = options.tokenFile === undefined ? loadOrCreateToken(tokenFile, io) : readTokenFile(tokenFile);
     const adminTokenFile = dataPath(options.dataDir, 'adminToken');
-    const adminToken = loadOrCreateToken(adminTokenFile);
-    stores = openStores(options.dataDir, { maxFileBytes: config.warcMaxFileBytes, warcinfo: { software: `Petrel/${petrelVersion()}`, operator: options.operator ?? null, userAgent: null, settings: config } });
+    const adminToken = loadOrCreateToken(adminTokenFile, io);
+    stores = openStores(options.dataDir, {
+      io,
+      warc: { maxFileBytes: config.warcMaxFileBytes, warcinfo: { software: `Petrel/${petrelVersion()}`, operator: options.operator ?? null, userAgent: null, settings: config } },
+    });
     const clock = options.clock ?? systemClock;
     const now = clock();
     // A one-shot crawl resumes its pass if the last one did not finish, else starts a new pass,
     // which recrawls everything known (crawl-pass.ts). A continuous crawl has no passes.
     const passFile = dataPath(options.dataDir, 'pass');
     const pass = config.once ? nextPass(readPass(passFile), now).pass : null;
-    if (pass !== null) writePass(passFile, pass);
+    if (pass !== null) writePass(passFile, pass, io);
     const crawl = new Crawl(config, stores, fetchScheduleOf(config), pass);
     crawl.load(now);
     const service = new CrawlService(crawl, { clock });
+    service.on('storage-error', (failed) => {
+      const retryInMs = Math.max(0, failed.retryAt - clock());
+      log(
+        `petrel queue-server: storage error ${failed.code}: ${failed.message}; the crawl is paused (results are refused with 503 and kept by the fetchers, ` +
+          `no new work is handed out) until a commit succeeds: attempt ${failed.attempts} failed, next in ${retryInMs} ms`,
+      );
+    });
+    service.on('storage-recovered', ({ failedForMs, attempts }) => {
+      log(`petrel queue-server: storage works again after ${failedForMs} ms and ${attempts} failed commit${attempts === 1 ? '' : 's'}; the crawl goes on`);
+    });
     const finished = new Promise<void>((resolve) =>
       service.once('finished', () => {
-        if (pass !== null) writePass(passFile, { ...pass, finishedAt: clock() });
+        try {
+          if (pass !== null) writePass(passFile, { ...pass, finishedAt: clock() }, io);
+        } catch (error) {
+          // Not fatal: the pass is found unfinished next time and resumed, which finds nothing left to do.
+          log(`petrel queue-server: could not mark the pass finished in ${passFile}: ${(error as Error).message}`);
+        }
         resolve();
       }),
     );
@@ -96,14 +121,22 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
         closed = true;
         service.close();
         // Results being acknowledged get their answer: commit them, then let in-flight responses go out.
-        await service.flush();
+        // If storage still fails, what is not durable was not acknowledged either: fetchers keep it.
+        let unstored: unknown = null;
+        await service.flush().catch((error: unknown) => (unstored = error));
+        if (unstored !== null) log(`petrel queue-server: stopping with results not stored (${(unstored as Error).message}); fetchers still hold them and post them again`);
         const drained = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeIdleConnections();
         const timer = setTimeout(() => server.closeAllConnections(), 1000);
         await drained;
         clearTimeout(timer);
-        open.close();
-        releaseLock();
+        try {
+          open.close();
+        } catch (error) {
+          if (unstored === null) throw error;
+        } finally {
+          releaseLock();
+        }
       },
     };
   } catch (error) {
@@ -118,33 +151,50 @@ interface OpenStores extends CrawlStores {
 }
 
 /**
- * Opens every store of the data directory; closing commits what is staged. `warc`: the web archive's
- * settings, or null to leave it closed (no warc/ files are touched).
+ * Opens every store of the data directory; closing commits what is staged and closes every file even
+ * when a commit fails (the first failure is thrown after all are closed). `warc`: the web archive's
+ * settings; without it the archive stays closed (no warc/ files are touched).
  */
-export function openStores(dataDir: string, warc: Omit<WarcArchiveOptions, 'dataDir'> | null = null): OpenStores {
-  const archive = PageArchive.open(dataPath(dataDir, 'pages'));
-  const opened: { close(): void }[] = [archive];
+export function openStores(dataDir: string, options: { io?: FileOps; warc?: Omit<WarcArchiveOptions, 'dataDir' | 'io'> } = {}): OpenStores {
+  const { io } = options;
+  const warc = options.warc === undefined ? null : WarcArchive.open({ dataDir, io, ...options.warc });
+  const opened: { close(): void }[] = warc === null ? [] : [warc];
+  let archive: PageArchive;
   try {
-    const warcArchive = warc === null ? null : WarcArchive.open({ dataDir, ...warc });
-    if (warcArchive !== null) opened.unshift(warcArchive);
-    const cache = CacheStore.open(dataPath(dataDir, 'cache'));
-    opened.push(cache);
-    const crawlDb = CrawlDb.open(dataPath(dataDir, 'crawlDb'));
-    opened.push(crawlDb);
-    const robots = new RobotsStore(dataPath(dataDir, 'robots'));
-    return {
-      archive,
-      warc: warcArchive,
-      cache,
-      crawlDb,
-      robots,
-      close() {
-        // WARC files first (crawl db records name them), the crawl database last: it is the authority on what is done (see ARCHITECTURE.md).
-        for (const store of opened) store.close();
-      },
-    };
+    archive = PageArchive.open(dataPath(dataDir, 'pages'), { io });
   } catch (error) {
-    for (const store of opened) store.close();
+    warc?.close();
+    throw error;
+  }
+  opened.push(archive);
+  const closeAll = () => {
+    let failure: unknown = null;
+    for (const store of opened) {
+      try {
+        store.close();
+      } catch (error) {
+        failure ??= error;
+      }
+    }
+    if (failure !== null) throw failure;
+  };
+  try {
+    const robots = new RobotsStore(dataPath(dataDir, 'robots'), { io });
+    // Closed (committed) in this order, as Crawl.commit does: the crawl database last, since it is the
+    // authority on what is done (see ARCHITECTURE.md).
+    opened.push({ close: () => robots.commit() });
+    const cache = CacheStore.open(dataPath(dataDir, 'cache'), { io });
+    opened.push(cache);
+    const crawlDb = CrawlDb.open(dataPath(dataDir, 'crawlDb'), { io });
+    opened.push(crawlDb);
+    // WARC files are committed first (crawl db records name them), as in Crawl.commit.
+    return { archive, warc, cache, crawlDb, robots, close: closeAll };
+  } catch (error) {
+    try {
+      closeAll();
+    } catch {
+      // The open's own error is the one to report.
+    }
     throw error;
   }
 }

@@ -6,7 +6,8 @@
  *
  * Opens the data directory's stores as the queue server does (openStores, the crawl's commit), writes
  * a filler file, then stores captures of incompressible bodies, with their crawl database records, and
- * runs the crawl's group commit after each, until the commit fails. It reports on stdout, one JSON
+ * runs the crawl's group commit after each, until the commit fails (a CommitFailure naming `warc/`,
+ * which makes a running queue server pause, crawl-service.ts). It reports on stdout, one JSON
  * object per line: every commit that returned, the failure (code, errno), the WARC file's size on disk
  * against its durable size, whether the crawl database moved, a retry while still full, the retry after
  * the filler is deleted; then it copies the WARC files to COPY_TO for the test to read with warcio.
@@ -21,6 +22,7 @@ import { buildCapture } from '../shared/warc/exchange.js';
 import { responseHead } from '../shared/warc/http-head.js';
 import { crawlConfigSchema, DEFAULT_FETCH_SCHEDULE, fetchScheduleOf } from '../queue-server/crawl-config.js';
 import { Crawl } from '../queue-server/crawl/crawl.js';
+import { CommitFailure } from '../queue-server/crawl/storage-error.js';
 import { newCrawlDbRecord } from '../queue-server/crawldb/record.js';
 import { openStores } from '../queue-server/daemon.js';
 
@@ -44,7 +46,7 @@ function main(argv: readonly string[]): void {
     return;
   }
   const config = crawlConfigSchema.parse({ bloomCapacity: 1000 });
-  const stores = openStores(dataDir, { maxFileBytes: 1 << 30, warcinfo: { software: 'Petrel/disk-full', operator: null, userAgent: null, settings: {} } });
+  const stores = openStores(dataDir, { warc: { maxFileBytes: 1 << 30, warcinfo: { software: 'Petrel/disk-full', operator: null, userAgent: null, settings: {} } } });
   const crawl = new Crawl(config, stores, fetchScheduleOf(config), null);
   crawl.commit();
   const filler = join(dataDir, 'filler');
@@ -82,14 +84,17 @@ function main(argv: readonly string[]): void {
       crawl.commit();
       report({ event: 'committed', captures: n, warcBytes: stores.warc!.stats().bytes, crawlDbTxid: stores.crawlDb.stats().txid });
     } catch (error) {
-      if (!(error instanceof WarcError)) throw error;
-      failure = error;
+      // The crawl names the store that failed (CommitFailure, which pauses a running crawl); the WARC writer's error is its cause.
+      if (!(error instanceof CommitFailure) || !(error.cause instanceof WarcError)) throw error;
+      failure = error.cause;
       report({
         event: 'failed',
-        code: error.code,
-        errno: error.errno,
-        disposition: error.disposition,
-        message: error.message,
+        store: error.store,
+        commitCode: error.code,
+        code: failure.code,
+        errno: failure.errno,
+        disposition: failure.disposition,
+        message: failure.message,
         captures: n,
         durableBytes: stores.warc!.stats().bytes,
         bytesOnDisk: fileSize(),
@@ -102,7 +107,8 @@ function main(argv: readonly string[]): void {
     crawl.commit();
     report({ event: 'retry-succeeded-while-full' });
   } catch (error) {
-    report({ event: 'retry-failed', code: (error as WarcError).code, errno: (error as WarcError).errno, bytesOnDisk: fileSize(), durableBytes: stores.warc!.stats().bytes });
+    const cause = (error as CommitFailure).cause as WarcError;
+    report({ event: 'retry-failed', store: (error as CommitFailure).store, code: cause.code, errno: cause.errno, bytesOnDisk: fileSize(), durableBytes: stores.warc!.stats().bytes });
   }
   rmSync(filler);
   const txid = stores.crawlDb.stats().txid;
@@ -110,7 +116,7 @@ function main(argv: readonly string[]): void {
   report({ event: 'retry-committed', warcBytes: stores.warc!.stats().bytes, bytesOnDisk: fileSize(), crawlDbMoved: stores.crawlDb.stats().txid !== txid, captures: n });
   stores.close();
   // Reopenable: the next start reads the files as they are.
-  const again = openStores(dataDir, { maxFileBytes: 1 << 30, warcinfo: { software: 'Petrel/disk-full', operator: null, userAgent: null, settings: {} } });
+  const again = openStores(dataDir, { warc: { maxFileBytes: 1 << 30, warcinfo: { software: 'Petrel/disk-full', operator: null, userAgent: null, settings: {} } } });
   const located = [...again.crawlDb.entries()].filter(([, record]) => record.warc !== null).length;
   again.close();
   mkdirSync(copyTo, { recursive: true });

@@ -31,6 +31,11 @@ export const FETCH_ERROR_CODES = [
   'bad-content-encoding',
   /** The connection closed before the body had the bytes Content-Length promised (RFC 9112 section 6.3). */
   'content-length-mismatch',
+  /**
+   * The fetcher refused to connect: the host resolved to a loopback, private, link-local or other
+   * special-purpose address (fetcher/address-guard.ts), and it is not a seed's host. Nothing was sent.
+   */
+  'blocked-address',
 ] as const;
 
 export type FetchErrorCode = (typeof FETCH_ERROR_CODES)[number];
@@ -45,4 +50,16 @@ export type BrokenResponseCode = (typeof BROKEN_RESPONSE_CODES)[number];
 
 export function isBrokenResponse(code: FetchErrorCode): code is BrokenResponseCode {
   return (BROKEN_RESPONSE_CODES as readonly FetchErrorCode[]).includes(code);
+}
+
+/**
+ * Fetches the fetcher refuses to make. Like a broken response, asking again would end the same way,
+ * so the URL is gone (rechecked only at the longest interval, when the host's address may have
+ * changed), never retried: retrying would only repeat the refusal.
+ */
+export const REFUSED_CODES = ['blocked-address'] as const satisfies readonly FetchErrorCode[];
+
+/** A failure that repeats however often it is retried: a broken response or a refused fetch. */
+export function isPermanentFailure(code: FetchErrorCode): boolean {
+  return isBrokenResponse(code) || (REFUSED_CODES as readonly FetchErrorCode[]).includes(code);
 }

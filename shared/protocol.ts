@@ -11,7 +11,8 @@
  *    back to the frontier by themselves.
  *  - A SLOT is a run of URLs of one origin, fetched one after another with `delayMs` between the end of
  *    one response and the start of the next request; `startAfterMs` is counted from receipt. Relative
- *    times keep politeness independent of clock skew between machines.
+ *    times keep politeness independent of clock skew between machines. A slot of a seed's host says so
+ *    (`allowPrivateAddresses`): only those hosts may be on private addresses.
  *  - RESULTS are posted in batches; each names its (schedule, slot, item), so a retried post is
  *    recognised and applied once.
  */
@@ -89,6 +90,13 @@ export const slotSchema = z.object({
   origin: url,
   startAfterMs: nonNegativeInt,
   delayMs: nonNegativeInt,
+  /**
+   * The origin's host is the host of a seed the operator gave: the fetcher connects to it whatever
+   * address it resolves to. For every other host the fetcher refuses loopback, private and other
+   * special-purpose addresses (fetcher/address-guard.ts). Absent (an older queue server): false, the
+   * safe side.
+   */
+  allowPrivateAddresses: z.boolean().default(false),
   items: z.array(scheduleItemSchema).min(1),
 });
 export type Slot = z.infer<typeof slotSchema>;

@@ -1,11 +1,12 @@
 /**
  * Errors of the queue server's HTTP interface: every failure a client can cause gets a status and a
- * stable `code` (`unauthorized`, `invalid-body`, `crawl-running`, ...) with a one-line message, as
+ * stable `code` (`unauthorized`, `invalid-body`, `crawl-running`, `storage-unavailable`, ...) with a one-line message, as
  * `{"error":{"code","message"}}`. Anything else is a broken invariant: logged loudly, answered 500.
  */
 import type { NextFunction, Request, Response } from 'express';
 import type { z } from 'zod';
 import { describeZodError, LIMITS } from '../../shared/protocol.js';
+import { StorageUnavailableError } from '../crawl/storage-error.js';
 
 export interface HttpErrorExtras {
   /** More fields of the `error` object, for programs (e.g. `serverTime`). */
@@ -38,6 +39,10 @@ export function parseBody<T extends z.ZodType>(schema: T, body: unknown): z.infe
 
 export function describeError(error: unknown): { status: number; code: string; message: string } & HttpErrorExtras {
   if (error instanceof HttpError) return { status: error.status, code: error.code, message: error.message, ...error.extras };
+  // Storage is failing (a full disk): nothing was acknowledged, the client keeps its data and retries.
+  if (error instanceof StorageUnavailableError) {
+    return { status: 503, code: 'storage-unavailable', message: error.message, headers: { 'Retry-After': String(Math.ceil(error.retryAfterMs / 1000)) } };
+  }
   const bodyError = error as { type?: string; status?: number; message?: string };
   if (bodyError.type === 'entity.too.large') return { status: 413, code: 'body-too-large', message: `request body larger than ${LIMITS.requestBodyBytes} bytes` };
   if (bodyError.type === 'entity.parse.failed') return { status: 400, code: 'invalid-json', message: 'request body is not valid JSON' };

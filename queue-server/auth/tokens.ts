@@ -5,7 +5,9 @@
  * (shared/request-signing.ts, request-auth.ts) and never crosses the wire there.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync } from 'node:fs';
+import { createFileDurably } from '../storage/atomic-file.js';
+import type { FileOps } from '../storage/file-ops.js';
 
 export function tokensEqual(presented: string, expected: string): boolean {
   const a = createHash('sha256').update(presented).digest();
@@ -19,11 +21,14 @@ export function bearerToken(authorization: string | undefined): string | null {
   return match === null ? null : match[1]!;
 }
 
-/** Reads a token file, or creates it (mode 0600, 256 random bits) when missing. */
-export function loadOrCreateToken(path: string): string {
+/**
+ * Reads a token file, or creates it (mode 0600, 256 random bits) when missing: fsynced with its
+ * directory entry, so that fetchers given the token never meet a queue server that lost it in a crash.
+ */
+export function loadOrCreateToken(path: string, io?: FileOps): string {
   if (existsSync(path)) return readTokenFile(path);
   const token = randomBytes(32).toString('base64url');
-  writeFileSync(path, `${token}\n`, { mode: 0o600, flag: 'wx' });
+  createFileDurably(path, `${token}\n`, { mode: 0o600, io });
   chmodSync(path, 0o600);
   return token;
 }

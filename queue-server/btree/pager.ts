@@ -7,10 +7,11 @@
  * instant leaves the previous durable state whole. LAYOUT.md explains the crash model in full.
  *
  * I/O is synchronous on purpose: the caller is a single-threaded daemon and a commit must not interleave
- * with anything else.
+ * with anything else. It goes through a FileOps (storage/file-ops.ts, node:fs by default), the seam that
+ * lets tests watch the order of writes and fsyncs and fail any one of them.
  */
-import * as fs from 'node:fs';
 import * as nodePath from 'node:path';
+import { fsyncDir, nodeFileOps, writeFully, type FileOps } from '../storage/file-ops.js';
 import { BTreeError, corruptPage } from './errors.js';
 import { Freelist } from './freelist.js';
 import { asPageId, type PageId } from './keys.js';
@@ -37,6 +38,8 @@ export interface PagerOptions {
   readonly cachePages: number;
   readonly create: boolean;
   readonly readOnly: boolean;
+  /** The file operations (default node:fs); tests interpose on them (storage/file-ops.ts). */
+  readonly io?: FileOps;
 }
 
 /** What a write transaction hands to `commit`. */
@@ -52,17 +55,19 @@ export class Pager {
   readonly path: string;
   readonly pageSize: number;
   readonly readOnly: boolean;
+  readonly #io: FileOps;
   #fd: number | null;
   #meta: MetaFields;
   /** Pages holding the free-list chain of the durable meta, head first. */
   #chain: PageId[];
-  readonly #freelist: Freelist;
+  #freelist: Freelist;
   readonly #cache: PageCache;
   /** Set when a commit's I/O failed: the on-disk meta may be ahead of memory, so refuse further work. */
   #failure: BTreeError | null = null;
 
-  private constructor(path: string, fd: number, meta: MetaFields, chain: PageId[], freeIds: PageId[], opts: PagerOptions) {
+  private constructor(path: string, io: FileOps, fd: number, meta: MetaFields, chain: PageId[], freeIds: PageId[], opts: PagerOptions) {
     this.path = path;
+    this.#io = io;
     this.pageSize = meta.pageSize;
     this.readOnly = opts.readOnly;
     this.#fd = fd;
@@ -73,23 +78,48 @@ export class Pager {
   }
 
   static open(path: string, opts: PagerOptions): Pager {
-    if (!fs.existsSync(path)) {
+    const io = opts.io ?? nodeFileOps;
+    if (!io.exists(path)) {
       if (!opts.create || opts.readOnly) throw new BTreeError('BTREE_NOT_FOUND', `no B-tree file at ${path}`);
-      createFile(path, opts.pageSize);
+      createFile(io, path, opts.pageSize);
     }
-    const fd = fs.openSync(path, opts.readOnly ? 'r' : 'r+');
+    const fd = io.open(path, opts.readOnly ? 'r' : 'r+');
     try {
-      if (fs.fstatSync(fd).size === 0 && opts.create && !opts.readOnly) {
+      if (io.size(fd) === 0 && opts.create && !opts.readOnly) {
         // An empty file (e.g. made by `touch`) is adopted as a new tree.
-        writeInitialMetas(fd, opts.pageSize);
+        writeInitialMetas(io, fd, opts.pageSize);
       }
-      const meta = readNewestMeta(fd, path);
-      const { chain, ids } = readFreelist(fd, meta);
-      return new Pager(path, fd, meta, chain, ids, opts);
+      const meta = readNewestMeta(io, fd, path);
+      const { chain, ids } = readFreelist(io, fd, meta);
+      return new Pager(path, io, fd, meta, chain, ids, opts);
     } catch (err) {
-      fs.closeSync(fd);
+      io.close(fd);
       throw err;
     }
+  }
+
+  /**
+   * After a failed commit: reads the durable state back from the file (what a reopen would find:
+   * the previous commit, or the failed one if its meta page got written) and makes the handle usable
+   * again. Nothing in memory is trusted: the page cache is dropped, meta and free list are re-read.
+   * A commit retried after this writes all its pages again (it does not count on the failed attempt's
+   * writes, which a failed fsync may have lost), so a successful fsync then covers every page it
+   * references. Throws, and stays refused, if the file cannot be read.
+   */
+  recover(): void {
+    if (this.#fd === null) throw new BTreeError('BTREE_CLOSED', `B-tree ${this.path} is closed`);
+    const meta = readNewestMeta(this.#io, this.#fd, this.path);
+    const { chain, ids } = readFreelist(this.#io, this.#fd, meta);
+    this.#meta = meta;
+    this.#chain = chain;
+    this.#freelist = new Freelist(ids, meta.pageCount);
+    this.#cache.clear();
+    this.#failure = null;
+  }
+
+  /** True after a commit's I/O failed, until `recover`. */
+  get failed(): boolean {
+    return this.#failure !== null;
   }
 
   /** The durable meta: what a reopen would see right now. */
@@ -106,7 +136,7 @@ export class Pager {
   }
 
   fileBytes(): number {
-    return fs.fstatSync(this.#usableFd()).size;
+    return this.#io.size(this.#usableFd());
   }
 
   /** A tree node, through the cache. Throws `BTREE_CORRUPT` for a damaged page or a non-node page. */
@@ -128,7 +158,7 @@ export class Pager {
     if (!Number.isInteger(id) || id < META_PAGES || id >= this.#meta.pageCount) {
       throw corruptPage(id, `page reference out of range [${META_PAGES}, ${this.#meta.pageCount})`);
     }
-    return decodePage(readBytes(fd, id * this.pageSize, this.pageSize, id), id);
+    return decodePage(readBytes(this.#io, fd, id * this.pageSize, this.pageSize, id), id);
   }
 
   // ---- write transaction: begin, allocate/release/reuse, then commit or rollback ----
@@ -195,20 +225,20 @@ export class Pager {
     try {
       // Step 1: write every dirty page (tree nodes and the new free-list chain). All of them sit on pages
       // the durable meta does not reference: free pages or pages past its high-water mark.
-      writePages(fd, writes, pageSize);
+      writePages(this.#io, fd, writes, pageSize);
       // Step 2: fsync, so every page the new meta will reference is on disk before the meta is.
-      fs.fsyncSync(fd);
+      this.#io.fsync(fd);
       // Step 3: write the new meta over the older of the two meta copies. A torn write here fails the meta's
       // checksum, and open falls back to the other copy: the previous commit.
       const slot = next.txid % 2 === 0 ? 0 : 1;
-      writeBytes(fd, encodeMeta(slot, next), slot * pageSize);
+      writeFully(this.#io, fd, encodeMeta(slot, next), slot * pageSize);
       // Step 4: fsync. The commit is durable from here on.
-      fs.fsyncSync(fd);
+      this.#io.fsync(fd);
     } catch (err) {
       this.#freelist.rollback();
       this.#failure = new BTreeError(
         'BTREE_IO',
-        `commit of txid ${next.txid} to ${this.path} failed; reopen the file to recover the last durable commit`,
+        `commit of txid ${next.txid} to ${this.path} failed (${describeCause(err)}); recover() or reopen the file to get the last durable commit`,
         { cause: err },
       );
       throw this.#failure;
@@ -226,7 +256,7 @@ export class Pager {
     if (this.#fd === null) return;
     this.#freelist.rollback();
     this.#cache.clear();
-    fs.closeSync(this.#fd);
+    this.#io.close(this.#fd);
     this.#fd = null;
   }
 
@@ -244,24 +274,25 @@ export class Pager {
 
 // ---- file helpers ----
 
-function readBytes(fd: number, position: number, length: number, page: number): Uint8Array {
+function describeCause(err: unknown): string {
+  const code = (err as { code?: unknown }).code;
+  const message = String((err as Error)?.message ?? err).slice(0, 200);
+  return typeof code === 'string' && !message.startsWith(code) ? `${code}: ${message}` : message;
+}
+
+function readBytes(io: FileOps, fd: number, position: number, length: number, page: number): Uint8Array {
   const bytes = new Uint8Array(length);
   let done = 0;
   while (done < length) {
-    const n = fs.readSync(fd, bytes, done, length - done, position + done);
+    const n = io.read(fd, bytes, done, length - done, position + done);
     if (n === 0) throw corruptPage(page, `file ends inside the page (${done} of ${length} bytes)`);
     done += n;
   }
   return bytes;
 }
 
-function writeBytes(fd: number, bytes: Uint8Array, position: number): void {
-  let done = 0;
-  while (done < bytes.length) done += fs.writeSync(fd, bytes, done, bytes.length - done, position + done);
-}
-
 /** Writes pages in id order, one write call per run of consecutive ids. */
-function writePages(fd: number, pages: Array<{ id: PageId; bytes: Uint8Array }>, pageSize: number): void {
+function writePages(io: FileOps, fd: number, pages: Array<{ id: PageId; bytes: Uint8Array }>, pageSize: number): void {
   pages.sort((a, b) => a.id - b.id);
   let i = 0;
   while (i < pages.length) {
@@ -269,7 +300,7 @@ function writePages(fd: number, pages: Array<{ id: PageId; bytes: Uint8Array }>,
     while (j < pages.length && pages[j]!.id === pages[j - 1]!.id + 1) j++;
     const run = pages.slice(i, j);
     const bytes = run.length === 1 ? run[0]!.bytes : Buffer.concat(run.map((p) => p.bytes));
-    writeBytes(fd, bytes, run[0]!.id * pageSize);
+    writeFully(io, fd, bytes, run[0]!.id * pageSize);
     i = j;
   }
 }
@@ -278,11 +309,11 @@ function emptyMeta(pageSize: number): MetaFields {
   return { pageSize, txid: 0, root: null, freelistHead: null, pageCount: META_PAGES, freeCount: 0, keyCount: 0, height: 0 };
 }
 
-function writeInitialMetas(fd: number, pageSize: number): void {
+function writeInitialMetas(io: FileOps, fd: number, pageSize: number): void {
   const meta = emptyMeta(pageSize);
-  writeBytes(fd, encodeMeta(0, meta), 0);
-  writeBytes(fd, encodeMeta(1, meta), pageSize);
-  fs.fsyncSync(fd);
+  writeFully(io, fd, encodeMeta(0, meta), 0);
+  writeFully(io, fd, encodeMeta(1, meta), pageSize);
+  io.fsync(fd);
 }
 
 /**
@@ -290,32 +321,29 @@ function writeInitialMetas(fd: number, pageSize: number): void {
  * `path` (link fails rather than replacing a file someone else created meanwhile). A crash leaves either
  * no file at `path` or a complete one.
  */
-function createFile(path: string, pageSize: number): void {
+function createFile(io: FileOps, path: string, pageSize: number): void {
   const temp = `${path}.creating`;
-  const fd = fs.openSync(temp, 'w');
   try {
-    writeInitialMetas(fd, pageSize);
+    const fd = io.open(temp, 'w', 0o600);
+    try {
+      writeInitialMetas(io, fd, pageSize);
+    } finally {
+      io.close(fd);
+    }
+    try {
+      io.link(temp, path);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
   } finally {
-    fs.closeSync(fd);
+    io.unlink(temp);
   }
-  try {
-    fs.linkSync(temp, path);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-  } finally {
-    fs.rmSync(temp, { force: true });
-  }
-  const dir = fs.openSync(nodePath.dirname(nodePath.resolve(path)), 'r');
-  try {
-    fs.fsyncSync(dir);
-  } finally {
-    fs.closeSync(dir);
-  }
+  fsyncDir(io, nodePath.dirname(nodePath.resolve(path)));
 }
 
-function tryReadMeta(fd: number, slot: 0 | 1, pageSize: number): MetaFields | null {
+function tryReadMeta(io: FileOps, fd: number, slot: 0 | 1, pageSize: number): MetaFields | null {
   try {
-    return decodeMeta(readBytes(fd, slot * pageSize, pageSize, slot), slot);
+    return decodeMeta(readBytes(io, fd, slot * pageSize, pageSize, slot), slot);
   } catch {
     return null;
   }
@@ -325,21 +353,21 @@ function tryReadMeta(fd: number, slot: 0 | 1, pageSize: number): MetaFields | nu
  * Picks the valid meta with the highest txid. Slot 0 announces the page size; if slot 0 is torn, slot 1 is
  * looked for at every legal page size (slot 1 starts at byte offset pageSize).
  */
-function readNewestMeta(fd: number, path: string): MetaFields {
+function readNewestMeta(io: FileOps, fd: number, path: string): MetaFields {
   let head: Uint8Array | null = null;
   try {
-    head = readBytes(fd, 0, META_PROBE_BYTES, 0);
+    head = readBytes(io, fd, 0, META_PROBE_BYTES, 0);
   } catch {
     head = null;
   }
   const claimed = head === null ? null : probeMetaPageSize(head);
-  const meta0 = claimed === null ? null : tryReadMeta(fd, 0, claimed);
+  const meta0 = claimed === null ? null : tryReadMeta(io, fd, 0, claimed);
   const sizes: number[] = [];
   if (meta0 !== null) sizes.push(meta0.pageSize);
   else for (let s = MIN_PAGE_SIZE; s <= MAX_PAGE_SIZE; s *= 2) sizes.push(s);
   let best = meta0;
   for (const s of sizes) {
-    const meta1 = tryReadMeta(fd, 1, s);
+    const meta1 = tryReadMeta(io, fd, 1, s);
     if (meta1 !== null && (best === null || meta1.txid > best.txid)) best = meta1;
   }
   if (best === null) {
@@ -348,7 +376,7 @@ function readNewestMeta(fd: number, path: string): MetaFields {
   return best;
 }
 
-function readFreelist(fd: number, meta: MetaFields): { chain: PageId[]; ids: PageId[] } {
+function readFreelist(io: FileOps, fd: number, meta: MetaFields): { chain: PageId[]; ids: PageId[] } {
   const chain: PageId[] = [];
   const ids: PageId[] = [];
   const seen = new Set<number>();
@@ -357,7 +385,7 @@ function readFreelist(fd: number, meta: MetaFields): { chain: PageId[]; ids: Pag
       throw corruptPage(id, 'free-list chain points out of range or loops');
     }
     seen.add(id);
-    const rec = decodePage(readBytes(fd, id * meta.pageSize, meta.pageSize, id), id);
+    const rec = decodePage(readBytes(io, fd, id * meta.pageSize, meta.pageSize, id), id);
     if (rec.kind !== 'freelist') throw corruptPage(id, `expected a free-list page, found a ${rec.kind} page`);
     for (const free of rec.ids) {
       if (free < META_PAGES || free >= meta.pageCount || seen.has(free)) {

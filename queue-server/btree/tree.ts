@@ -18,6 +18,7 @@ import { checkTree, type CheckReport } from './check.js';
 import { Cursor, lookup } from './cursor.js';
 import { copyKey, keyToHex, viewKey, type UrlKey } from './keys.js';
 import { DEFAULT_PAGE_SIZE, isValidPageSize, maxValueBytes } from './page-codec.js';
+import type { FileOps } from '../storage/file-ops.js';
 import { Pager } from './pager.js';
 import { WriteTxn } from './write-txn.js';
 
@@ -31,6 +32,8 @@ export interface BTreeOpenOptions {
   readonly create?: boolean;
   /** Open without write access; writes throw `BTREE_READ_ONLY` (default false). */
   readonly readOnly?: boolean;
+  /** The file operations (default node:fs); tests interpose on them to inject faults. */
+  readonly io?: FileOps;
 }
 
 export interface BTreeStats {
@@ -91,6 +94,7 @@ export class BTree {
       cachePages,
       create: options.create ?? true,
       readOnly: options.readOnly ?? false,
+      io: options.io,
     });
     return new BTree(pager);
   }
@@ -162,6 +166,21 @@ export class BTree {
       live = false;
       this.#writing = false;
     }
+  }
+
+  /**
+   * After a write failed with `BTREE_IO`: re-reads the durable state from the file (the last commit that
+   * reached it, possibly the failed one if its meta page got written) and accepts work again, as a
+   * reopen would. The failed batch is not in memory any more: write it again.
+   */
+  recover(): void {
+    if (this.#closed) throw new BTreeError('BTREE_CLOSED', `B-tree ${this.#pager.path} is closed`);
+    this.#pager.recover();
+  }
+
+  /** True after a write failed with `BTREE_IO`, until `recover()`. */
+  get failed(): boolean {
+    return this.#pager.failed;
   }
 
   /** Entries in unsigned byte order of their keys, from `options.from` inclusive. See cursor.ts for how

@@ -3,10 +3,10 @@
  * CacheRecord per URL, written through a stage and committed once per group of result batches.
  */
 import { decodeCacheRecord, encodeCacheRecord, type CacheRecord } from './cache-record.js';
-import { StagedTree } from '../storage/staged-tree.js';
+import { StagedTree, type StagedTreeOptions } from '../storage/staged-tree.js';
 
 export class CacheStore extends StagedTree<CacheRecord> {
-  static open(path: string, options: { cachePages?: number } = {}): CacheStore {
+  static open(path: string, options: Pick<StagedTreeOptions, 'cachePages' | 'io'> = {}): CacheStore {
     return new CacheStore(StagedTree.openTree(path, options), { encode: encodeCacheRecord, decode: decodeCacheRecord });
   }
 }

@@ -4,6 +4,7 @@
  * current pass is kept in `pass.json`, replaced atomically.
  */
 import { readJsonFile, writeFileAtomic } from '../storage/atomic-file.js';
+import type { FileOps } from '../storage/file-ops.js';
 
 export interface CrawlPass {
   readonly number: number;
@@ -22,8 +23,8 @@ export function readPass(path: string): CrawlPass | null {
   return readJsonFile<CrawlPass>(path);
 }
 
-export function writePass(path: string, pass: CrawlPass): void {
-  writeFileAtomic(path, `${JSON.stringify(pass)}\n`);
+export function writePass(path: string, pass: CrawlPass, io?: FileOps): void {
+  writeFileAtomic(path, `${JSON.stringify(pass)}\n`, { io });
 }
 
 /**

@@ -16,6 +16,7 @@ import type { CrawlStatus } from './crawl-status.js';
 import type { CrawlConfig } from '../crawl-config.js';
 import type { CrawlSummary } from './crawl-stats.js';
 import type { CrawlDbStatus } from '../crawldb/record.js';
+import { CommitFailure, StorageUnavailableError, storageRetryDelayMs, type StorageErrorState } from './storage-error.js';
 
 /** ms since epoch. */
 export type Clock = () => number;
@@ -29,7 +30,14 @@ export type ControlState = 'active' | 'paused' | 'stopped';
 /** The state shown to people: the crawl's own state, unless the admin paused or stopped it. */
 export type DisplayState = 'running' | 'idle' | 'paused' | 'stopped' | 'done';
 
-export class CrawlService extends EventEmitter<{ change: []; finished: [] }> {
+export class CrawlService extends EventEmitter<{
+  change: [];
+  finished: [];
+  /** A commit failed (first failure, and every failed retry after it). */
+  'storage-error': [StorageErrorState];
+  /** A retried commit succeeded after `failedForMs` of failures: the crawl goes on. */
+  'storage-recovered': [{ readonly failedForMs: number; readonly attempts: number }];
+}> {
   readonly #crawl: Crawl;
   readonly #clock: Clock;
   readonly #workAvailable = new Condition();
@@ -43,6 +51,9 @@ export class CrawlService extends EventEmitter<{ change: []; finished: [] }> {
   #pendingCommit: Promise<void> | null = null;
   #lastCommitAt = 0;
   readonly #commitIntervalMs: number;
+  /** Set while commits fail: results are refused with 503 and no work is handed out until a retry succeeds. */
+  #storageError: StorageErrorState | null = null;
+  #storageRetry: NodeJS.Timeout | null = null;
 
   constructor(crawl: Crawl, options: { clock?: Clock; commitIntervalMs?: number } = {}) {
     super();
@@ -62,14 +73,15 @@ export class CrawlService extends EventEmitter<{ change: []; finished: [] }> {
   async claim(request: ClaimRequest, address: string, signal?: AbortSignal): Promise<ClaimResponse> {
     const deadline = this.#clock() + request.waitMs;
     for (;;) {
-      if (this.#crawl.finished()) {
+      // While storage fails, what is applied may not be durable yet: the crawl is not over until it is.
+      if (this.#crawl.finished() && this.#storageError === null) {
         this.#toldDone.add(request.fetcherId);
         this.emit('change');
         return { kind: 'done' };
       }
       // A daemon shutting down sends fetchers away to retry, not home: it may be back soon.
       if (this.#closed) return { kind: 'wait' };
-      const schedule = this.#control === 'active' ? this.#crawl.claim(request, address, this.#clock()) : null;
+      const schedule = this.#control === 'active' && this.#storageError === null ? this.#crawl.claim(request, address, this.#clock()) : null;
       if (schedule !== null) {
         this.#afterChange(false);
         return { kind: 'schedule', schedule };
@@ -81,8 +93,13 @@ export class CrawlService extends EventEmitter<{ change: []; finished: [] }> {
     }
   }
 
-  /** Applies results at once; resolves when they are durable (group commit), so the ack means it. */
+  /**
+   * Applies results at once; resolves when they are durable (group commit), so the ack means it.
+   * While storage fails it throws StorageUnavailableError (a 503) without applying anything; a post
+   * whose commit fails gets the same, and the fetcher posts it again (applied once: see apply-results).
+   */
   async results(request: ResultsRequest): Promise<ResultsResponse> {
+    if (this.#storageError !== null) throw this.#unavailable();
     const response = this.#crawl.applyResults(request, this.#clock());
     this.#afterChange(response.applied > 0);
     await this.#durable();
@@ -93,6 +110,10 @@ export class CrawlService extends EventEmitter<{ change: []; finished: [] }> {
    * Group commit: every results post waits for the next commit, and commits are at least
    * `commitIntervalMs` apart (100 ms by default: a handful of fsyncs a second however busy the crawl),
    * so posts arriving together share one commit. Fetchers do not wait for acknowledgements to go on.
+   *
+   * A commit that fails for the file system (CommitFailure: ENOSPC, EIO, ...) rejects every post that
+   * waited for it with StorageUnavailableError, keeps what it could not write (each store does), and
+   * starts the retries (`#storageFailed`).
    */
   #durable(): Promise<void> {
     if (this.#pendingCommit !== null) return this.#pendingCommit;
@@ -100,16 +121,57 @@ export class CrawlService extends EventEmitter<{ change: []; finished: [] }> {
     this.#pendingCommit = new Promise<void>((resolve, reject) => {
       setTimeout(() => {
         this.#pendingCommit = null;
+        // Storage failed meanwhile (a flush): this commit would be a retry out of turn.
+        if (this.#storageError !== null) return reject(this.#unavailable());
         try {
           this.#crawl.commit();
           this.#lastCommitAt = this.#clock();
           resolve();
         } catch (error) {
-          reject(error);
+          if (!(error instanceof CommitFailure)) return reject(error);
+          this.#storageFailed(error);
+          reject(this.#unavailable());
         }
       }, wait);
     });
     return this.#pendingCommit;
+  }
+
+  /** Records the failure, pauses the crawl, and retries the commit after a backoff. */
+  #storageFailed(failure: CommitFailure): void {
+    const now = this.#clock();
+    const attempts = (this.#storageError?.attempts ?? 0) + 1;
+    const delay = storageRetryDelayMs(attempts);
+    this.#storageError = { code: failure.code, message: failure.message, since: this.#storageError?.since ?? now, attempts, retryAt: now + delay };
+    this.emit('storage-error', this.#storageError);
+    if (this.#storageRetry !== null) clearTimeout(this.#storageRetry);
+    this.#storageRetry = this.#closed ? null : setTimeout(() => this.#retryCommit(), delay);
+    this.#afterChange(false);
+  }
+
+  /** A retry of the failed commit; on success the crawl resumes (claims are woken). */
+  #retryCommit(): void {
+    this.#storageRetry = null;
+    const failed = this.#storageError;
+    if (failed === null) return;
+    try {
+      this.#crawl.commit();
+    } catch (error) {
+      if (!(error instanceof CommitFailure)) throw error;
+      this.#storageFailed(error);
+      return;
+    }
+    this.#storageError = null;
+    this.#lastCommitAt = this.#clock();
+    this.emit('storage-recovered', { failedForMs: this.#lastCommitAt - failed.since, attempts: failed.attempts });
+    this.#afterChange(true);
+  }
+
+  #unavailable(): StorageUnavailableError {
+    const failed = this.#storageError;
+    const retryAfterMs = failed === null ? 1000 : Math.max(1000, failed.retryAt - this.#clock());
+    const why = failed === null ? 'the commit failed' : `${failed.code}: ${failed.message}`;
+    return new StorageUnavailableError(`the queue server cannot store results now (${why}); keep them and post again later`, retryAfterMs);
   }
 
   heartbeat(request: HeartbeatRequest, address: string): string[] {
@@ -118,9 +180,14 @@ export class CrawlService extends EventEmitter<{ change: []; finished: [] }> {
     return unknown;
   }
 
-  status(): CrawlStatus & { displayState: DisplayState; control: ControlState } {
+  status(): CrawlStatus & { displayState: DisplayState; control: ControlState; storageError: StorageErrorState | null } {
     const status = this.#crawl.status(this.#clock());
-    return { ...status, displayState: this.displayState(), control: this.#control };
+    return { ...status, displayState: this.displayState(), control: this.#control, storageError: this.#storageError };
+  }
+
+  /** Set while commits fail (the crawl is paused until one succeeds), else null. */
+  get storageError(): StorageErrorState | null {
+    return this.#storageError;
   }
 
   /** The counters and the crawl database's URLs by status, as printed when a crawl ends. */
@@ -139,10 +206,16 @@ export class CrawlService extends EventEmitter<{ change: []; finished: [] }> {
     return this.#crawl.state();
   }
 
-  /** Commits whatever is applied and not yet durable; resolves when it is. */
+  /** Commits whatever is applied and not yet durable; resolves when it is, throws CommitFailure if it cannot be. */
   async flush(): Promise<void> {
-    if (this.#pendingCommit !== null) await this.#pendingCommit;
+    // A commit in flight that fails is reported here by the commit below, which fails the same way.
+    if (this.#pendingCommit !== null) await this.#pendingCommit.catch(() => undefined);
     this.#crawl.commit();
+    if (this.#storageError !== null) {
+      this.#storageError = null;
+      if (this.#storageRetry !== null) clearTimeout(this.#storageRetry);
+      this.#storageRetry = null;
+    }
   }
 
   /** Resolves once every fetcher heard from recently was answered `done`, or after `timeoutMs`. */
@@ -208,6 +281,8 @@ export class CrawlService extends EventEmitter<{ change: []; finished: [] }> {
     this.#closed = true;
     if (this.#timer !== null) clearTimeout(this.#timer);
     this.#timer = null;
+    if (this.#storageRetry !== null) clearTimeout(this.#storageRetry);
+    this.#storageRetry = null;
     this.#workAvailable.notifyAll();
   }
 
@@ -215,7 +290,7 @@ export class CrawlService extends EventEmitter<{ change: []; finished: [] }> {
     if (mayHaveWork) this.#workAvailable.notifyAll();
     this.#armTimer();
     this.emit('change');
-    if (!this.#finishedEmitted && this.#crawl.finished()) {
+    if (!this.#finishedEmitted && this.#storageError === null && this.#crawl.finished()) {
       this.#finishedEmitted = true;
       this.#workAvailable.notifyAll();
       this.emit('finished');

@@ -35,6 +35,7 @@ import { FetcherRegistry } from './fetcher-registry.js';
 import type { PageArchive } from './page-archive.js';
 import type { WarcArchive } from '../warc/warc-archive.js';
 import { RecentEvents } from './recent-events.js';
+import { CommitFailure, isStorageFailure } from './storage-error.js';
 
 export type CrawlState = 'running' | 'idle';
 
@@ -238,8 +239,23 @@ export class Crawl {
     }
     for (const slot of cut.slots) for (const item of slot.items) if (item.entry !== null) item.entry.leased = true;
     const lease = this.#leases.issue(request.fetcherId, cut.slots, now, this.#config.leaseMs);
-    return scheduleOf(lease, this.#config.leaseMs);
+    const seedHosts = this.#seedHosts();
+    return scheduleOf(lease, this.#config.leaseMs, (origin) => seedHosts.has(new URL(origin).hostname));
   }
+
+  /**
+   * The host names of the seeds (given at start, in the admin form, or injected): the fetcher may
+   * connect to them on any address, private ones included. Rebuilt when the seeds change.
+   */
+  #seedHosts(): ReadonlySet<string> {
+    const seeds = this.#admission.seeds;
+    if (this.#seedHostsOf?.seeds !== seeds || this.#seedHostsOf.count !== seeds.length) {
+      this.#seedHostsOf = { seeds, count: seeds.length, hosts: new Set(seeds.map((seed) => new URL(seed).hostname)) };
+    }
+    return this.#seedHostsOf.hosts;
+  }
+
+  #seedHostsOf: { seeds: readonly string[]; count: number; hosts: Set<string> } | null = null;
 
   applyResults(request: ResultsRequest, now: number): ResultsResponse {
     const response = this.#results.apply(request, now);
@@ -296,15 +312,16 @@ export class Crawl {
 
   /**
    * Makes everything applied so far durable: WARC records first (a crawl db record may name them), then
-   * page records, cache records, the crawl database. A WARC write failure (WarcError WARC_WRITE_FAILED,
-   * ENOSPC and the like) throws before anything else is committed, so nothing is acknowledged; calling
-   * again retries with everything still staged.
+   * page records, robots.txt files, cache records, and the crawl database (the authority on what is
+   * done, so last). Each store keeps what it could not write when this throws (a full disk, an I/O
+   * error), and calling it again writes the rest: a store that committed is not written twice.
    */
   commit(): void {
-    this.#stores.warc?.commit();
-    this.#stores.archive.sync();
-    this.#stores.cache.commit();
-    this.#stores.crawlDb.commit();
+    commitStore('warc/', () => this.#stores.warc?.commit());
+    commitStore('pages.jsonl', () => this.#stores.archive.commit());
+    commitStore('robots/', () => this.#stores.robots?.commit());
+    commitStore('cache.btree', () => this.#stores.cache.commit());
+    commitStore('crawldb.btree', () => this.#stores.crawlDb.commit());
   }
 
   summary(now: number): CrawlSummary & { urlsByStatus: Record<CrawlDbStatus, number> } {
@@ -329,5 +346,14 @@ export class Crawl {
 
   #delayOf(queue: OriginQueue): number {
     return Math.max(this.#config.delayMs, crawlDelayOf(queue.robots.rules) ?? 0);
+  }
+}
+
+/** Runs one store's commit; a failure of the file system becomes a CommitFailure naming the store. */
+function commitStore(store: string, commit: () => void): void {
+  try {
+    commit();
+  } catch (error) {
+    throw isStorageFailure(error) ? new CommitFailure(store, error) : error;
   }
 }

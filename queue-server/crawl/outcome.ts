@@ -6,7 +6,7 @@
  * transport failure (shared/fetch-codes.ts), `http-NNN` for an HTTP error status, `no-response` for a
  * result with neither.
  */
-import { isBrokenResponse } from '../../shared/fetch-codes.js';
+import { isPermanentFailure } from '../../shared/fetch-codes.js';
 import type { ItemResult } from '../../shared/protocol.js';
 import type { FetchOutcome } from '../crawldb/transition.js';
 
@@ -28,7 +28,7 @@ const REDIRECT_STATUSES: ReadonlySet<number> = new Set<RedirectStatus>([301, 302
 export function classifyResult(result: ItemResult): ResultOutcome {
   if (result.error !== null) {
     const code = result.error.code;
-    return { kind: 'error', code, recorded: isBrokenResponse(code) ? { kind: 'broken', code } : { kind: 'transient', code, status: null } };
+    return { kind: 'error', code, recorded: isPermanentFailure(code) ? { kind: 'broken', code } : { kind: 'transient', code, status: null } };
   }
   const status = result.status;
   if (status === null) return { kind: 'error', code: 'no-response', recorded: { kind: 'transient', code: 'no-response', status: null } };

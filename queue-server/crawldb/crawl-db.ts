@@ -10,7 +10,7 @@
  */
 import { urlHash, urlHashHex, type UrlHash } from '../../shared/url-hash.js';
 import { normalizeUrl } from '../../shared/url-normalize.js';
-import { StagedTree } from '../storage/staged-tree.js';
+import { StagedTree, type StagedTreeOptions } from '../storage/staged-tree.js';
 import { NearDuplicateIndex, SignatureIndex } from './near-duplicates.js';
 import { CRAWL_STATUSES, decodeCrawlDbRecord, encodeCrawlDbRecord, type CrawlDbRecord, type CrawlDbStatus } from './record.js';
 
@@ -26,7 +26,7 @@ export class CrawlDb {
     this.#tree = tree;
   }
 
-  static open(path: string, options: { cachePages?: number } = {}): CrawlDb {
+  static open(path: string, options: Pick<StagedTreeOptions, 'cachePages' | 'io'> = {}): CrawlDb {
     return new CrawlDb(CrawlDbTree.openFile(path, options));
   }
 
@@ -123,8 +123,8 @@ function isOriginal(record: CrawlDbRecord): boolean {
 }
 
 class CrawlDbTree extends StagedTree<CrawlDbRecord> {
-  static openFile(path: string, options: { cachePages?: number }): StagedTree<CrawlDbRecord> {
-    return new CrawlDbTree(StagedTree.openTree(path, { pageSize: CRAWLDB_PAGE_SIZE, cachePages: options.cachePages ?? 1024 }), {
+  static openFile(path: string, options: Pick<StagedTreeOptions, 'cachePages' | 'io'>): StagedTree<CrawlDbRecord> {
+    return new CrawlDbTree(StagedTree.openTree(path, { pageSize: CRAWLDB_PAGE_SIZE, cachePages: options.cachePages ?? 1024, io: options.io }), {
       encode: encodeCrawlDbRecord,
       decode: decodeCrawlDbRecord,
     });

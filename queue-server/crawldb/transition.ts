@@ -18,7 +18,7 @@
  *   redirect 302, 303, 307                    any                 redir_temp     null      kept          now + interval
  *   gone 404, 410                             any                 gone           null      kept          now + goneRecheckMs
  *   denied (other 4xx: 401, 403, ...)         any                 gone           null      kept          now + goneRecheckMs
- *   broken response (no status; its code)      any                 gone           null      kept          now + goneRecheckMs
+ *   broken response, blocked-address          any                 gone           null      kept          now + goneRecheckMs
  *   transient with retryAfterMs (429/503)     any                 retry          null      kept          now + retryAfterMs
  *   transient, retries + 1 <= maxRetries      any                 retry          null      kept          now + retryBaseMs * 2^(retries'-1)
  *   transient, retries + 1 > maxRetries       any                 gone           null      kept          now + goneRecheckMs
@@ -80,7 +80,10 @@ export type FetchOutcome =
   | { kind: 'redirect'; status: 301 | 302 | 303 | 307 | 308; target: string | null /* hash */ }
   | { kind: 'gone'; status: 404 | 410 }
   | { kind: 'denied'; status: number /* other 4xx: 401, 403, ... */ }
-  /** A response that is broken as served (headers too large, not HTTP, bad content encoding, short body): asking again would fail the same way. */
+  /**
+   * A response that is broken as served (headers too large, not HTTP, bad content encoding, short body),
+   * or a fetch the fetcher refused to make (`blocked-address`): asking again would fail the same way.
+   */
   | { kind: 'broken'; code: string }
   | { kind: 'transient'; code: string; status: number | null /* 5xx, 429, or null for timeouts and connection errors */; retryAfterMs: number | null }
   | { kind: 'robots-denied' };

@@ -120,7 +120,7 @@ export class LeaseTable {
 }
 
 /** A lease in its wire form (shared/protocol.ts): what the fetcher is told to fetch, slot by slot. */
-export function scheduleOf(lease: Lease, leaseMs: number): Schedule {
+export function scheduleOf(lease: Lease, leaseMs: number, isSeedHost: (origin: string) => boolean = () => false): Schedule {
   return {
     id: lease.id,
     leaseMs,
@@ -129,6 +129,7 @@ export function scheduleOf(lease: Lease, leaseMs: number): Schedule {
       origin: slot.queue.origin,
       startAfterMs: slot.startAfterMs,
       delayMs: slot.delayMs,
+      allowPrivateAddresses: isSeedHost(slot.queue.origin),
       items: slot.items.map((item, i) => ({ i, url: item.url, kind: item.kind, depth: item.entry?.depth ?? 0, validators: item.validators })),
     })),
   };

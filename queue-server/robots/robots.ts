@@ -7,6 +7,10 @@
  *  - 4xx "unavailable": the crawler may access any resource (section 2.3.1.3). 429 is the exception
  *    kept from common practice: a server asking to slow down is not saying "no robots.txt".
  *  - 5xx or a network failure "unreachable": complete disallow (section 2.3.1.4), asked again later.
+ *  - `blocked-address`: no request was made (the fetcher refuses the host's address, see
+ *    fetcher/address-guard.ts), so there is nothing to obey; the origin's URLs go out and each is
+ *    refused the same way, recorded under its own URL as `blocked-address` rather than hidden behind a
+ *    robots.txt that was never asked for.
  * Matching (section 2.2.2): the most specific (longest) matching rule wins; on a tie Allow wins. The
  * group is the one naming our product token, case-insensitively, else `*`. Parsing and matching are
  * done by the robots-parser package, which implements exactly these two rules.
@@ -24,7 +28,7 @@ export const ROBOTS_CACHE_MS = 24 * 60 * 60 * 1000;
 
 export type RobotsRules =
   | { readonly kind: 'rules'; readonly robot: Robot; readonly crawlDelayMs: number | null; readonly expiresAt: number }
-  | { readonly kind: 'allow-all'; readonly reason: 'not-found' | 'too-many-redirects'; readonly expiresAt: number }
+  | { readonly kind: 'allow-all'; readonly reason: 'not-found' | 'too-many-redirects' | 'blocked-address'; readonly expiresAt: number }
   | { readonly kind: 'deny-all'; readonly reason: 'unreachable'; readonly errorCode: string; readonly expiresAt: number };
 
 export interface RobotsFetchOutcome {
@@ -58,6 +62,9 @@ export function rulesFromFetch(outcome: RobotsFetchOutcome, policy: RobotsPolicy
   }
   if (status !== null && status >= 400 && status < 500 && status !== 429) {
     return { kind: 'allow-all', reason: 'not-found', expiresAt: now + ROBOTS_CACHE_MS };
+  }
+  if (status === null && outcome.errorCode === 'blocked-address') {
+    return { kind: 'allow-all', reason: 'blocked-address', expiresAt: now + ROBOTS_CACHE_MS };
   }
   const errorCode = status === null ? (outcome.errorCode ?? 'network-error') : `http-${status}`;
   return { kind: 'deny-all', reason: 'unreachable', errorCode, expiresAt: now + policy.unreachableRetryMs };

@@ -14,8 +14,10 @@
  *
  * Directory and files are private to the user (0700 / 0600).
  */
-import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
+import { ensureDirDurably } from './atomic-file.js';
+import type { FileOps } from './file-ops.js';
 
 export const DATA_FILES = {
   token: 'fetcher.token',
@@ -34,11 +36,15 @@ export function dataPath(dataDir: string, file: keyof typeof DATA_FILES): string
   return join(dataDir, DATA_FILES[file]);
 }
 
-export function ensureDataDir(dataDir: string): void {
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+/** Creates the directory (0700) if missing, its entry made durable in its parent. */
+export function ensureDataDir(dataDir: string, io?: FileOps): void {
+  ensureDirDurably(dataDir, { io, mode: 0o700 });
 }
 
-/** Takes the directory's lock, or throws naming the live process that holds it. Returns the release. */
+/**
+ * Takes the directory's lock, or throws naming the live process that holds it. Returns the release.
+ * The lock is not made durable on purpose: after a crash a stale LOCK is recognised by its dead pid.
+ */
 export function lockDataDir(dataDir: string): () => void {
   const path = dataPath(dataDir, 'lock');
   for (let attempt = 0; attempt < 2; attempt++) {

@@ -3,9 +3,21 @@
  * one atomic B-Tree commit (two fsyncs), when `commit` is called; reads see staged writes first.
  * The cache-validator store and the crawl database are both built on it. Memory: the staged map,
  * bounded by one commit window's results, plus the tree's page cache.
+ *
+ * A commit that fails (a full disk, an I/O error) keeps the stage: the tree is brought back to its
+ * durable state at once (`BTree.recover`, so reads go on) and the next `commit` writes the whole
+ * stage again. Staged values are whole records, so writing them over either the previous commit or
+ * the failed one (when its meta page reached the file) gives the same tree.
  */
 import { urlHashHex, type UrlHash } from '../../shared/url-hash.js';
-import { BTree } from '../btree/index.js';
+import { BTree, BTreeError } from '../btree/index.js';
+import type { FileOps } from './file-ops.js';
+
+export interface StagedTreeOptions {
+  readonly pageSize?: number;
+  readonly cachePages?: number;
+  readonly io?: FileOps;
+}
 
 export interface Codec<T> {
   encode(value: T): Uint8Array;
@@ -23,8 +35,8 @@ export class StagedTree<T> {
     this.#codec = codec;
   }
 
-  protected static openTree(path: string, options: { pageSize?: number; cachePages?: number }): BTree {
-    return BTree.open(path, { pageSize: options.pageSize, cachePages: options.cachePages ?? 2048 });
+  protected static openTree(path: string, options: StagedTreeOptions): BTree {
+    return BTree.open(path, { pageSize: options.pageSize, cachePages: options.cachePages ?? 2048, io: options.io });
   }
 
   /** An existing tree for reading only (the CLI, beside or after a queue server). */
@@ -47,16 +59,29 @@ export class StagedTree<T> {
     return this.#staged.size;
   }
 
-  /** Writes every staged value in one atomic B-Tree commit. */
+  /** Writes every staged value in one atomic B-Tree commit; on failure the stage is kept for the next. */
   commit(): void {
     if (this.#staged.size === 0) return;
+    // A recovery that failed last time (the file could not be read) is tried again first.
+    if (this.#tree.failed) this.#tree.recover();
     const staged = [...this.#staged.values()];
-    this.#tree.write((batch) => {
-      for (const { hash, value } of staged) {
-        if (value === null) batch.delete(hash);
-        else batch.put(hash, this.#codec.encode(value));
+    try {
+      this.#tree.write((batch) => {
+        for (const { hash, value } of staged) {
+          if (value === null) batch.delete(hash);
+          else batch.put(hash, this.#codec.encode(value));
+        }
+      });
+    } catch (error) {
+      if (error instanceof BTreeError && error.code === 'BTREE_IO') {
+        try {
+          this.#tree.recover();
+        } catch {
+          // Still failed: the next commit tries again; the commit's own error is the one to report.
+        }
       }
-    });
+      throw error;
+    }
     this.#staged.clear();
   }
 
@@ -73,8 +98,12 @@ export class StagedTree<T> {
     return this.#tree.check();
   }
 
+  /** Commits what is staged, then closes the file (closed even when the commit fails, which throws). */
   close(): void {
-    this.commit();
-    this.#tree.close();
+    try {
+      this.commit();
+    } finally {
+      this.#tree.close();
+    }
   }
 }

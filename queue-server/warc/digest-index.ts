@@ -22,6 +22,7 @@
  */
 import type { UrlHash } from '../../shared/url-hash.js';
 import { base32 } from '../../shared/warc/record.js';
+import type { FileOps } from '../storage/file-ops.js';
 import { StagedTree } from '../storage/staged-tree.js';
 import { CAPTURE_LOCATION_BYTES, decodeCaptureLocation, encodeCaptureLocation } from './location.js';
 import type { DigestEntry } from './revisit.js';
@@ -32,8 +33,8 @@ const HEADER = 1 + 20 + CAPTURE_LOCATION_BYTES + 2;
 const MAX_URL_BYTES = 3000;
 
 export class DigestIndex extends StagedTree<DigestEntry> {
-  static open(path: string, options: { readOnly?: boolean } = {}): DigestIndex {
-    const tree = options.readOnly === true ? StagedTree.openReadOnly(path, { cachePages: 256 }) : StagedTree.openTree(path, { pageSize: DIGEST_INDEX_PAGE_SIZE, cachePages: 256 });
+  static open(path: string, options: { readOnly?: boolean; io?: FileOps } = {}): DigestIndex {
+    const tree = options.readOnly === true ? StagedTree.openReadOnly(path, { cachePages: 256 }) : StagedTree.openTree(path, { pageSize: DIGEST_INDEX_PAGE_SIZE, cachePages: 256, io: options.io });
     return new DigestIndex(tree, { encode: encodeDigestEntry, decode: decodeDigestEntry });
   }
 

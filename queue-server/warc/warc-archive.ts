@@ -17,6 +17,7 @@ import { DigestIndex } from './digest-index.js';
 import type { CaptureLocation, RecordLocation } from './location.js';
 import { decideRecord, locationAfter, type RecordDecision } from './revisit.js';
 import { WarcWriter, type WarcWriterStats } from './warc-writer.js';
+import type { FileOps } from '../storage/file-ops.js';
 
 export const WARC_DIR = 'warc';
 export const WARC_DIGESTS_FILE = 'warc-digests.btree';
@@ -25,6 +26,8 @@ export interface WarcArchiveOptions {
   readonly dataDir: string;
   readonly maxFileBytes: number;
   readonly warcinfo: WarcinfoContent;
+  /** The file operations of the WARC files and the digest index (node:fs by default). */
+  readonly io?: FileOps;
 }
 
 export interface StoredCapture {
@@ -47,9 +50,9 @@ export class WarcArchive {
   }
 
   static open(options: WarcArchiveOptions): WarcArchive {
-    const writer = WarcWriter.open({ dir: join(options.dataDir, WARC_DIR), maxFileBytes: options.maxFileBytes, warcinfo: options.warcinfo });
+    const writer = WarcWriter.open({ dir: join(options.dataDir, WARC_DIR), maxFileBytes: options.maxFileBytes, warcinfo: options.warcinfo, io: options.io });
     try {
-      return new WarcArchive(writer, DigestIndex.open(join(options.dataDir, WARC_DIGESTS_FILE)), options.warcinfo);
+      return new WarcArchive(writer, DigestIndex.open(join(options.dataDir, WARC_DIGESTS_FILE), { io: options.io }), options.warcinfo);
     } catch (error) {
       writer.close();
       throw error;

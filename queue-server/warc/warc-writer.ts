@@ -18,8 +18,9 @@
  *
  * Memory: the staged members of one commit window.
  */
-import { closeSync, constants, fstatSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readdirSync, rmSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
+import { readdirSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fsyncDir, nodeFileOps, writeFully, type FileOps } from '../storage/file-ops.js';
 import { WarcError } from '../../shared/warc/errors.js';
 import { buildWarcinfoRecord, type WarcinfoContent } from '../../shared/warc/exchange.js';
 import { parseWarcFileName, warcFileName, type RecordLocation } from './location.js';
@@ -35,6 +36,8 @@ export interface WarcWriterOptions {
   readonly maxFileBytes: number;
   /** What the warcinfo record of each new file says. */
   readonly warcinfo: WarcinfoContent;
+  /** The file operations writes go through (node:fs by default; tests inject faults). */
+  readonly io?: FileOps;
 }
 
 export interface WarcWriterStats {
@@ -59,6 +62,7 @@ interface OpenFile {
 
 export class WarcWriter {
   readonly dir: string;
+  readonly #io: FileOps;
   readonly #maxFileBytes: number;
   #warcinfo: WarcinfoContent;
   #nextSerial: number;
@@ -73,6 +77,7 @@ export class WarcWriter {
 
   private constructor(options: WarcWriterOptions, nextSerial: number) {
     this.dir = options.dir;
+    this.#io = options.io ?? nodeFileOps;
     this.#maxFileBytes = options.maxFileBytes;
     this.#warcinfo = options.warcinfo;
     this.#nextSerial = nextSerial;
@@ -81,10 +86,14 @@ export class WarcWriter {
   /** Opens the directory and repairs the newest file's tail. */
   static open(options: WarcWriterOptions): WarcWriter {
     if (!Number.isSafeInteger(options.maxFileBytes) || options.maxFileBytes < 1) throw new Error(`maxFileBytes ${options.maxFileBytes} is not a positive byte count`);
-    mkdirSync(options.dir, { recursive: true, mode: 0o700 });
+    const io = options.io ?? nodeFileOps;
+    if (!io.exists(options.dir)) {
+      io.mkdir(options.dir, 0o700);
+      fsyncDir(io, dirname(resolve(options.dir)));
+    }
     const files = listWarcFiles(options.dir);
     const newest = files.at(-1);
-    if (newest !== undefined) cutTornTail(join(options.dir, newest.name));
+    if (newest !== undefined) cutTornTail(io, join(options.dir, newest.name));
     return new WarcWriter(options, (newest?.serial ?? 0) + 1);
   }
 
@@ -133,27 +142,28 @@ export class WarcWriter {
         path = join(this.dir, staged.file);
         let file = this.#files.get(staged.file);
         if (file === undefined) {
-          const fd = openSync(path, constants.O_RDWR | constants.O_CREAT, 0o600);
-          file = { fd, durable: fstatSync(fd).size };
+          // Read-write, created if missing, never truncated: a retry writes over what a failed attempt left.
+          const fd = this.#io.open(path, this.#io.exists(path) ? 'r+' : 'w+', 0o600);
+          file = { fd, durable: this.#io.size(fd) };
           this.#files.set(staged.file, file);
           this.#directoryDirty = true;
         }
         touched.set(staged.file, file);
-        writeAll(file.fd, staged.bytes, staged.offset);
+        writeFully(this.#io, file.fd, staged.bytes, staged.offset);
       }
       for (const [name, file] of touched) {
         path = join(this.dir, name);
-        fsyncSync(file.fd);
+        this.#io.fsync(file.fd);
       }
       if (this.#directoryDirty) {
         path = this.dir;
-        syncDirectory(this.dir);
+        fsyncDir(this.#io, this.dir);
         this.#directoryDirty = false;
       }
     } catch (error) {
       for (const file of touched.values()) {
         try {
-          ftruncateSync(file.fd, file.durable);
+          this.#io.ftruncate(file.fd, file.durable);
         } catch {
           // The tail is cut on the next open if not now (see the crash model).
         }
@@ -173,7 +183,7 @@ export class WarcWriter {
     this.#staged = [];
     for (const [name, file] of this.#files) {
       if (name === this.#current?.name) continue;
-      closeSync(file.fd);
+      this.#io.close(file.fd);
       this.#files.delete(name);
     }
   }
@@ -181,7 +191,7 @@ export class WarcWriter {
   /** Commits and closes. */
   close(): void {
     this.commit();
-    for (const file of this.#files.values()) closeSync(file.fd);
+    for (const file of this.#files.values()) this.#io.close(file.fd);
     this.#files.clear();
   }
 
@@ -211,33 +221,22 @@ export function listWarcFiles(dir: string): { name: string; serial: number; crea
 }
 
 /** Cuts a file back to its last whole record; removes it when none is left. */
-function cutTornTail(path: string): void {
-  const fd = openSync(path, 'r+');
+function cutTornTail(io: FileOps, path: string): void {
+  const fd = io.open(path, 'r+');
   let empty = false;
   try {
-    const size = fstatSync(fd).size;
+    const size = io.size(fd);
     const end = endOfWholeRecords(fd);
     if (end < size) {
-      ftruncateSync(fd, end);
-      fsyncSync(fd);
+      io.ftruncate(fd, end);
+      io.fsync(fd);
     }
     empty = end === 0;
   } finally {
-    closeSync(fd);
+    io.close(fd);
   }
-  if (empty) rmSync(path);
-}
-
-function writeAll(fd: number, bytes: Uint8Array, position: number): void {
-  let done = 0;
-  while (done < bytes.length) done += writeSync(fd, bytes, done, bytes.length - done, position + done);
-}
-
-function syncDirectory(dir: string): void {
-  const fd = openSync(dir, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
+  if (empty) {
+    io.unlink(path);
+    fsyncDir(io, dirname(path));
   }
 }

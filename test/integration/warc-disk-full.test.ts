@@ -1,7 +1,8 @@
 /**
  * A full disk under the WARC archive, for real: scripts/warc-disk-full.ts runs in its own mount
  * namespace (`unshare -m`, root) on a 640 KiB tmpfs, stores captures and runs the crawl's group commit
- * until the disk is full. The failing commit must throw WARC_WRITE_FAILED with errno ENOSPC before the
+ * until the disk is full. The failing commit must throw (a CommitFailure of `warc/`, the kind that
+ * pauses a running crawl, caused by WARC_WRITE_FAILED with errno ENOSPC) before the
  * crawl database commits anything (so nothing is acknowledged), leave the file at its durable length,
  * fail again while the disk is full, and succeed once space is back, with every record staged before;
  * the files then reopen and parse whole with warcio. Skipped where mount namespaces are not available
@@ -47,12 +48,12 @@ describe.skipIf(!canMountTmpfs())('WARC archive on a full disk', () => {
     const committed = events.filter((e) => e.event === 'committed');
     const failed = events.find((e) => e.event === 'failed')!;
     expect(committed.length).toBeGreaterThan(3);
-    expect(failed).toMatchObject({ code: 'WARC_WRITE_FAILED', errno: 'ENOSPC', disposition: 'retry', crawlDbMoved: false });
+    expect(failed).toMatchObject({ store: 'warc/', commitCode: 'ENOSPC', code: 'WARC_WRITE_FAILED', errno: 'ENOSPC', disposition: 'retry', crawlDbMoved: false });
     expect(failed.message).toMatch(/ENOSPC.*nothing was acknowledged/);
     // The partial write was cut back: on disk exactly what the commits before made durable.
     expect(failed.bytesOnDisk).toBe(failed.durableBytes);
     expect(events.find((e) => e.event === 'retry-succeeded-while-full')).toBeUndefined();
-    expect(events.find((e) => e.event === 'retry-failed')).toMatchObject({ code: 'WARC_WRITE_FAILED', errno: 'ENOSPC', bytesOnDisk: failed.durableBytes });
+    expect(events.find((e) => e.event === 'retry-failed')).toMatchObject({ store: 'warc/', code: 'WARC_WRITE_FAILED', errno: 'ENOSPC', bytesOnDisk: failed.durableBytes });
     const retried = events.find((e) => e.event === 'retry-committed')!;
     expect(retried.crawlDbMoved).toBe(true);
     expect(retried.bytesOnDisk).toBe(retried.warcBytes);

@@ -15,6 +15,7 @@ import { parseWarcFileName, type CaptureLocation } from '../../queue-server/warc
 import { WarcArchive, WARC_DIR } from '../../queue-server/warc/warc-archive.js';
 import { WarcWriter } from '../../queue-server/warc/warc-writer.js';
 import { withFile, readAt, readRecord, warcField } from '../../queue-server/warc/warc-file.js';
+import { FaultyFileOps } from '../support/faulty-file-ops.js';
 import { checkWarcFile, checkWarcPath, exchangeOf, type ParsedRecord } from '../support/warc-exchange.js';
 
 const INFO: WarcinfoContent = { software: 'Petrel/test', operator: 'ops@example.org', userAgent: null, settings: { scope: 'host' } };
@@ -140,6 +141,45 @@ describe('WARC writer', () => {
     WarcWriter.open({ dir, maxFileBytes: 1 << 30, warcinfo: INFO }).close();
     expect(warcFiles(dir)).toEqual([]);
   });
+});
+
+describe('WARC writer on a failing disk (FileOps faults)', () => {
+  for (const fault of ['short-write', 'eio'] as const) {
+    it(`fails the commit on ${fault === 'eio' ? 'an fsync EIO' : 'a torn write then ENOSPC'} with WARC_WRITE_FAILED, cuts the file back, and writes every staged record again on retry`, async () => {
+      const dir = tempDir();
+      const io = new FaultyFileOps();
+      const writer = WarcWriter.open({ dir, maxFileBytes: 1 << 30, warcinfo: INFO, io });
+      const first = capture('a', 'alpha'.repeat(300), T0);
+      writer.append([first.requestRecord, first.responseRecord], T0);
+      writer.commit();
+      const durable = writer.stats().bytes;
+      const second = capture('b', 'beta'.repeat(300), T0 + 1);
+      const [request] = writer.append([second.requestRecord, second.responseRecord], T0 + 1);
+      io.rule = (op) => (fault === 'eio' ? (op.kind === 'fsync' && op.path.endsWith('.warc.gz') ? 'eio' : null) : op.kind === 'write' && op.path.endsWith('.warc.gz') ? 'short-write' : null);
+      let caught: unknown = null;
+      try {
+        writer.commit();
+      } catch (error) {
+        caught = error;
+      }
+      expect(caught).toBeInstanceOf(WarcError);
+      expect((caught as WarcError).code).toBe('WARC_WRITE_FAILED');
+      expect((caught as WarcError).errno).toBe(fault === 'eio' ? 'EIO' : 'ENOSPC');
+      expect(io.failed.length).toBeGreaterThan(0);
+      const [name] = warcFiles(dir);
+      expect(statSync(join(dir, name!)).size).toBe(durable);
+      expect(writer.stats().bytes).toBe(durable);
+      // The disk is back: the retry writes both staged records, at the offsets handed out before.
+      io.rule = null;
+      io.reset();
+      writer.commit();
+      const writes = io.ops.filter((op) => op.kind === 'write');
+      expect(writes.map((op) => op.position)).toEqual([request!.offset, request!.offset + request!.length]);
+      writer.close();
+      const records = await checkWarcPath(join(dir, name!));
+      expect(records.map((r) => r.headers.get('WARC-Target-URI') ?? r.type)).toEqual(['warcinfo', 'http://127.0.0.1:9/a', 'http://127.0.0.1:9/a', 'http://127.0.0.1:9/b', 'http://127.0.0.1:9/b']);
+    });
+  }
 });
 
 describe('WARC archive', () => {
