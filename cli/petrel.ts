@@ -17,6 +17,7 @@ import { exportCommand } from './export-command.js';
 import { describeError, packageVersion } from './options.js';
 import { queueServerCommand } from './queue-server-command.js';
 import { startCommand } from './start-command.js';
+import { warcCommand } from './warc-command.js';
 
 const commandName = process.argv[2] !== undefined && !process.argv[2].startsWith('-') ? ` ${process.argv[2]}` : '';
 
@@ -47,6 +48,7 @@ const program = new Command('petrel')
   .addCommand(exportCommand())
   .addCommand(btreeCommand())
   .addCommand(dbCommand())
+  .addCommand(warcCommand())
   .addHelpText('after', `\nDurations (--delay-ms, --timeout-ms, ...) take 500ms, 90s, 5min, 2h, 30d, or a number of milliseconds.\n${exitCodesHelp()}`);
 
 /** Every command, however deep: usage errors exit 2, help and --version 0, and each says how to get help. */

@@ -164,6 +164,12 @@ export const CRAWL_SETTINGS = {
     choices: ['bfs', 'opic'],
     default: 'bfs',
   }),
+  warcMaxFileBytes: integer({
+    option: '--warc-max-file-bytes <n>',
+    help: 'a WARC file of the archive (data directory warc/) is closed and a new one begun before it grows past this many bytes; a single larger capture gets a file of its own',
+    min: 64 * 1024,
+    default: 1024 * 1024 * 1024,
+  }),
   /** `petrel crawl` always sets it, `petrel start` never; `petrel queue-server --once` chooses. */
   once: other({ help: 'exit when nothing is due or leased (a one-shot crawl), telling fetchers they are done', schema: z.boolean(), default: false }),
 } as const satisfies Record<string, CrawlSetting>;

@@ -3,6 +3,7 @@
  * with `tls`: the same app behind node:https). `startQueueServer` is what `petrel queue-server` runs
  * and what tests start on port 0.
  */
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo, Server } from 'node:net';
@@ -18,6 +19,7 @@ import { createApp } from './app.js';
 import { loadOrCreateToken, readTokenFile } from './auth/tokens.js';
 import { PageArchive } from './crawl/page-archive.js';
 import { CacheStore } from './cache/cache-store.js';
+import { WarcArchive, type WarcArchiveOptions } from './warc/warc-archive.js';
 import type { FileOps } from './storage/file-ops.js';
 
 export interface QueueServerOptions {
@@ -33,6 +35,8 @@ export interface QueueServerOptions {
   readonly stopped?: boolean;
   /** ms since epoch; the system clock by default. */
   readonly clock?: Clock;
+  /** Who runs the crawl (the fetchers' --contact), for the `operator` field of each WARC file's warcinfo record. */
+  readonly operator?: string | null;
   /** The file operations of every store (default node:fs); tests inject disk faults through it. */
   readonly fileOps?: FileOps;
   /** Messages for people (storage failures and recoveries); stderr by default. */
@@ -65,7 +69,10 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
     const token = options.tokenFile === undefined ? loadOrCreateToken(tokenFile, io) : readTokenFile(tokenFile);
     const adminTokenFile = dataPath(options.dataDir, 'adminToken');
     const adminToken = loadOrCreateToken(adminTokenFile, io);
-    stores = openStores(options.dataDir, { io });
+    stores = openStores(options.dataDir, {
+      io,
+      warc: { maxFileBytes: config.warcMaxFileBytes, warcinfo: { software: `Petrel/${petrelVersion()}`, operator: options.operator ?? null, userAgent: null, settings: config } },
+    });
     const clock = options.clock ?? systemClock;
     const now = clock();
     // A one-shot crawl resumes its pass if the last one did not finish, else starts a new pass,
@@ -159,12 +166,21 @@ interface OpenStores extends CrawlStores {
 
 /**
  * Opens every store of the data directory; closing commits what is staged and closes every file even
- * when a commit fails (the first failure is thrown after all are closed).
+ * when a commit fails (the first failure is thrown after all are closed). `warc`: the web archive's
+ * settings; without it the archive stays closed (no warc/ files are touched).
  */
-export function openStores(dataDir: string, options: { io?: FileOps } = {}): OpenStores {
+export function openStores(dataDir: string, options: { io?: FileOps; warc?: Omit<WarcArchiveOptions, 'dataDir' | 'io'> } = {}): OpenStores {
   const { io } = options;
-  const archive = PageArchive.open(dataPath(dataDir, 'pages'), { io });
-  const opened: { close(): void }[] = [archive];
+  const warc = options.warc === undefined ? null : WarcArchive.open({ dataDir, io, ...options.warc });
+  const opened: { close(): void }[] = warc === null ? [] : [warc];
+  let archive: PageArchive;
+  try {
+    archive = PageArchive.open(dataPath(dataDir, 'pages'), { io });
+  } catch (error) {
+    warc?.close();
+    throw error;
+  }
+  opened.push(archive);
   const closeAll = () => {
     let failure: unknown = null;
     for (const store of opened) {
@@ -185,7 +201,8 @@ export function openStores(dataDir: string, options: { io?: FileOps } = {}): Ope
     opened.push(cache);
     const crawlDb = CrawlDb.open(dataPath(dataDir, 'crawlDb'), { io });
     opened.push(crawlDb);
-    return { archive, cache, crawlDb, robots, close: closeAll };
+    // WARC files are committed first (crawl db records name them), as in Crawl.commit.
+    return { archive, warc, cache, crawlDb, robots, close: closeAll };
   } catch (error) {
     try {
       closeAll();
@@ -194,6 +211,19 @@ export function openStores(dataDir: string, options: { io?: FileOps } = {}): Ope
     }
     throw error;
   }
+}
+
+/** Petrel's version from package.json (found from dist/ and from the sources alike). */
+function petrelVersion(): string {
+  for (const relative of ['../../package.json', '../package.json']) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL(relative, import.meta.url), 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === 'petrel' && typeof pkg.version === 'string') return pkg.version;
+    } catch {
+      // not this one
+    }
+  }
+  return 'unknown';
 }
 
 function createHttpsServer(tls: NonNullable<QueueServerOptions['tls']>, app: ReturnType<typeof createApp>) {

@@ -34,6 +34,7 @@ import { CrawlStats, type CrawlSummary } from './crawl-stats.js';
 import { crawlStatus, crawlSummary, type CrawlStatus } from './crawl-status.js';
 import { FetcherRegistry } from './fetcher-registry.js';
 import type { PageArchive } from './page-archive.js';
+import type { WarcArchive } from '../warc/warc-archive.js';
 import { RecentEvents } from './recent-events.js';
 import { CommitFailure, isStorageFailure } from './storage-error.js';
 
@@ -62,6 +63,8 @@ const FETCHED_STATUSES: ReadonlySet<string> = new Set(['fetched', 'notmodified',
 
 export interface CrawlStores {
   readonly archive: PageArchive;
+  /** The web archive (WARC files); null when archiving is off. */
+  readonly warc: WarcArchive | null;
   readonly cache: CacheStore;
   readonly crawlDb: CrawlDb;
   readonly robots: RobotsStore | null;
@@ -183,6 +186,7 @@ export class Crawl {
   restart(config: CrawlConfig, now: number): LoadedCrawl {
     this.#config = config;
     this.#admission.reconfigure(config);
+    this.#stores.warc?.setSettings(config);
     this.#pagesCharged = 0;
     this.dropQueued(now);
     this.#placement.dropWaiting();
@@ -397,12 +401,13 @@ export class Crawl {
   }
 
   /**
-   * Makes everything applied so far durable: page records, then robots.txt files, then cache records,
-   * then the crawl database (the authority on what is done, so last). Each store keeps what it could
-   * not write when this throws (a full disk, an I/O error), and calling it again writes the rest: a
-   * store that committed is not written twice.
+   * Makes everything applied so far durable: WARC records first (a crawl db record may name them), then
+   * page records, robots.txt files, cache records, and the crawl database (the authority on what is
+   * done, so last). Each store keeps what it could not write when this throws (a full disk, an I/O
+   * error), and calling it again writes the rest: a store that committed is not written twice.
    */
   commit(): void {
+    commitStore('warc/', () => this.#stores.warc?.commit());
     commitStore('pages.jsonl', () => this.#stores.archive.commit());
     commitStore('robots/', () => this.#stores.robots?.commit());
     commitStore('cache.btree', () => this.#stores.cache.commit());

@@ -27,9 +27,13 @@
  *       96    2  last HTTP status   u16, if FLAG_HTTP_STATUS
  *       98    2  error code length  bytes of UTF-8, if FLAG_ERROR_CODE (else 0)
  *      100    4  reserved           0
- *      104       url, then error code
+ *      104   56  WARC capture       where the URL's latest capture is, if FLAG_WARC (then header bytes
+ *                                   is 160); layout in queue-server/warc/location.ts
+ *                                   `encodeCaptureLocation`
+ *  104/160       url, then error code
  *
- * Absent fields are zero bytes, so the layout is fixed up to the URL. Size: 104 + URL + error code,
+ * Absent fields are zero bytes, so the layout is fixed up to the URL. Size: 104 (160 with a WARC
+ * capture) + URL + error code,
  * at most MAX_CRAWLDB_RECORD_BYTES (the B-Tree's value limit at 16 KiB pages, see btree/LAYOUT.md):
  * a 2,048-character URL leaves 1,930 bytes for the error code. A larger record is refused with
  * CRAWLDB_RECORD_TOO_LARGE (disposition `skip`: the URL is not stored; nothing else is affected).
@@ -38,7 +42,13 @@
  * `header bytes`, or takes a reserved byte or an unused flag bit; this decoder skips what it does not
  * know. An incompatible change (a field whose meaning changes, a new status) raises `version`, and this
  * decoder refuses it with CRAWLDB_RECORD_VERSION rather than misread it.
+ *
+ * The WARC capture was such a compatible addition (flag bit 9, header bytes 160): records written
+ * before it decode with `warc: null`, and a Petrel from before it reads records that have one, skipping
+ * the field (so the layout stays version 1; a version bump would have made every existing crawl
+ * database unreadable for no gain).
  */
+import { CAPTURE_LOCATION_BYTES, decodeCaptureLocation, encodeCaptureLocation, type CaptureLocation } from '../warc/location.js';
 import type { FetchSchedulePolicy } from './fetch-schedule.js';
 
 export const CRAWL_STATUSES = ['unfetched', 'fetched', 'notmodified', 'gone', 'redir_temp', 'redir_perm', 'retry', 'duplicate', 'robots_denied'] as const;
@@ -75,6 +85,12 @@ export interface CrawlDbRecord {
   redirectTo: string | null;
   /** last failure code, e.g. 'timeout', 'http-503'; null after a success */
   errorCode: string | null;
+  /**
+   * Where the URL's latest capture with content is in the WARC archive (queue-server/warc/): its
+   * latest response, or identical-payload revisit; a server-not-modified revisit leaves it where it
+   * was (queue-server/warc/revisit.ts). Null: nothing archived.
+   */
+  warc: CaptureLocation | null;
 }
 
 /** The B-Tree's value limit at 16 KiB pages: floor((16384 - 16) / 4) - 10 (btree/LAYOUT.md). */
@@ -105,6 +121,8 @@ export class CrawlDbRecordError extends Error {
 
 const VERSION = 1;
 const HEADER_BYTES = 104;
+/** With a WARC capture: the 56-byte location follows the fixed fields. */
+const HEADER_BYTES_WARC = HEADER_BYTES + CAPTURE_LOCATION_BYTES;
 
 const FLAG_FIRST_FETCH = 1 << 0;
 const FLAG_LAST_FETCH = 1 << 1;
@@ -115,6 +133,7 @@ const FLAG_DUPLICATE_OF = 1 << 5;
 const FLAG_REDIRECT_TO = 1 << 6;
 const FLAG_HTTP_STATUS = 1 << 7;
 const FLAG_ERROR_CODE = 1 << 8;
+const FLAG_WARC = 1 << 9;
 
 const HEX64 = /^[0-9a-f]{16}$/;
 
@@ -137,6 +156,7 @@ export function newCrawlDbRecord(url: string, depth: number, score: number, now:
     duplicateOf: null,
     redirectTo: null,
     errorCode: null,
+    warc: null,
   };
 }
 
@@ -150,7 +170,8 @@ export function encodeCrawlDbRecord(record: CrawlDbRecord): Uint8Array {
   if (statusIndex < 0) throw new Error(`crawl db record of ${record.url}: unknown status ${JSON.stringify(record.status)}`);
   const url = Buffer.from(record.url, 'utf8');
   const errorCode = record.errorCode === null ? Buffer.alloc(0) : Buffer.from(record.errorCode, 'utf8');
-  const size = HEADER_BYTES + url.length + errorCode.length;
+  const headerBytes = record.warc === null ? HEADER_BYTES : HEADER_BYTES_WARC;
+  const size = headerBytes + url.length + errorCode.length;
   if (size > MAX_CRAWLDB_RECORD_BYTES) {
     throw new CrawlDbRecordError(
       'CRAWLDB_RECORD_TOO_LARGE',
@@ -162,7 +183,7 @@ export function encodeCrawlDbRecord(record: CrawlDbRecord): Uint8Array {
   let flags = 0;
   out.writeUInt8(VERSION, 0);
   out.writeUInt8(statusIndex, 1);
-  out.writeUInt16LE(HEADER_BYTES, 4);
+  out.writeUInt16LE(headerBytes, 4);
   out.writeUInt16LE(url.length, 6);
   out.writeUInt32LE(u32(record.depth, 'depth', record.url), 8);
   out.writeUInt32LE(u32(record.retries, 'retries', record.url), 12);
@@ -195,9 +216,13 @@ export function encodeCrawlDbRecord(record: CrawlDbRecord): Uint8Array {
   }
   if (record.errorCode !== null) flags |= FLAG_ERROR_CODE;
   out.writeUInt16LE(errorCode.length, 98);
+  if (record.warc !== null) {
+    flags |= FLAG_WARC;
+    encodeCaptureLocation(record.warc, out, HEADER_BYTES);
+  }
   out.writeUInt16LE(flags, 2);
-  url.copy(out, HEADER_BYTES);
-  errorCode.copy(out, HEADER_BYTES + url.length);
+  url.copy(out, headerBytes);
+  errorCode.copy(out, headerBytes + url.length);
   return out;
 }
 
@@ -220,6 +245,9 @@ export function decodeCrawlDbRecord(bytes: Uint8Array): CrawlDbRecord {
     );
   }
   const has = (flag: number): boolean => (flags & flag) !== 0;
+  if (has(FLAG_WARC) && headerBytes < HEADER_BYTES_WARC) {
+    throw new CrawlDbRecordError('CRAWLDB_RECORD_CORRUPT', `crawl db record says it has a WARC capture but its header of ${headerBytes} bytes has no room for one`);
+  }
   const time = (flag: number, offset: number): number | null => (has(flag) ? view.readDoubleLE(offset) : null);
   const hash = (flag: number, offset: number): string | null => (has(flag) ? view.toString('hex', offset, offset + 8) : null);
   const urlStart = headerBytes;
@@ -241,7 +269,16 @@ export function decodeCrawlDbRecord(bytes: Uint8Array): CrawlDbRecord {
     duplicateOf: hash(FLAG_DUPLICATE_OF, 80),
     redirectTo: hash(FLAG_REDIRECT_TO, 88),
     errorCode: has(FLAG_ERROR_CODE) ? view.toString('utf8', errorStart, errorStart + errorLength) : null,
+    warc: has(FLAG_WARC) ? decodeWarc(view) : null,
   };
+}
+
+function decodeWarc(view: Buffer): CaptureLocation {
+  try {
+    return decodeCaptureLocation(view, HEADER_BYTES);
+  } catch (error) {
+    throw new CrawlDbRecordError('CRAWLDB_RECORD_CORRUPT', `crawl db record has a WARC capture that does not decode: ${(error as Error).message}`);
+  }
 }
 
 function u32(value: number, name: string, url: string): number {

@@ -9,6 +9,8 @@
  *   robots/         robots.txt fetches per origin (robots-store.ts)
  *   pass.json       the current crawl pass of one-shot crawls (crawl-pass.ts)
  *   crawl.json      the crawl's settings (seeds, scope, ...), so a restart keeps them (crawl/saved-settings.ts)
+ *   warc/           the web archive: petrel-<timestamp>-<serial>.warc.gz files, index.cdxj (warc/)
+ *   warc-digests.btree  payload digest -> first stored response, for identical-payload revisits (warc/digest-index.ts)
  *   LOCK            the pid of the queue server using the directory; a second one refuses to start
  *
  * Directory and files are private to the user (0700 / 0600).
@@ -30,6 +32,8 @@ export const DATA_FILES = {
   robots: 'robots',
   pass: 'pass.json',
   settings: 'crawl.json',
+  warc: 'warc',
+  warcDigests: 'warc-digests.btree',
   lock: 'LOCK',
 } as const;
 

@@ -39,6 +39,11 @@ export class StagedTree<T> {
     return BTree.open(path, { pageSize: options.pageSize, cachePages: options.cachePages ?? 2048, io: options.io });
   }
 
+  /** An existing tree for reading only (the CLI, beside or after a queue server). */
+  protected static openReadOnly(path: string, options: { cachePages?: number }): BTree {
+    return BTree.open(path, { create: false, readOnly: true, cachePages: options.cachePages ?? 2048 });
+  }
+
   get(hash: UrlHash): T | null {
     const staged = this.#staged.get(urlHashHex(hash));
     if (staged !== undefined) return staged.value;

@@ -205,6 +205,8 @@ describe.skipIf(!existsSync(CHROMIUM))('the admin page in chromium, against petr
     await page.fill('#f-delayMs', '300');
     await page.click('#btn-crawl');
     await expect.poll(() => page.locator('#crawl-message').textContent()).toContain('Crawl started');
+    // The page may still show the crawl before's counter: wait until this crawl has fetched some pages.
+    await expect.poll(async () => (await status()).pagesFetched, { timeout: 30_000 }).toBeGreaterThan(3);
     await waitForCounterAbove(page, 'c-pagesFetched', 3);
 
     // Stop mid-crawl: queued URLs are dropped, but stay known; once the leases are in, nothing is fetched.
@@ -213,6 +215,7 @@ describe.skipIf(!existsSync(CHROMIUM))('the admin page in chromium, against petr
     await expect.poll(() => counter(page, 'c-itemsLeased'), { timeout: 15_000 }).toBe(0);
     await expect.poll(() => page.locator('#c-rateNow').textContent(), { timeout: 10_000 }).toBe('0.0');
     const before = await counter(page, 'c-pagesFetched');
+    expect(before).toBeGreaterThan(3);
     expect((await status()).urlsByStatus.unfetched).toBeGreaterThan(otherHostUnfetched);
 
     // Start the same crawl again: it picks up the known, unfetched URLs and runs to its end.

@@ -48,7 +48,7 @@ function harness(config: CrawlConfigInput = {}, { realClock = false }: { realClo
   const cache = CacheStore.open(join(dir, 'cache.btree'));
   const crawlDb = CrawlDb.open(join(dir, 'crawldb.btree'));
   const crawlConfig = crawlConfigSchema.parse({ delayMs: 0, bloomCapacity: 1000, ...config });
-  const crawl = new Crawl(crawlConfig, { archive, cache, crawlDb, robots: null }, fetchScheduleOf(crawlConfig), null);
+  const crawl = new Crawl(crawlConfig, { archive, warc: null, cache, crawlDb, robots: null }, fetchScheduleOf(crawlConfig), null);
   const h: Harness = { service: undefined as unknown as CrawlService, archive, app: undefined as unknown as ReturnType<typeof createApp>, clock: T0 };
   const service = new CrawlService(crawl, { clock: realClock ? Date.now : () => h.clock });
   service.start();

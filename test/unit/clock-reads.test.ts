@@ -23,6 +23,7 @@ const ALLOWED: Record<string, string> = {
   'fetcher/queue-client.ts': 'request signatures carry the fetcher\'s timestamp (the queue server checks it against its own)',
   'cli/progress.ts': 'the progress display prints a line at most every 5 s',
   'cli/fetcher-children.ts': 'the fetcher-children supervisor spaces restarts by how long a child ran',
+  'cli/export-command.ts': 'the warcinfo record opening an exported WARC is dated when the export runs',
 };
 
 const CLOCK_READ = /\bDate\.now\b|\bnew Date\(\s*\)|\bperformance\.now\b/;

@@ -14,18 +14,42 @@ import {
   newCrawlDbRecord,
   type CrawlDbRecord,
 } from '../../queue-server/crawldb/record.js';
+import { warcFileName, type CaptureLocation } from '../../queue-server/warc/location.js';
 
 const seed = process.env.FC_SEED === undefined ? Date.now() % 2 ** 31 : Number(process.env.FC_SEED);
 console.log(`crawldb-record fast-check seed ${seed} (set FC_SEED to replay)`);
 
 const NOW = Date.UTC(2026, 0, 15, 12, 0, 0);
-/** 104-byte fixed header (see the layout in record.ts). */
+/** 104-byte fixed header (see the layout in record.ts); 160 with a WARC capture. */
 const HEADER = 104;
+const HEADER_WITH_WARC = 160;
 const MAX_URL = 2048;
 
 const hex16 = fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }).map((value) => value.toString(16).padStart(16, '0'));
 const finite = fc.double({ noNaN: true, noDefaultInfinity: true });
 const time = fc.oneof(fc.integer({ min: 0, max: 2 ** 45 }), finite);
+
+const uuid = fc.uuid({ version: 4 });
+const locationArb: fc.Arbitrary<CaptureLocation> = fc
+  .record({
+    createdAt: fc.integer({ min: Date.UTC(2000, 0, 1), max: Date.UTC(2999, 0, 1) }),
+    serial: fc.integer({ min: 0, max: 0xffffffff }),
+    offset: fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }),
+    requestLength: fc.integer({ min: 0, max: 0xffff }),
+    extra: fc.integer({ min: 0, max: 0xffffffff - 0xffff }),
+    kind: fc.constantFrom('response' as const, 'revisit' as const),
+    date: time,
+    id: uuid,
+  })
+  .map(({ createdAt, serial, offset, requestLength, extra, kind, date, id }) => ({
+    file: warcFileName({ createdAt, serial }),
+    offset,
+    length: requestLength + extra,
+    requestLength,
+    kind,
+    date,
+    recordId: `<urn:uuid:${id}>`,
+  }));
 
 const recordArb: fc.Arbitrary<CrawlDbRecord> = fc.record({
   url: fc.oneof(fc.string({ maxLength: MAX_URL }), fc.webUrl().filter((url) => url.length <= MAX_URL)),
@@ -44,6 +68,7 @@ const recordArb: fc.Arbitrary<CrawlDbRecord> = fc.record({
   duplicateOf: fc.option(hex16),
   redirectTo: fc.option(hex16),
   errorCode: fc.option(fc.oneof(fc.constantFrom('', 'timeout', 'http-503', 'robots-disallowed'), fc.string({ unit: 'grapheme', maxLength: 100 }))),
+  warc: fc.option(locationArb),
 });
 
 function allNulls(url = 'https://example.com/'): CrawlDbRecord {
@@ -64,6 +89,7 @@ function allNulls(url = 'https://example.com/'): CrawlDbRecord {
     duplicateOf: null,
     redirectTo: null,
     errorCode: null,
+    warc: null,
   };
 }
 
@@ -77,11 +103,11 @@ function codeOf(run: () => unknown): string | undefined {
 }
 
 describe('crawl db record codec', () => {
-  it('round-trips any record exactly, in 104 bytes plus URL and error code', () => {
+  it('round-trips any record exactly, in 104 bytes (160 with a WARC capture) plus URL and error code', () => {
     fc.assert(
       fc.property(recordArb, (record) => {
         const bytes = encodeCrawlDbRecord(record);
-        expect(bytes.length).toBe(HEADER + Buffer.byteLength(record.url) + Buffer.byteLength(record.errorCode ?? ''));
+        expect(bytes.length).toBe((record.warc === null ? HEADER : HEADER_WITH_WARC) + Buffer.byteLength(record.url) + Buffer.byteLength(record.errorCode ?? ''));
         expect(decodeCrawlDbRecord(bytes)).toEqual(record);
       }),
       { seed, numRuns: 500 },
@@ -120,6 +146,43 @@ describe('crawl db record codec', () => {
     const bytes = encodeCrawlDbRecord(record);
     expect(bytes.length).toBe(MAX_CRAWLDB_RECORD_BYTES);
     expect(decodeCrawlDbRecord(bytes)).toEqual(record);
+  });
+
+  it('fits a 2,048-character URL with every field set, a WARC capture and a long error code', () => {
+    const url = `https://example.com/${'a'.repeat(MAX_URL - 'https://example.com/'.length)}`;
+    const warc: CaptureLocation = {
+      file: warcFileName({ createdAt: NOW, serial: 12 }),
+      offset: 2 ** 40 + 3,
+      length: 70_000,
+      requestLength: 400,
+      kind: 'revisit',
+      date: NOW + 0.5,
+      recordId: '<urn:uuid:0f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0>',
+    };
+    const record: CrawlDbRecord = { ...allNulls(url), status: 'fetched', lastHttpStatus: 200, signature: 'ffffffffffffffff', warc, errorCode: 'e'.repeat(MAX_CRAWLDB_RECORD_BYTES - HEADER_WITH_WARC - MAX_URL) };
+    const bytes = encodeCrawlDbRecord(record);
+    expect(bytes.length).toBe(MAX_CRAWLDB_RECORD_BYTES);
+    expect(decodeCrawlDbRecord(bytes)).toEqual(record);
+  });
+
+  it('reads a record written before the WARC capture field existed as having none, byte for byte the old layout', () => {
+    const record = { ...allNulls('https://example.com/old'), status: 'fetched' as const, lastHttpStatus: 200 };
+    const bytes = Buffer.from(encodeCrawlDbRecord(record));
+    // The old layout: 104-byte header, flag bit 9 clear, the URL right after.
+    expect(bytes.readUInt16LE(4)).toBe(HEADER);
+    expect(bytes.readUInt16LE(2) & (1 << 9)).toBe(0);
+    expect(bytes.toString('utf8', HEADER)).toBe('https://example.com/old');
+    expect(decodeCrawlDbRecord(bytes).warc).toBeNull();
+  });
+
+  it('refuses a record whose WARC flag is set without room for the capture, or whose capture does not decode (CRAWLDB_RECORD_CORRUPT)', () => {
+    const bytes = Buffer.from(encodeCrawlDbRecord(allNulls('https://example.com/flag')));
+    bytes.writeUInt16LE(bytes.readUInt16LE(2) | (1 << 9), 2);
+    expect(codeOf(() => decodeCrawlDbRecord(bytes))).toBe('CRAWLDB_RECORD_CORRUPT');
+    const warc: CaptureLocation = { file: warcFileName({ createdAt: NOW, serial: 1 }), offset: 0, length: 10, requestLength: 5, kind: 'response', date: NOW, recordId: '<urn:uuid:0f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0>' };
+    const withWarc = Buffer.from(encodeCrawlDbRecord({ ...allNulls('https://example.com/kind'), warc }));
+    withWarc[HEADER + 28] = 7; // an unknown kind of capture record
+    expect(codeOf(() => decodeCrawlDbRecord(withWarc))).toBe('CRAWLDB_RECORD_CORRUPT');
   });
 
   it('refuses a record one byte over the B-Tree value limit with CRAWLDB_RECORD_TOO_LARGE', () => {

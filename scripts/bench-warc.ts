@@ -1,0 +1,64 @@
+/**
+ * What building WARC records costs a fetcher: fetches the test web's pages once (real HTTP on
+ * loopback), then builds their captures (shared/warc/exchange.ts `buildCapture`: two SHA-1s, two gzip
+ * members) at several zlib levels and prints CPU ms per page and record bytes per page for each.
+ *
+ *   npm run build && node dist/scripts/bench-warc.js [PAGES]
+ */
+import { request } from 'node:http';
+import { buildCapture, type Exchange } from '../shared/warc/exchange.js';
+import { responseHead } from '../shared/warc/http-head.js';
+import { startTestWeb } from './test-web.js';
+
+function fetchOne(url: string): Promise<Exchange> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { headers: { 'user-agent': 'Petrel-bench/1', 'accept-encoding': 'gzip' } });
+    req.on('error', reject);
+    req.on('response', (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('error', reject);
+      res.on('end', () =>
+        resolve({
+          url,
+          ipAddress: res.socket?.remoteAddress ?? null,
+          startedAt: 0,
+          requestHead: Buffer.from((req as unknown as { _header: string })._header, 'latin1'),
+          responseHead: responseHead({ status: res.statusCode!, statusText: res.statusMessage ?? '', rawHeaders: res.rawHeaders }),
+          responseBody: chunks,
+          truncated: null,
+        }),
+      );
+    });
+    req.end();
+  });
+}
+
+async function main(): Promise<void> {
+  const pages = Number(process.argv[2] ?? 400);
+  const web = await startTestWeb({ profile: 'bench', hosts: 1, pagesPerHost: pages });
+  try {
+    const main = web.hostByRole.main;
+    const urls = [...web.model.reachable({ seeds: web.seeds, inScope: (url) => url.startsWith(`${main}/`), maxDepth: 100 }).keys()].slice(0, pages);
+    const exchanges: Exchange[] = [];
+    for (const url of urls) exchanges.push(await fetchOne(url));
+    const bodyBytes = exchanges.reduce((sum, e) => sum + e.responseBody.reduce((s, c) => s + c.length, 0), 0);
+    console.log(`${exchanges.length} pages, ${(bodyBytes / exchanges.length / 1024).toFixed(1)} KiB of body per page on average`);
+    for (const level of [1, 3, 6]) {
+      for (const e of exchanges.slice(0, 20)) buildCapture(e, { maxBodyBytes: 2 * 1024 * 1024, gzipLevel: level }); // warm-up
+      let bytes = 0;
+      const start = process.cpuUsage();
+      for (const e of exchanges) {
+        const capture = buildCapture(e, { maxBodyBytes: 2 * 1024 * 1024, gzipLevel: level });
+        bytes += capture.requestRecord.length + capture.responseRecord.length;
+      }
+      const used = process.cpuUsage(start);
+      const ms = (used.user + used.system) / 1000;
+      console.log(`gzip level ${level}: ${(ms / exchanges.length).toFixed(3)} ms CPU per page, ${(bytes / exchanges.length / 1024).toFixed(2)} KiB of records per page`);
+    }
+  } finally {
+    await web.close();
+  }
+}
+
+await main();
