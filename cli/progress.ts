@@ -1,9 +1,14 @@
 /**
  * Live progress for `petrel crawl`: follows the queue server's status stream (server-sent events)
  * and keeps one line on the terminal up to date; without a terminal, prints a line every 5 s.
+ * The stream is asked for with a signed request (fetcher/queue-client.ts, keyed by fetcher.token),
+ * so the secret never crosses the wire, as for the fetchers.
  */
-import { ROUTES } from '../shared/protocol.js';
+import { QueueClient } from '../fetcher/queue-client.js';
 import type { CrawlStatus } from '../queue-server/crawl/crawl-status.js';
+
+/** The sender id progress signs as (the queue server records no fetcher for a status request). */
+const PROGRESS_ID = 'petrel-crawl-progress';
 
 export function formatProgress(status: Pick<CrawlStatus, 'elapsedMs' | 'pagesFetched' | 'pagesPerSecond' | 'notModified' | 'errors' | 'robotsDenied' | 'frontierSize' | 'itemsLeased' | 'fetchers' | 'urlsDiscovered'>): string {
   const seconds = (status.elapsedMs / 1000).toFixed(1);
@@ -29,15 +34,12 @@ export function followProgress(serverUrl: string, token: string, out: NodeJS.Wri
     }
   };
   void (async () => {
+    // The client retries until the stream begins (a queue server still starting); the stream then
+    // ends when the queue server exits. Progress is best effort.
+    const client = new QueueClient({ serverUrl, token, signal: controller.signal, connections: 1 });
     try {
-      const { request } = await import('undici');
-      const response = await request(serverUrl + ROUTES.statusStream, {
-        headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' },
-        signal: controller.signal,
-        bodyTimeout: 0,
-      });
       let buffer = '';
-      for await (const chunk of response.body) {
+      for await (const chunk of await client.openStatusStream(PROGRESS_ID)) {
         buffer += chunk.toString();
         let end: number;
         while ((end = buffer.indexOf('\n\n')) >= 0) {
@@ -48,7 +50,9 @@ export function followProgress(serverUrl: string, token: string, out: NodeJS.Wri
         }
       }
     } catch {
-      // The stream ends when the queue server exits; progress is best effort.
+      // Stopped, or the queue server went away.
+    } finally {
+      await client.close().catch(() => undefined);
     }
   })();
   return () => {
