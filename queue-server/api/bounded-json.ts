@@ -12,8 +12,9 @@
  *
  * The protocol's bodies are far inside these bounds: a results post nests 4 deep, and a fetcher's
  * batch of 64 results holds at most about 330,000 tokens (64 x 5,000 links plus some 60 fields each).
- * 500,000 tokens cost at most about 50 MB of heap once parsed (an empty array, the costliest token
- * per byte, is some 32 bytes on V8's heap for 3 bytes of JSON).
+ * Measured on Node 20 (JSON.parse of `[{},{},...]` and `[[],[],...]`, heap before and after): 500,000
+ * empty objects cost 34 MB of heap (49 MB of resident memory), 500,000 empty arrays 22 MB; 13 million
+ * empty arrays, 39 MB of JSON, cost 520 MB of heap and 910 MB resident.
  */
 
 export const JSON_BOUNDS = {
