@@ -156,9 +156,13 @@ export function isInstanceId(value: string): boolean {
   return INSTANCE.test(value);
 }
 
-/** A public fingerprint of a secret: 16 hex digits of a domain-separated SHA-256 (reveals nothing of it). */
+/**
+ * A public fingerprint of a secret: 16 hex digits of a domain-separated SHA-256 (reveals nothing of it).
+ * Derived as scheme 1 derived it, so a key id names the same secret in every version, and a fetcher
+ * of another version is told that, not that its secret is wrong.
+ */
 export function keyIdOf(secret: string): string {
-  return createHash('sha256').update(`PETREL-HMAC-SHA256 key id\n${secret}`).digest('hex').slice(0, 16);
+  return createHash('sha256').update(`PETREL-HMAC-SHA256-1 key id\n${secret}`).digest('hex').slice(0, 16);
 }
 
 export function stringToSign(parts: SignedParts): string {

@@ -44,6 +44,7 @@ import {
   MAX_CLOCK_SKEW_MS,
   readSignatureHeaders,
   SIGNATURE_HEADERS,
+  SIGNATURE_SCHEME,
   signatureMatches,
   type SignatureHeaders,
 } from '../../shared/request-signing.js';
@@ -174,7 +175,9 @@ export class RequestAuth {
       throw refuseUnread(res, new HttpError(401, 'unknown-key', `signed with another secret (key id ${headers.keyId}): give the fetcher this queue server's <data>/fetcher.token`));
     }
     if (headers.instance !== this.#instance) {
-      const why = headers.instance === null ? 'signed without X-Petrel-Instance' : 'signed for another queue server process (it restarted, or this is a replay)';
+      const why = headers.instance === null
+        ? `signed without X-Petrel-Instance (a fetcher older than signing scheme ${SIGNATURE_SCHEME} must be updated)`
+        : 'signed for another queue server process (it restarted, or this is a replay)';
       throw refuseUnread(res, new HttpError(401, 'unknown-instance', `${why}: sign again for instance ${this.#instance}`, { details: { instance: this.#instance } }));
     }
     if (this.#nonces.seen(headers.nonce, headers.timestamp)) throw refuseUnread(res, replayed());

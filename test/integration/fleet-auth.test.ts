@@ -285,6 +285,37 @@ describe('the fetcher client', () => {
   });
 });
 
+describe('status for fetchers and petrel crawl', () => {
+  it('reads the status and follows its stream with signed requests (the fetcher client)', async () => {
+    const { server } = await queueServer();
+    const stop = new AbortController();
+    const client = new QueueClient({ serverUrl: server.url, token: server.token, signal: stop.signal });
+    cleanups.push(() => client.close());
+    expect(await client.status('status-reader')).toMatchObject({ state: 'running', frontierSize: 1 });
+    let first = '';
+    for await (const chunk of await client.openStatusStream('status-reader', stop.signal)) {
+      first += chunk.toString();
+      if (first.includes('\n\n')) break;
+    }
+    expect(first).toMatch(/^event: status\ndata: \{/);
+    stop.abort();
+  });
+
+  it('shows petrel crawl\'s progress, which follows the status stream with a signed request', async () => {
+    assertBuilt();
+    const dir = tempDir('fleet-progress');
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    // Nothing listens at the seed: its robots.txt fails once and the host is given up, so the crawl ends at once.
+    const child = startPetrel(['crawl', '--seed', SEED, '--data', join(dir, 'data'), '--fetchers', '1', '--robots-attempts', '1']);
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    const finished = await child.output;
+    clearTimeout(timer);
+    expect(finished.code, finished.stderr).toBe(0);
+    // The first status event is printed at once (without a terminal, then every 5 s).
+    expect(finished.stderr).toMatch(/^\[\d+\.\ds\] fetched 0 \(/m);
+  });
+});
+
 const hasOpenssl = spawnSync('openssl', ['version'], { stdio: 'ignore' }).status === 0;
 
 describe.skipIf(!hasOpenssl)('HTTPS between fetchers and the queue server', () => {
