@@ -161,8 +161,12 @@ export class QueueClient {
   async #send(request: SendOptions): Promise<Dispatcher.ResponseData> {
     const signal = request.signal === undefined ? this.#options.signal : AbortSignal.any([this.#options.signal, request.signal]);
     const path = this.#basePath + request.route;
-    /** unknown-instance answers in a row: the first is retried at once, more mean trouble (backoff). */
-    let instanceRefusals = 0;
+    /**
+     * unknown-instance answers retried at once: each that names an instance other than the one signed
+     * for (the queue server restarted, perhaps again and again) is retried without waiting, up to this
+     * many in one call; one naming the very instance signed for is trouble, and waits as a 5xx does.
+     */
+    let immediateRetries = 0;
     for (let attempt = 1; ; attempt++) {
       if (signal.aborted) throw new StoppedError();
       let retryAfterMs = 0;
@@ -190,12 +194,10 @@ export class QueueClient {
         this.#noteInstance(response.headers[SIGNATURE_HEADERS.instance]);
         if (response.statusCode < 400) return response;
         const error = parseError(await response.body.text());
-        if (response.statusCode === 401 && error.code === 'unknown-instance') {
-          instanceRefusals++;
-          if (instanceRefusals === 1) {
-            attempt--;
-            continue;
-          }
+        if (response.statusCode === 401 && error.code === 'unknown-instance' && this.#instance !== instance && immediateRetries < MAX_IMMEDIATE_RETRIES) {
+          immediateRetries++;
+          attempt--;
+          continue;
         }
         if (response.statusCode >= 500) retryAfterMs = retryAfterOf(response.headers['retry-after']);
         throw new QueueServerError(response.statusCode, error.code, error.message);
@@ -224,6 +226,9 @@ export class QueueClient {
     if (typeof header === 'string' && isInstanceId(header)) this.#instance = header;
   }
 }
+
+/** See #send: a queue server restarting more often than this within one call is waited for. */
+const MAX_IMMEDIATE_RETRIES = 20;
 
 interface SendOptions {
   readonly method: 'GET' | 'POST';
