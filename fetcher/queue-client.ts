@@ -12,7 +12,7 @@
  * the body bytes as sent, and every attempt anew: a retry has a fresh timestamp and nonce, so to the
  * queue server it is a new request (and a retried results post is applied once by its own
  * idempotence). The instance to sign for is read from the X-Petrel-Instance header of every answer
- * (before the first signed request, from GET /healthz). The status routes are reached the same way
+ * (before the first signed request, and after a transport failure, from GET /healthz). The status routes are reached the same way
  * (`status`, `openStatusStream`), so the secret never crosses the wire for them either. Over HTTPS
  * the queue server's certificate is verified, against `ca` when given; a certificate that cannot be
  * verified is a TlsTrustError, never retried.
@@ -207,6 +207,9 @@ export class QueueClient {
         if (!retryable) throw error;
         const untrusted = tlsTrustError(error, this.#origin, this.#options.ca !== undefined);
         if (untrusted !== null) throw untrusted;
+        // A transport failure may hide a restart, and a refusal of a large body can be lost with its
+        // connection (the queue server closes it without reading the body: EPIPE here): ask again.
+        if (!(error instanceof QueueServerError)) this.#instance = null;
         this.#options.onRetry?.(request.what, attempt, error);
         await backoff(attempt, signal, retryAfterMs);
       }

@@ -18,6 +18,7 @@ import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { QueueClient } from '../../fetcher/queue-client.js';
 import { startTestWeb, type TestWeb } from '../../scripts/test-web.js';
 import { LIMITS, PROTOCOL_VERSION, ROUTES, type ClaimRequest, type ItemResult, type Schedule } from '../../shared/protocol.js';
 import { newNonce, SIGNATURE_HEADERS } from '../../shared/request-signing.js';
@@ -130,8 +131,12 @@ function claimBody(fetcherId: string): ClaimRequest {
 
 function robotsResult(schedule: Schedule): ItemResult {
   const slot = schedule.slots[0]!;
+  return { ...robotsResultFor(slot.items[0]!.url), slot: slot.slot };
+}
+
+function robotsResultFor(url: string): ItemResult {
   return {
-    slot: slot.slot, i: 0, url: slot.items[0]!.url, fetchedAt: Date.now(), durationMs: 1, status: 404, error: null, contentType: null, bytes: 0, wireBytes: 0,
+    slot: 0, i: 0, url, fetchedAt: Date.now(), durationMs: 1, status: 404, error: null, contentType: null, bytes: 0, wireBytes: 0,
     truncated: false, redirectTo: null, retryAfterMs: null, signature: null, page: null, links: [], robotsTxt: null,
     cache: { etag: null, lastModified: null, date: null, age: null, expires: null, cacheControl: null },
   };
@@ -194,6 +199,35 @@ describe('replay after a restart', () => {
     const served = await send(server.url, fresh.path, fresh.headers, fresh.body);
     expect(served.status).toBe(200);
   });
+});
+
+describe('a fetcher across a restart', () => {
+  it('signs anew for the restarted queue server, even a 20 MB results post whose refusal may be lost with its connection', async () => {
+    const dir = dataDir('defences-client-restart');
+    const port = await freePort();
+    const args = ['--port', String(port), '--seed', SEED];
+    let server = await startQueueServerProcess(dir, args);
+    const retries: unknown[] = [];
+    const stop = new AbortController();
+    const client = new QueueClient({ serverUrl: server.url, token: server.token, signal: stop.signal, onRetry: (_what, _attempt, error) => retries.push(error) });
+    cleanups.push(() => client.close());
+    const fetcherId = 'restart-fetcher';
+    expect(await client.heartbeat({ protocolVersion: PROTOCOL_VERSION, fetcherId, name: 'x', scheduleIds: [], stats: STATS })).toEqual({ unknownScheduleIds: [] });
+    server.child.kill('SIGKILL');
+    await server.child.output;
+    server = await startQueueServerProcess(dir, args);
+    // Two results of 5,000 links of 2,000 characters: 20 MB, refused unread (wrong instance) and the connection closed.
+    const links = Array.from({ length: 5000 }, (_, i) => `http://127.0.0.1:9/${String(i).padStart(1990, 'x')}`);
+    const result = (i: number): ItemResult => ({ ...robotsResultFor('http://127.0.0.1:9/robots.txt'), i, links });
+    const answer = await client.results({ protocolVersion: PROTOCOL_VERSION, fetcherId, scheduleId: 'before-restart-1', results: [result(0), result(1)] });
+    // Delivered and read (its lease is unknown to the new process, so nothing is applied).
+    expect(answer).toMatchObject({ applied: 0, leaseActive: false });
+    // At most one lost answer (an EPIPE while the refused body was still being sent), after which the
+    // client asks for the new instance instead of signing for the old one again. How often the answer
+    // is lost depends on timing (about half the time for 20 MB here), so this alone does not catch a
+    // client that would sign for the old instance again; delivery is what it protects.
+    expect(retries.length).toBeLessThanOrEqual(1);
+  }, 60_000);
 });
 
 describe('the login limit', () => {
