@@ -190,8 +190,10 @@ async function runCrawl(values: CrawlValues, settingsArgs: string[]): Promise<Cr
   const stopProgress = values.progress ? followProgress(started.url, readFileSync(started.tokenFile, 'utf8').trim(), process.stderr) : () => undefined;
   const serverStatus = await serverExit;
   stopProgress();
-  // Fetchers were told `done`; give them a moment to exit on their own, then make sure they do.
-  await fetchers?.stop({ waitForExitMs: 5000 });
+  // The crawl is over, or the queue server gone: nothing is leased, so the fetchers hold nothing.
+  // Those told `done` are exiting already; one that was not (it had not claimed yet) is stopped now,
+  // before it finds the queue server missing.
+  await fetchers?.stop();
   if (summary === null || (serverStatus !== 0 && !interrupted)) fail(`the queue server exited with status ${serverStatus} before the crawl finished`, { command: NAME });
   return { summary, interrupted };
 }

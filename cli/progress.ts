@@ -3,9 +3,11 @@
  * and keeps one line on the terminal up to date (without a terminal, prints a line every 5 s): the
  * counters, and an estimate of the time the queued URLs take with the option that would shorten it.
  * Things worth a line of their own (a host whose robots.txt cannot be fetched, and what happens to
- * its URLs) are printed as they happen, once each.
+ * its URLs) are printed as they happen, once each. The stream is asked for with a signed request
+ * (fetcher/queue-client.ts, keyed by fetcher.token), so the secret never crosses the wire, as for
+ * the fetchers.
  */
-import { ROUTES } from '../shared/protocol.js';
+import { QueueClient } from '../fetcher/queue-client.js';
 import type { CrawlStatus } from '../queue-server/crawl/crawl-status.js';
 import type { RobotsTrouble } from '../queue-server/crawl/recent-events.js';
 import type { TimeLeft } from '../queue-server/crawl/time-left.js';
@@ -18,6 +20,9 @@ type ProgressStatus = Pick<CrawlStatus, 'elapsedMs' | 'pagesFetched' | 'pagesPer
 
 /** Past this estimate the line says which option would shorten it. */
 const HINT_AFTER_MS = 60_000;
+
+/** The sender id progress signs as (the queue server records no fetcher for a status request). */
+const PROGRESS_ID = 'petrel-crawl-progress';
 
 export function formatProgress(status: ProgressStatus): string {
   const seconds = (status.elapsedMs / 1000).toFixed(1);
@@ -94,15 +99,12 @@ export function followProgress(serverUrl: string, token: string, out: NodeJS.Wri
     show(formatProgress(status));
   };
   void (async () => {
+    // The client retries until the stream begins (a queue server still starting); the stream then
+    // ends when the queue server exits. Progress is best effort.
+    const client = new QueueClient({ serverUrl, token, signal: controller.signal, connections: 1 });
     try {
-      const { request } = await import('undici');
-      const response = await request(serverUrl + ROUTES.statusStream, {
-        headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' },
-        signal: controller.signal,
-        bodyTimeout: 0,
-      });
       let buffer = '';
-      for await (const chunk of response.body) {
+      for await (const chunk of await client.openStatusStream(PROGRESS_ID)) {
         buffer += chunk.toString();
         let end: number;
         while ((end = buffer.indexOf('\n\n')) >= 0) {
@@ -113,7 +115,9 @@ export function followProgress(serverUrl: string, token: string, out: NodeJS.Wri
         }
       }
     } catch {
-      // The stream ends when the queue server exits; progress is best effort.
+      // Stopped, or the queue server went away.
+    } finally {
+      await client.close().catch(() => undefined);
     }
   })();
   return () => {

@@ -1,20 +1,28 @@
 /**
  * The fetcher's side of the wire contract: typed calls to the queue server, each response checked
  * against the protocol schema. Transport failures and 5xx answers are retried with capped,
- * jittered exponential backoff until they succeed or the fetcher stops; a 4xx is not retried (the
- * same request would fail the same way) and surfaces as a QueueServerError.
+ * jittered exponential backoff until they succeed or the fetcher stops; a 503 with Retry-After (the
+ * queue server's body budget is full, or its nonce memory) waits at least that long, since the queue
+ * server says when it expects room. A 4xx is not retried (the same request would fail the same way)
+ * and surfaces as a QueueServerError, with one exception: 401 unknown-instance, the answer of a queue
+ * server that restarted since the request was signed, which names the new instance: the next
+ * attempt is signed for it.
  *
- * Every request is signed (shared/request-signing.ts) over the body bytes as sent, and every attempt
- * anew: a retry has a fresh timestamp and nonce, so to the queue server it is a new request (and a
- * retried results post is applied once by its own idempotence). Over HTTPS the queue server's
- * certificate is verified, against `ca` when given; a certificate that cannot be verified is a
- * TlsTrustError, never retried, and so is the wrong scheme either way (an https:// URL for a plain
- * HTTP server, an http:// URL for one that speaks TLS).
+ * Every request is signed (shared/request-signing.ts) over its headers and the Content-Digest of
+ * the body bytes as sent, and every attempt anew: a retry has a fresh timestamp and nonce, so to the
+ * queue server it is a new request (and a retried results post is applied once by its own
+ * idempotence). The instance to sign for is read from the X-Petrel-Instance header of every answer
+ * (before the first signed request, and after a transport failure, from GET /healthz). The status
+ * routes are reached the same way (`status`, `openStatusStream`), so the secret never crosses the
+ * wire for them either. Over HTTPS the queue server's certificate is verified, against `ca` when
+ * given; a certificate that cannot be verified is a TlsTrustError, never retried, and so is the
+ * wrong scheme either way (an https:// URL for a plain HTTP server, an http:// URL for one that
+ * speaks TLS).
  */
 import { isIP } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { gzipSync } from 'node:zlib';
-import { Pool } from 'undici';
+import { Pool, type Dispatcher } from 'undici';
 import type { z } from 'zod';
 import {
   claimResponseSchema,
@@ -28,7 +36,7 @@ import {
   type ResultsRequest,
   type ResultsResponse,
 } from '../shared/protocol.js';
-import { signRequest } from '../shared/request-signing.js';
+import { isInstanceId, SIGNATURE_HEADERS, signRequest } from '../shared/request-signing.js';
 
 export class QueueServerError extends Error {
   readonly status: number;
@@ -89,6 +97,8 @@ export class QueueClient {
   readonly #compress: boolean;
   /** An answer came back: the URL's scheme is evidently right, no need to diagnose closed connections. */
   #answered = false;
+  /** The queue server process requests are signed for (X-Petrel-Instance); null until an answer named it. */
+  #instance: string | null = null;
 
   constructor(options: QueueClientOptions) {
     this.#options = options;
@@ -118,50 +128,137 @@ export class QueueClient {
     return this.#post(ROUTES.heartbeat, request, heartbeatResponseSchema, 'heartbeat');
   }
 
+  /** GET /api/status, signed as `fetcherId`: the crawl's status JSON (its shape is the queue server's CrawlStatus). */
+  async status(fetcherId: string): Promise<unknown> {
+    const response = await this.#send({ method: 'GET', route: ROUTES.status, fetcherId, what: 'status' });
+    return JSON.parse(await response.body.text()) as unknown;
+  }
+
+  /**
+   * GET /api/status/stream, signed as `fetcherId`: the server-sent events as they come (bytes), until
+   * the queue server ends the stream or `signal` aborts. Not retried once the stream has begun.
+   */
+  async openStatusStream(fetcherId: string, signal?: AbortSignal): Promise<AsyncIterable<Buffer>> {
+    const response = await this.#send({ method: 'GET', route: ROUTES.statusStream, fetcherId, what: 'status stream', signal, stream: true });
+    return response.body;
+  }
+
   async close(): Promise<void> {
     await this.#pool.close();
   }
 
-  async #post<T extends z.ZodType>(route: string, body: { fetcherId: string }, schema: T, what: string, callSignal?: AbortSignal): Promise<z.infer<T>> {
-    const signal = callSignal === undefined ? this.#options.signal : AbortSignal.any([this.#options.signal, callSignal]);
+  async #post<T extends z.ZodType>(route: string, body: { fetcherId: string }, schema: T, what: string, signal?: AbortSignal): Promise<z.infer<T>> {
     const json = Buffer.from(JSON.stringify(body));
     const compressed = this.#compress && json.length > GZIP_THRESHOLD;
     const payload = compressed ? gzipSync(json) : json;
-    const path = this.#basePath + route;
-    const headers: Record<string, string> = { 'content-type': 'application/json' };
-    if (compressed) headers['content-encoding'] = 'gzip';
+    const response = await this.#send({ method: 'POST', route, fetcherId: body.fetcherId, what, signal, body: payload, contentEncoding: compressed ? 'gzip' : undefined });
+    const text = await response.body.text();
+    let parsed;
+    try {
+      parsed = schema.safeParse(JSON.parse(text));
+    } catch {
+      parsed = null;
+    }
+    if (parsed === null || !parsed.success) throw new QueueServerError(response.statusCode, 'bad-response', 'response does not match the protocol');
+    return parsed.data;
+  }
+
+  /** One signed request, retried as the header comment says; resolves with a 2xx response whose body is unread. */
+  async #send(request: SendOptions): Promise<Dispatcher.ResponseData> {
+    const signal = request.signal === undefined ? this.#options.signal : AbortSignal.any([this.#options.signal, request.signal]);
+    const path = this.#basePath + request.route;
+    /**
+     * unknown-instance answers retried at once: each that names an instance other than the one signed
+     * for (the queue server restarted, perhaps again and again) is retried without waiting, up to this
+     * many in one call; one naming the very instance signed for is trouble, and waits as a 5xx does.
+     */
+    let immediateRetries = 0;
     for (let attempt = 1; ; attempt++) {
       if (signal.aborted) throw new StoppedError();
+      let retryAfterMs = 0;
       try {
-        const signature = signRequest({ secret: this.#options.token, method: 'POST', path, body: payload, fetcherId: body.fetcherId, now: Date.now() });
+        const instance = this.#instance ?? (await this.#learnInstance(signal));
+        const signature = signRequest({
+          secret: this.#options.token,
+          instance,
+          method: request.method,
+          path,
+          body: request.body,
+          contentType: request.body === undefined ? undefined : 'application/json',
+          contentEncoding: request.contentEncoding,
+          fetcherId: request.fetcherId,
+          now: Date.now(),
+        });
         const response = await this.#pool.request({
           path,
-          method: 'POST',
-          headers: { ...headers, ...signature },
-          body: payload,
+          method: request.method,
+          headers: request.stream === true ? { ...signature, accept: 'text/event-stream' } : signature,
+          body: request.body,
           signal,
+          ...(request.stream === true ? { bodyTimeout: 0 } : {}),
         });
-        const text = await response.body.text();
         this.#answered = true;
-        if (response.statusCode >= 500) throw new QueueServerError(response.statusCode, 'server-error', text.slice(0, 200));
-        if (response.statusCode >= 400) {
-          const error = parseError(text);
-          throw new QueueServerError(response.statusCode, error.code, error.message);
+        this.#noteInstance(response.headers[SIGNATURE_HEADERS.instance]);
+        if (response.statusCode < 400) return response;
+        const error = parseError(await response.body.text());
+        if (response.statusCode === 401 && error.code === 'unknown-instance' && this.#instance !== instance && immediateRetries < MAX_IMMEDIATE_RETRIES) {
+          immediateRetries++;
+          attempt--;
+          continue;
         }
-        const parsed = schema.safeParse(JSON.parse(text));
-        if (!parsed.success) throw new QueueServerError(response.statusCode, 'bad-response', 'response does not match the protocol');
-        return parsed.data;
+        if (response.statusCode >= 500) retryAfterMs = retryAfterOf(response.headers['retry-after']);
+        throw new QueueServerError(response.statusCode, error.code, error.message);
       } catch (error) {
         if (signal.aborted) throw new StoppedError();
-        if (error instanceof QueueServerError && error.status < 500) throw error;
+        const retryable = !(error instanceof QueueServerError) || error.status >= 500 || error.code === 'unknown-instance';
+        if (!retryable) throw error;
         const untrusted = tlsTrustError(error, this.#origin, this.#options.ca !== undefined);
         if (untrusted !== null) throw untrusted;
         if (!this.#answered && closedWithoutAnswer(error) && (await speaksTls(this.#origin))) throw tlsExpectedError(this.#origin);
-        this.#options.onRetry?.(what, attempt, error);
-        await backoff(attempt, signal);
+        // A transport failure may hide a restart, and a refusal of a large body can be lost with its
+        // connection (the queue server closes it without reading the body: EPIPE here): ask again.
+        if (!(error instanceof QueueServerError)) this.#instance = null;
+        this.#options.onRetry?.(request.what, attempt, error);
+        await backoff(attempt, signal, retryAfterMs);
       }
     }
   }
+
+  /** The instance the queue server names in an unauthenticated answer (GET /healthz). */
+  async #learnInstance(signal: AbortSignal): Promise<string> {
+    const response = await this.#pool.request({ path: `${this.#basePath}/healthz`, method: 'GET', signal });
+    await response.body.text();
+    this.#noteInstance(response.headers[SIGNATURE_HEADERS.instance]);
+    if (this.#instance === null) throw new QueueServerError(response.statusCode, 'no-instance', 'the queue server names no X-Petrel-Instance: it speaks an older protocol (update it)');
+    return this.#instance;
+  }
+
+  #noteInstance(header: string | string[] | undefined): void {
+    if (typeof header === 'string' && isInstanceId(header)) this.#instance = header;
+  }
+}
+
+/** See #send: a queue server restarting more often than this within one call is waited for. */
+const MAX_IMMEDIATE_RETRIES = 20;
+
+interface SendOptions {
+  readonly method: 'GET' | 'POST';
+  readonly route: string;
+  readonly fetcherId: string;
+  /** For the log (onRetry). */
+  readonly what: string;
+  readonly signal?: AbortSignal;
+  /** The body bytes as sent (JSON, gzip-compressed when contentEncoding says so). */
+  readonly body?: Buffer;
+  readonly contentEncoding?: string;
+  /** A server-sent event stream: no body timeout. */
+  readonly stream?: boolean;
+}
+
+/** Retry-After in seconds (RFC 9110 section 10.2.3; the queue server sends seconds), as ms, at most a minute. */
+function retryAfterOf(header: string | string[] | undefined): number {
+  if (typeof header !== 'string' || !/^\d{1,6}$/.test(header)) return 0;
+  return Math.min(60_000, Number(header) * 1000);
 }
 
 /** Certificate verification failures (OpenSSL's codes and Node's host name check). */
@@ -244,10 +341,11 @@ function parseError(text: string): { code: string; message: string } {
   }
 }
 
-/** 250 ms doubling to 10 s, with full jitter. Rejects when the signal aborts. */
-function backoff(attempt: number, signal: AbortSignal): Promise<void> {
+/** 250 ms doubling to 10 s, with jitter; at least `atLeastMs` (a Retry-After). Rejects when the signal aborts. */
+function backoff(attempt: number, signal: AbortSignal, atLeastMs = 0): Promise<void> {
   const cap = Math.min(10_000, 250 * 2 ** Math.min(attempt - 1, 10));
-  const delay = Math.round(cap / 2 + Math.random() * (cap / 2));
+  // A Retry-After is spread over half its length again, so fetchers told the same do not return at once.
+  const delay = atLeastMs > 0 ? Math.round(atLeastMs + Math.random() * (atLeastMs / 2)) : Math.round(cap / 2 + Math.random() * (cap / 2));
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       signal.removeEventListener('abort', onAbort);

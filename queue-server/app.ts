@@ -2,39 +2,70 @@
  * The queue server's HTTP interface: the fetcher API (claim, results, heartbeat) and the status API.
  * Building the app is separate from listening (daemon.ts), so tests start it on port 0 or drive it
  * with supertest. Every route but /healthz is authenticated: the fetcher routes by a signed request
- * only (request-auth.ts; a bearer token is refused there), the status routes by a signed request or
- * a bearer token (fetcher.token or admin.token), the control routes by the admin bearer token. Wrong
- * bearer tokens count as failed logins (admin/login-limiter.ts). Every body is validated against the
+ * only (api/request-auth.ts; a bearer token is refused there), the status routes by a signed request
+ * (fetchers, `petrel crawl`'s progress) or the admin bearer token (programs), the control routes by
+ * the admin bearer token. fetcher.token is never accepted as a bearer token: it is the key of the
+ * signatures, and sent as a bearer token it would cross the wire. Every body is validated against the
  * protocol schema and a bad one gets a 4xx with a clear message and changes nothing.
+ *
+ * Every answer names this process's instance (X-Petrel-Instance, 128 random bits drawn here): signed
+ * requests are signed for it, so one captured before a restart is refused after it.
+ *
+ * Wrong bearer tokens are counted per address (their own limiter, not the login form's); after five
+ * in a minute, wrong ones are answered 429 with Retry-After, so a program with a stale token backs
+ * off. A right token is always served. Why not lock the address out, as the login form does: every
+ * local user shares 127.0.0.1 with the admin's own scripts, so a lockout keyed on the address lets any
+ * of them lock the admin out with five wrong tokens; and a lockout that lets the right token through
+ * slows no guesser (200 or 429 tells as much as 200 or 401). What protects the tokens is their 256
+ * random bits (auth/tokens.ts): at a million guesses a second, about 10^63 years on average.
  */
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { claimRequestSchema, heartbeatRequestSchema, LIMITS, resultsRequestSchema, ROUTES } from '../shared/protocol.js';
-import { hasSignatureHeaders } from '../shared/request-signing.js';
-import { adminRouter, ADMIN_BASE } from './admin/routes.js';
+import { hasSignatureHeaders, newInstanceId } from '../shared/request-signing.js';
+import { adminRouter, ADMIN_BASE, CONTROL_BODY_BYTES } from './admin/routes.js';
 import { LoginLimiter } from './auth/login-limiter.js';
 import type { SessionStore } from './admin/sessions.js';
 import { bearerToken, tokensEqual } from './auth/tokens.js';
 import { runControl, type ControlAction } from './api/crawl-control.js';
 import { systemClock, type CrawlService } from './crawl/crawl-service.js';
 import { HttpError, jsonErrorHandler, parseBody } from './api/http-errors.js';
-import { RequestAuth } from './api/request-auth.js';
+import { BodyBudget } from './api/body-budget.js';
+import { INSTANCE_HEADER, RequestAuth } from './api/request-auth.js';
 import { streamStatus } from './api/status-stream.js';
 
 export { HttpError } from './api/http-errors.js';
 
 export interface AppOptions {
   readonly service: CrawlService;
-  /** The fetcher API secret (fetcher.token). */
+  /** The fetcher API secret (fetcher.token): the key of request signatures. */
   readonly token: string;
   /** The admin secret (admin.token): crawl control, status, and the admin page's login. */
   readonly adminToken: string;
   /** Admin page sessions; a fresh store by default (tests pass one with their own clock). */
   readonly sessions?: SessionStore;
-  /** Failed logins per address (login form and bearer tokens); a fresh one by default. */
+  /** Failed logins per address at the login form; a fresh one by default. */
   readonly loginLimiter?: LoginLimiter;
+  /** Wrong bearer tokens per address; a fresh one by default. */
+  readonly bearerLimiter?: LoginLimiter;
   /** ms since epoch, for signature timestamps and login rate limits (the system clock by default). */
   readonly clock?: () => number;
+  /** This process's instance id (default: drawn now). */
+  readonly instance?: string;
+  /** Request body bytes held at once across all requests (default DEFAULT_BODY_BYTES_IN_FLIGHT, 128 MiB). */
+  readonly bodyBytesInFlight?: number;
+  /** A status stream whose client has not read for this long is closed, ms (default 60 s). */
+  readonly streamStallLimitMs?: number;
 }
+
+/**
+ * Body limits of the signed routes, on the wire and inflated: a claim is a few hundred bytes, a
+ * heartbeat names at most LIMITS.slotsPerSchedule schedule ids, a results post is the large one.
+ */
+export const SIGNED_BODY_LIMITS = {
+  claim: 16 * 1024,
+  heartbeat: 256 * 1024,
+  results: LIMITS.requestBodyBytes,
+} as const;
 
 export const CONTROL_ROUTES = {
   pause: '/api/control/pause',
@@ -44,7 +75,9 @@ export const CONTROL_ROUTES = {
   crawl: '/api/control/crawl',
 } as const satisfies Record<ControlAction, string>;
 
-export function createApp({ service, token, adminToken, sessions, loginLimiter = new LoginLimiter(), clock = systemClock }: AppOptions): express.Express {
+export function createApp(options: AppOptions): express.Express {
+  const { service, token, adminToken, sessions, loginLimiter = new LoginLimiter(), bearerLimiter = new LoginLimiter(), clock = systemClock } = options;
+  const instance = options.instance ?? newInstanceId();
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -56,6 +89,7 @@ export function createApp({ service, token, adminToken, sessions, loginLimiter =
       'Content-Security-Policy': "default-src 'none'; frame-ancestors 'none'",
       'X-Frame-Options': 'DENY',
       'Referrer-Policy': 'no-referrer',
+      [INSTANCE_HEADER]: instance,
     });
     next();
   });
@@ -64,35 +98,28 @@ export function createApp({ service, token, adminToken, sessions, loginLimiter =
     res.json({ ok: true });
   });
 
-  /**
-   * A bearer token one of `accepted`; a wrong one counts as a failed login of the client's address,
-   * and an address with too many gets 429 (a missing or malformed header is no guess and not counted).
-   */
-  const requireBearer = (accepted: readonly string[], what: string) => (req: Request, _res: Response, next: NextFunction) => {
+  /** The admin token as bearer token. Wrong ones are counted (see the header comment); a right one always passes. */
+  const requireAdmin = (req: Request, _res: Response, next: NextFunction) => {
+    const presented = bearerToken(req.headers.authorization);
+    if (presented !== null && tokensEqual(presented, adminToken)) return next();
+    if (presented === null) return next(new HttpError(401, 'unauthorized', 'missing admin bearer token (Authorization: Bearer <admin.token>)'));
     const address = clientAddress(req);
-    const waitMs = loginLimiter.blockedForMs(address, clock());
+    const waitMs = bearerLimiter.blockedForMs(address, clock());
     if (waitMs > 0) {
       const retryAfter = String(Math.ceil(waitMs / 1000));
       return next(new HttpError(429, 'too-many-logins', `too many wrong tokens from this address: try again in ${retryAfter} s`, { headers: { 'Retry-After': retryAfter } }));
     }
-    const presented = bearerToken(req.headers.authorization);
-    if (presented === null || !accepted.some((secret) => tokensEqual(presented, secret))) {
-      if (presented !== null) loginLimiter.recordFailure(address, clock());
-      return next(new HttpError(401, 'unauthorized', `missing or wrong ${what}`));
-    }
-    next();
+    bearerLimiter.recordFailure(address, clock());
+    next(new HttpError(401, 'unauthorized', 'wrong admin bearer token (fetcher.token is not one: fetchers sign their requests)'));
   };
-  const requireAdmin = requireBearer([adminToken], 'admin bearer token');
-  const requireAnyToken = requireBearer([token, adminToken], 'bearer token');
-  // The fetcher routes: signed requests only (request-auth.ts reads, checks and parses the body).
-  const auth = new RequestAuth({ secret: token, maxBodyBytes: LIMITS.requestBodyBytes, clock });
-  const signed = auth.signedJson;
-  /** The status routes: a signed request (fetchers), or a bearer token (programs, `petrel crawl`'s progress). */
+  // The fetcher routes: signed requests only (request-auth.ts checks the headers before reading the body).
+  const auth = new RequestAuth({ secret: token, instance, clock, ...(options.bodyBytesInFlight === undefined ? {} : { budget: new BodyBudget(options.bodyBytesInFlight) }) });
+  /** The status routes: a signed request (fetchers, `petrel crawl`'s progress), or the admin bearer token (programs). */
   const requireStatusAuth = (req: Request, res: Response, next: NextFunction) =>
-    hasSignatureHeaders(req.headers) ? auth.signedNoBody(req, res, next) : requireAnyToken(req, res, next);
-  const smallJson = express.json({ limit: 256 * 1024, strict: true });
+    hasSignatureHeaders(req.headers) ? auth.signedNoBody(req, res, next) : requireAdmin(req, res, next);
+  const smallJson = express.json({ limit: CONTROL_BODY_BYTES, strict: true });
 
-  app.post(ROUTES.claim, signed, async (req, res) => {
+  app.post(ROUTES.claim, auth.signedJson(SIGNED_BODY_LIMITS.claim), async (req, res) => {
     const request = parseBody(claimRequestSchema, req.body);
     const aborted = new AbortController();
     res.on('close', () => aborted.abort());
@@ -100,12 +127,12 @@ export function createApp({ service, token, adminToken, sessions, loginLimiter =
     if (!res.headersSent && !res.writableEnded) res.json(response);
   });
 
-  app.post(ROUTES.results, signed, async (req, res) => {
+  app.post(ROUTES.results, auth.signedJson(SIGNED_BODY_LIMITS.results), async (req, res) => {
     const request = parseBody(resultsRequestSchema, req.body);
     res.json(await service.results(request));
   });
 
-  app.post(ROUTES.heartbeat, signed, (req, res) => {
+  app.post(ROUTES.heartbeat, auth.signedJson(SIGNED_BODY_LIMITS.heartbeat), (req, res) => {
     const request = parseBody(heartbeatRequestSchema, req.body);
     res.json({ unknownScheduleIds: service.heartbeat(request, clientAddress(req)) });
   });
@@ -115,7 +142,7 @@ export function createApp({ service, token, adminToken, sessions, loginLimiter =
   });
 
   app.get(ROUTES.statusStream, requireStatusAuth, (req, res) => {
-    streamStatus(service, req, res, { clock });
+    streamStatus(service, req, res, { clock, stallLimitMs: options.streamStallLimitMs });
   });
 
   // Crawl control: each control of the admin page is also an API route (same code: crawl-control.ts).
@@ -126,7 +153,7 @@ export function createApp({ service, token, adminToken, sessions, loginLimiter =
   }
 
   // The admin page: session cookie, CSRF token, its own security headers (admin/routes.ts).
-  app.use(ADMIN_BASE, adminRouter({ service, adminToken, sessions, loginLimiter, clock }));
+  app.use(ADMIN_BASE, adminRouter({ service, adminToken, sessions, loginLimiter, clock, streamStallLimitMs: options.streamStallLimitMs }));
 
   app.use((_req, _res, next) => next(new HttpError(404, 'not-found', 'no such route')));
   app.use(jsonErrorHandler);

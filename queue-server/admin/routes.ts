@@ -1,5 +1,5 @@
 /**
- * The admin page's routes, mounted at /admin by http-app.ts. Programs use the bearer-token API
+ * The admin page's routes, mounted at /admin by app.ts. Programs use the bearer-token API
  * (/api/status, /api/control/*); browsers use these, authenticated by a session cookie:
  *
  *   GET  /admin                 the page (index.html), or a redirect to the login form
@@ -14,7 +14,8 @@
  *
  * Every POST passes three checks, in order: same origin (security.ts), a live session, and the
  * session's CSRF token in `X-CSRF-Token` (login, which has no session yet, only the first, then the
- * rate limit of login-limiter.ts). Every response carries the security headers of security.ts.
+ * rate limit of login-limiter.ts, counted before its body is read). Every response carries the
+ * security headers of security.ts.
  */
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -51,19 +52,25 @@ export const CSRF_HEADER = 'x-csrf-token';
 
 const STATIC_DIR = fileURLToPath(new URL('./static/', import.meta.url));
 const require = createRequire(import.meta.url);
-const VENDOR_FILES: Record<string, string> = {
-  'uplot.js': require.resolve('uplot/dist/uPlot.esm.js'),
-  'uplot.css': require.resolve('uplot/dist/uPlot.min.css'),
-};
+const VENDOR_FILES = new Map<string, string>([
+  ['uplot.js', require.resolve('uplot/dist/uPlot.esm.js')],
+  ['uplot.css', require.resolve('uplot/dist/uPlot.min.css')],
+]);
+
+/** Body limits: the admin page's control posts, and the login form (read before any check). */
+export const CONTROL_BODY_BYTES = 256 * 1024;
+export const LOGIN_BODY_BYTES = 4 * 1024;
 
 export interface AdminOptions {
   readonly service: CrawlService;
   readonly adminToken: string;
   readonly sessions?: SessionStore;
-  /** Failed logins per address; shared with the bearer-token routes (http-app.ts). A fresh one by default. */
+  /** Failed logins per address at the login form (the bearer routes keep their own, app.ts). A fresh one by default. */
   readonly loginLimiter?: LoginLimiter;
   /** ms since epoch; the sessions' idle time is measured with it. */
   readonly clock?: () => number;
+  /** A page's status stream that has not read for this long is closed, ms (default 60 s). */
+  readonly streamStallLimitMs?: number;
 }
 
 /** Pages-fetched samples for the chart are at least this far apart, ms. */
@@ -91,8 +98,11 @@ export function adminRouter(options: AdminOptions): Router {
   const clock = options.clock ?? systemClock;
   const loginLimiter = options.loginLimiter ?? new LoginLimiter();
   const router = express.Router();
-  const json = express.json({ limit: 256 * 1024, strict: true });
-  const form = express.urlencoded({ extended: false, limit: 4096, parameterLimit: 10 });
+  const json = express.json({ limit: CONTROL_BODY_BYTES, strict: true });
+  // The login's body is read before its token is checked (by anyone, without a session): a token is
+  // at most 512 characters, so 4 KiB of form or JSON is plenty.
+  const form = express.urlencoded({ extended: false, limit: LOGIN_BODY_BYTES, parameterLimit: 10 });
+  const loginJson = express.json({ limit: LOGIN_BODY_BYTES, strict: true });
 
   router.use(securityHeaders);
 
@@ -139,26 +149,30 @@ export function adminRouter(options: AdminOptions): Router {
     res.type('html').send(loginPage(asked !== null && LOGIN_MESSAGES.has(asked) ? asked : null));
   });
 
-  /** Too many failed logins from this address: 429 with Retry-After, before the body is even read. */
-  const refuseRateLimited = (req: Request, res: Response, next: NextFunction) => {
-    const waitMs = loginLimiter.blockedForMs(clientAddress(req), clock());
+  /**
+   * Counts the attempt the moment its headers are in, before anything is awaited (the body may come
+   * seconds later): an address past its failures gets 429 with Retry-After, its body unread.
+   */
+  const beginLogin = (req: Request, res: Response, next: NextFunction) => {
+    const waitMs = loginLimiter.begin(clientAddress(req), clock());
     if (waitMs <= 0) return next();
     const retryAfter = String(Math.ceil(waitMs / 1000));
+    res.set('Connection', 'close');
     if (req.is('application/json') === 'application/json') {
       return next(new HttpError(429, 'too-many-logins', `too many failed logins from this address: try again in ${retryAfter} s`, { headers: { 'Retry-After': retryAfter } }));
     }
     res.status(429).set('Retry-After', retryAfter).type('html').send(loginPage('rate-limited'));
   };
 
-  router.post('/login', requireSameOrigin, refuseRateLimited, form, json, (req, res) => {
+  router.post('/login', requireSameOrigin, beginLogin, form, loginJson, (req, res) => {
     const wantsJson = req.is('application/json') === 'application/json';
     const parsed = loginSchema.safeParse(req.body);
     if (!parsed.success || !tokensEqual(parsed.data.token.trim(), adminToken)) {
-      loginLimiter.recordFailure(clientAddress(req), clock());
+      // Already counted as a failure by beginLogin.
       if (wantsJson) throw new HttpError(401, 'wrong-token', 'that is not the admin token');
       return res.status(401).type('html').send(loginPage('wrong-token'));
     }
-    loginLimiter.recordSuccess(clientAddress(req));
+    loginLimiter.succeeded(clientAddress(req), clock());
     // A login replaces this browser's earlier session, if any.
     sessions.delete(cookieValue(req.headers.cookie, SESSION_COOKIE));
     const { cookieValue: value, session } = sessions.create(clock());
@@ -194,7 +208,14 @@ export function adminRouter(options: AdminOptions): Router {
   router.get('/api/stream', requireSession, (req: SessionRequest, res) => {
     const cookie = req.sessionCookie;
     // An open page's stream keeps its session alive; a logout (or expiry) ends the stream.
-    streamStatus(service, req, res, { clock, snapshot, pingEvents: true, retryMs: 2000, stillAllowed: () => sessions.use(cookie, clock()) !== null });
+    streamStatus(service, req, res, {
+      clock,
+      snapshot,
+      pingEvents: true,
+      retryMs: 2000,
+      stallLimitMs: options.streamStallLimitMs,
+      stillAllowed: () => sessions.use(cookie, clock()) !== null,
+    });
   });
 
   for (const action of CONTROL_ACTIONS) {
@@ -204,7 +225,8 @@ export function adminRouter(options: AdminOptions): Router {
   }
 
   router.get('/static/vendor/:file', (req, res, next) => {
-    const file = VENDOR_FILES[req.params.file];
+    // A Map, not an object: `constructor`, `__proto__` or `toString` must name no file.
+    const file = VENDOR_FILES.get(req.params.file);
     if (file === undefined) return next();
     res.sendFile(file, { cacheControl: false, lastModified: false, etag: false });
   });

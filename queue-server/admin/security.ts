@@ -2,8 +2,10 @@
  * The admin page's browser-facing defences, in one place:
  *  - response headers: a strict Content-Security-Policy (scripts, styles and connections from this
  *    origin only, no inline script or style, no framing, no plugins), X-Frame-Options, Referrer-Policy,
- *    nosniff, cross-origin isolation of the page's resources, and, over TLS, Strict-Transport-Security
- *    (no includeSubDomains: the queue server speaks for its own host name only);
+ *    nosniff, cross-origin isolation (COOP same-origin, COEP require-corp, CORP same-origin: the page
+ *    loads only its own resources, uPlot included, so it needs no cross-origin embedding, and no other
+ *    origin may embed or read ours), and, over TLS, Strict-Transport-Security (no includeSubDomains:
+ *    the queue server speaks for its own host name only);
  *  - the same-origin check every POST passes (Origin, else Sec-Fetch-Site), beside the SameSite=Strict
  *    cookie and the CSRF token (routes.ts);
  *  - the session cookie: HttpOnly, SameSite=Strict, Path=/admin, Secure when the request came over TLS,
@@ -35,6 +37,7 @@ export function securityHeaders(req: Request, res: Response, next: NextFunction)
     'Referrer-Policy': 'no-referrer',
     'X-Content-Type-Options': 'nosniff',
     'Cross-Origin-Opener-Policy': 'same-origin',
+    'Cross-Origin-Embedder-Policy': 'require-corp',
     'Cross-Origin-Resource-Policy': 'same-origin',
     'Permissions-Policy': 'camera=(), microphone=(), geolocation=(), payment=()',
     'Origin-Agent-Cluster': '?1',

@@ -1,6 +1,6 @@
 /**
  * Crawl control as the API offers it: pause, resume, stop, inject URLs, start a crawl. The bearer-token
- * routes (http-app.ts, for programs) and the admin page's session routes (admin/routes.ts) both call
+ * routes (app.ts, for programs) and the admin page's session routes (admin/routes.ts) both call
  * these, so a control behaves the same whichever way it is reached. Bodies are validated here; a bad
  * one is a 400 naming the field, and changes nothing.
  */

@@ -5,7 +5,7 @@
  */
 import type { NextFunction, Request, Response } from 'express';
 import type { z } from 'zod';
-import { describeZodError, LIMITS } from '../../shared/protocol.js';
+import { describeZodError } from '../../shared/protocol.js';
 import { StorageUnavailableError } from '../crawl/storage-error.js';
 
 export interface HttpErrorExtras {
@@ -43,8 +43,12 @@ export function describeError(error: unknown): { status: number; code: string; m
   if (error instanceof StorageUnavailableError) {
     return { status: 503, code: 'storage-unavailable', message: error.message, headers: { 'Retry-After': String(Math.ceil(error.retryAfterMs / 1000)) } };
   }
-  const bodyError = error as { type?: string; status?: number; message?: string };
-  if (bodyError.type === 'entity.too.large') return { status: 413, code: 'body-too-large', message: `request body larger than ${LIMITS.requestBodyBytes} bytes` };
+  const bodyError = error as { type?: string; status?: number; message?: string; limit?: unknown };
+  if (bodyError.type === 'entity.too.large') {
+    // body-parser names the limit of the parser that refused (4 KiB for the login, 256 KiB for control posts).
+    const limit = typeof bodyError.limit === 'number' ? `${bodyError.limit} bytes` : 'the limit';
+    return { status: 413, code: 'body-too-large', message: `request body larger than ${limit}, this route's limit` };
+  }
   if (bodyError.type === 'entity.parse.failed') return { status: 400, code: 'invalid-json', message: 'request body is not valid JSON' };
   if (typeof bodyError.status === 'number' && bodyError.status >= 400 && bodyError.status < 500) {
     return { status: bodyError.status, code: 'bad-request', message: String(bodyError.message ?? 'bad request').slice(0, 200) };

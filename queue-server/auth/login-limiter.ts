@@ -1,13 +1,19 @@
 /**
- * Failed logins per client address, so the admin token cannot be guessed at speed: after
- * `maxFailures` wrong tokens within `windowMs` from one address, every attempt from it (right token
- * or wrong) is refused with 429 and Retry-After until the window, counted from its first failure,
- * has passed. A successful login clears the address's count.
+ * Failed logins per client address, so the admin token cannot be guessed at speed through the login
+ * form: at most `maxFailures` wrong tokens within `windowMs` from one address; after that every
+ * attempt from it is refused with 429 and Retry-After, unread, until the window, counted from its
+ * first failure, has passed.
  *
- * Counts the admin page's login form and wrong bearer tokens on the API (http-app.ts): both guess
- * the same secrets. An IPv6 client is counted by its /64 (one host usually holds a whole /64), and
- * an IPv4-mapped address as its IPv4 one. Behind a reverse proxy every client shares the proxy's
- * address; a proxy should then rate limit on its own.
+ * An attempt is counted when it arrives (`begin`), before its body is read: counted after, 300
+ * logins that send their headers at once and their bodies later would all pass the check before the
+ * first failure is recorded. An attempt is a failure until proved right; a right token (`succeeded`)
+ * gives its one attempt back, no more, so a correct login never clears failures already made, and
+ * nobody without the token ever gets an attempt back.
+ *
+ * The bearer-token routes (app.ts) keep a limiter of their own, and there a right token is always
+ * served: see app.ts for why. An IPv6 client is counted by its /64 (one host usually holds a whole
+ * /64), and an IPv4-mapped address as its IPv4 one. Behind a reverse proxy every client shares the
+ * proxy's address; a proxy should then rate limit on its own.
  *
  * Memory bound: at most `maxAddresses` entries; when full, expired entries go first, then the
  * oldest (so a flood from many addresses can evict an attacker's count, never grow memory).
@@ -54,6 +60,23 @@ export class LoginLimiter {
     return entry.since + this.#windowMs - now;
   }
 
+  /**
+   * An attempt arrives: 0 when it may be evaluated (it is counted as a failure from now on), else the
+   * ms it must wait (it is not counted). Call before reading anything of the request.
+   */
+  begin(address: string, now: number): number {
+    const waitMs = this.blockedForMs(address, now);
+    if (waitMs > 0) return waitMs;
+    this.recordFailure(address, now);
+    return 0;
+  }
+
+  /** The attempt `begin` counted was right: it is given back (failures made before stay counted). */
+  succeeded(address: string, now: number): void {
+    const entry = this.#live(clientKey(address), now);
+    if (entry !== null && entry.failures > 0) entry.failures--;
+  }
+
   recordFailure(address: string, now: number): void {
     const key = clientKey(address);
     const entry = this.#live(key, now);
@@ -63,10 +86,6 @@ export class LoginLimiter {
     }
     if (this.#entries.size >= this.#maxAddresses) this.#evict(now);
     this.#entries.set(key, { since: now, failures: 1 });
-  }
-
-  recordSuccess(address: string): void {
-    this.#entries.delete(clientKey(address));
   }
 
   #live(key: string, now: number): Entry | null {

@@ -1,8 +1,10 @@
 /**
- * The secrets (fetcher.token, admin.token) and bearer-token checks for the status and control API.
- * Tokens are compared in constant time (over their SHA-256 digests, so their lengths leak nothing
- * either). The fetcher API takes no bearer token: fetcher.token is the key of its request signatures
- * (shared/request-signing.ts, request-auth.ts) and never crosses the wire there.
+ * The secrets (fetcher.token, admin.token) and the bearer-token check of the status and control API,
+ * which takes admin.token only. Tokens are compared in constant time (over their SHA-256 digests, so
+ * their lengths leak nothing either). fetcher.token is never a bearer token anywhere: it is the key
+ * of request signatures (shared/request-signing.ts, api/request-auth.ts) and never crosses the wire.
+ * Both are 256 random bits, which is what protects them from guessing (app.ts says why the bearer
+ * routes do not lock an address out).
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { chmodSync, existsSync, readFileSync } from 'node:fs';

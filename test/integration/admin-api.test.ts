@@ -5,8 +5,9 @@
  * every page API needs a live session; every POST needs the same origin and the session's CSRF token;
  * logout ends the session and its live stream; bad input gets a 400 naming the field and changes
  * nothing; starting a crawl while one runs is a 409; every admin response carries the security headers;
- * sessions end at their idle time and at their maximum age; failed logins (form and bearer tokens) are
- * rate limited per address.
+ * sessions end at their idle time and at their maximum age; failed logins are rate limited per
+ * address, counted before the body is read; wrong bearer tokens are counted apart and never lock out
+ * the right one.
  */
 import { readFileSync, rmSync } from 'node:fs';
 import { get as httpGet, type IncomingMessage, type Server } from 'node:http';
@@ -95,6 +96,8 @@ function expectSecurityHeaders(res: request.Response): void {
   expect(res.headers['referrer-policy']).toBe('no-referrer');
   expect(res.headers['x-content-type-options']).toBe('nosniff');
   expect(res.headers['cross-origin-opener-policy']).toBe('same-origin');
+  expect(res.headers['cross-origin-embedder-policy']).toBe('require-corp');
+  expect(res.headers['cross-origin-resource-policy']).toBe('same-origin');
   expect(res.headers['x-permitted-cross-domain-policies']).toBe('none');
   // Plain HTTP here: Strict-Transport-Security is only sent over TLS (test/integration/fleet-auth.test.ts).
   expect(res.headers['strict-transport-security']).toBeUndefined();
@@ -475,26 +478,31 @@ describe('login rate limit', () => {
     advance(55_000);
     const res = await request(app).post('/admin/login').set('Origin', origin).type('form').send({ token: h.adminToken }).expect(303);
     expect(res.headers['set-cookie']).toBeDefined();
-    // A success clears the count: four more failures are still only failures.
+    // A right token is not a failure: four more failures are still only failures.
     for (let i = 0; i < 4; i++) await request(app).post('/admin/login').set('Origin', origin).type('form').send(wrong).expect(401);
     await request(app).post('/admin/login').set('Origin', origin).type('form').send({ token: h.adminToken }).expect(303);
   });
 
-  it('counts wrong bearer tokens on the API as failed logins too', async () => {
+  it('answers wrong bearer tokens 429 after five from an address, yet always serves the right admin token and leaves the login form alone', async () => {
     const { app, origin, advance } = await limitedApp();
     const before = h.server.service.status();
+    const wrong = `Bearer ${otherFirstChar(h.adminToken)}`;
     for (let i = 0; i < 5; i++) {
-      const res = await request(app).post(CONTROL_ROUTES.pause).set('Authorization', `Bearer ${otherFirstChar(h.adminToken)}`).expect(401);
+      const res = await request(app).post(CONTROL_ROUTES.pause).set('Authorization', wrong).expect(401);
       expect(res.body.error.code).toBe('unauthorized');
     }
-    const blocked = await request(app).post(CONTROL_ROUTES.pause).set('Authorization', `Bearer ${h.adminToken}`).expect(429);
+    const blocked = await request(app).post(CONTROL_ROUTES.pause).set('Authorization', wrong).expect(429);
     expect(blocked.body.error.code).toBe('too-many-logins');
     expect(blocked.headers['retry-after']).toBe('60');
-    await request(app).get('/api/status').set('Authorization', `Bearer ${h.adminToken}`).expect(429);
-    await request(app).post('/admin/login').set('Origin', origin).type('form').send({ token: h.adminToken }).expect(429);
+    await request(app).get('/api/status').set('Authorization', wrong).expect(429);
     expect(h.server.service.status().control).toBe(before.control);
+    // Any local user shares this address with the admin's programs: five wrong tokens must not lock them out.
+    await request(app).get('/api/status').set('Authorization', `Bearer ${h.adminToken}`).expect(200);
+    expect((await request(app).post(CONTROL_ROUTES.pause).set('Authorization', `Bearer ${h.adminToken}`).expect(200)).body).toEqual({ state: 'paused' });
+    // Nor the browser's login: the form keeps its own count.
+    await request(app).post('/admin/login').set('Origin', origin).type('form').send({ token: h.adminToken }).expect(303);
     advance(60_000);
-    await request(app).post(CONTROL_ROUTES.pause).set('Authorization', `Bearer ${h.adminToken}`).expect(200);
+    await request(app).post(CONTROL_ROUTES.resume).set('Authorization', wrong).expect(401);
   });
 
   it('keeps a bounded number of addresses and counts an IPv6 client by its /64', () => {

@@ -158,6 +158,9 @@ describe.skipIf(!existsSync(CHROMIUM))('the admin page in chromium, against petr
     await phone.close();
     // A little further into the crawl, so the chart has a curve to show.
     await waitForCounterAbove(page, 'c-pagesFetched', 30);
+    // The page is cross-origin isolated (COOP + COEP) and its chart, uPlot from this origin, still draws.
+    expect(await page.evaluate(() => (globalThis as unknown as { crossOriginIsolated: boolean }).crossOriginIsolated)).toBe(true);
+    expect(await page.locator('#rate-chart canvas').count()).toBeGreaterThan(0);
     await page.screenshot({ path: join(shots, 'admin.png'), fullPage: true });
     expect(readFileSync(join(shots, 'admin.png')).subarray(1, 4).toString()).toBe('PNG');
 

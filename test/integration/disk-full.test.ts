@@ -21,7 +21,7 @@ import { PROTOCOL_VERSION, ROUTES } from '../../shared/protocol.js';
 import { assertBuilt, killStartedPetrels, PETREL_BIN, runPetrel, startPetrel, tempDir, waitForEvent } from '../support/petrel-process.js';
 import { FaultyFileOps } from '../support/faulty-file-ops.js';
 import { countBy, pageRequests, urlOf } from '../support/request-log.js';
-import { signedPost } from '../support/signed-request.js';
+import { instanceOf, signedPost } from '../support/signed-request.js';
 
 const PAGES = 60;
 
@@ -106,7 +106,7 @@ describe('a full disk during a crawl', () => {
 
     // While it fails: a results post is refused with 503 and Retry-After, and changes nothing.
     const frozen = server.service.status().pagesFetched;
-    const refused = await signedPost(server.url, ROUTES.results, { protocolVersion: PROTOCOL_VERSION, fetcherId: 'probe', scheduleId: 'none', results: [] }, { secret: server.token });
+    const refused = await signedPost(server.url, ROUTES.results, { protocolVersion: PROTOCOL_VERSION, fetcherId: 'probe', scheduleId: 'none', results: [] }, { secret: server.token, instance: await instanceOf(server.url) });
     expect(refused.status).toBe(503);
     expect(refused.body.error.code).toBe('storage-unavailable');
     expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);

@@ -21,7 +21,7 @@ import type { CrawlStatus } from '../../queue-server/crawl/crawl-status.js';
 import { LIMITS, PROTOCOL_VERSION, ROUTES, type ClaimRequest, type ItemResult, type Schedule } from '../../shared/protocol.js';
 import { MAX_CLOCK_SKEW_MS, SIGNATURE_HEADERS } from '../../shared/request-signing.js';
 import { assertBuilt, killStartedPetrels, startPetrel, tempDir, waitForEvent } from '../support/petrel-process.js';
-import { signatureFor } from '../support/signed-request.js';
+import { instanceOf, signatureFor } from '../support/signed-request.js';
 
 const HOST = '127.0.0.1';
 /** Nothing listens on the discard port: fetching it fails fast, and robots.txt is what a fetcher gets first. */
@@ -35,14 +35,15 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function queueServer(options: { tls?: { cert: Buffer; key: Buffer } } = {}): Promise<{ server: RunningQueueServer; dir: string }> {
+async function queueServer(options: { tls?: { cert: Buffer; key: Buffer } } = {}): Promise<{ server: RunningQueueServer; dir: string; instance: string }> {
   const dir = tempDir('fleet-auth');
   const server = await startQueueServer({ dataDir: join(dir, 'data'), host: HOST, port: 0, tls: options.tls, crawl: { seeds: [SEED], delayMs: 0, bloomCapacity: 1000 } });
   cleanups.push(async () => {
     await server.close();
     rmSync(dir, { recursive: true, force: true });
   });
-  return { server, dir };
+  // Over TLS the tests run real fetchers, which learn the instance themselves.
+  return { server, dir, instance: options.tls === undefined ? await instanceOf(server.url) : '' };
 }
 
 interface Answer {
@@ -66,9 +67,9 @@ function send(base: string, path: string, headers: Record<string, string>, body:
 }
 
 /** A request as a fetcher signs it, kept as headers and bytes so that it can be sent again. */
-function signed(secret: string, path: string, payload: unknown, options: { now?: number; fetcherId?: string } = {}) {
+function signed(secret: string, instance: string, path: string, payload: unknown, options: { now?: number; fetcherId?: string } = {}) {
   const body = Buffer.from(JSON.stringify(payload));
-  return { path, body, headers: signatureFor('POST', path, body, { secret, fetcherId: options.fetcherId ?? FETCHER_ID, now: options.now }) };
+  return { path, body, headers: signatureFor('POST', path, body, { secret, instance, fetcherId: options.fetcherId ?? FETCHER_ID, now: options.now }) };
 }
 
 function claimBody(): ClaimRequest {
@@ -90,8 +91,8 @@ function counters(status: CrawlStatus): unknown {
   return { ...rest, fetchers: fetchers.map(({ id, name, resultsApplied, pagesFetched, itemsLeased }) => ({ id, name, resultsApplied, pagesFetched, itemsLeased })) };
 }
 
-async function claimRobots(server: RunningQueueServer): Promise<Schedule> {
-  const claim = signed(server.token, ROUTES.claim, claimBody());
+async function claimRobots(server: RunningQueueServer, instance: string): Promise<Schedule> {
+  const claim = signed(server.token, instance, ROUTES.claim, claimBody());
   const answer = await send(server.url, claim.path, claim.headers, claim.body);
   expect(answer.status).toBe(200);
   expect(answer.body.kind).toBe('schedule');
@@ -100,8 +101,8 @@ async function claimRobots(server: RunningQueueServer): Promise<Schedule> {
 
 describe('signed requests to a real queue server', () => {
   it('accepts a request once: the same headers and body again are refused as a replay, and change nothing', async () => {
-    const { server } = await queueServer();
-    const claim = signed(server.token, ROUTES.claim, claimBody());
+    const { server, instance } = await queueServer();
+    const claim = signed(server.token, instance, ROUTES.claim, claimBody());
     const first = await send(server.url, claim.path, claim.headers, claim.body);
     expect(first.status).toBe(200);
     expect(first.body.kind).toBe('schedule');
@@ -112,7 +113,7 @@ describe('signed requests to a real queue server', () => {
     expect(replayedClaim.body.error!.code).toBe('replayed-nonce');
     expect(counters(server.service.status())).toEqual(afterClaim);
 
-    const post = signed(server.token, ROUTES.results, { protocolVersion: PROTOCOL_VERSION, fetcherId: FETCHER_ID, scheduleId: schedule.id, results: [robotsResult(schedule, 404)] });
+    const post = signed(server.token, instance, ROUTES.results, { protocolVersion: PROTOCOL_VERSION, fetcherId: FETCHER_ID, scheduleId: schedule.id, results: [robotsResult(schedule, 404)] });
     const applied = await send(server.url, post.path, post.headers, post.body);
     expect(applied.status).toBe(200);
     expect(applied.body).toEqual({ applied: 1, duplicates: 0, leaseActive: true });
@@ -126,26 +127,32 @@ describe('signed requests to a real queue server', () => {
   });
 
   it('refuses a forged signature, a stale or future timestamp, a wrong secret and a bare bearer token, changing nothing', async () => {
-    const { server } = await queueServer();
+    const { server, instance } = await queueServer();
     const before = counters(server.service.status());
-    const good = signed(server.token, ROUTES.claim, claimBody());
+    const good = signed(server.token, instance, ROUTES.claim, claimBody());
     const refusals: [string, Record<string, string>, Buffer, string][] = [];
 
     const sig = good.headers[SIGNATURE_HEADERS.signature]!;
     const flipped = `${sig[0] === 'A' ? 'B' : 'A'}${sig.slice(1)}`;
     refusals.push(['forged signature', { ...good.headers, [SIGNATURE_HEADERS.signature]: flipped }, good.body, 'bad-signature']);
     refusals.push(['no signature', { [SIGNATURE_HEADERS.timestamp]: good.headers[SIGNATURE_HEADERS.timestamp]! }, good.body, 'bad-signature']);
-    const stale = signed(server.token, ROUTES.claim, claimBody(), { now: Date.now() - MAX_CLOCK_SKEW_MS - 60_000 });
+    const stale = signed(server.token, instance, ROUTES.claim, claimBody(), { now: Date.now() - MAX_CLOCK_SKEW_MS - 60_000 });
     refusals.push(['stale timestamp', stale.headers, stale.body, 'stale-timestamp']);
-    const future = signed(server.token, ROUTES.claim, claimBody(), { now: Date.now() + MAX_CLOCK_SKEW_MS + 60_000 });
+    const future = signed(server.token, instance, ROUTES.claim, claimBody(), { now: Date.now() + MAX_CLOCK_SKEW_MS + 60_000 });
     refusals.push(['future timestamp', future.headers, future.body, 'stale-timestamp']);
-    const otherSecret = signed('another-fleet-secret-0123456789', ROUTES.claim, claimBody());
+    const otherSecret = signed('another-fleet-secret-0123456789', instance, ROUTES.claim, claimBody());
     refusals.push(['wrong secret, named by its key id', otherSecret.headers, otherSecret.body, 'unknown-key']);
     const { [SIGNATURE_HEADERS.keyId]: _keyId, ...withoutKeyId } = otherSecret.headers;
     refusals.push(['wrong secret, no key id', withoutKeyId, otherSecret.body, 'bad-signature']);
     refusals.push(['the right token as a bearer token', { Authorization: `Bearer ${server.token}` }, good.body, 'bad-signature']);
     const otherSender = { ...good.headers, [SIGNATURE_HEADERS.fetcherId]: 'someone-else' };
     refusals.push(['another fetcher id than signed', otherSender, good.body, 'bad-signature']);
+    const otherInstance = signed(server.token, 'anotherQueueServer0000', ROUTES.claim, claimBody());
+    refusals.push(['signed for another queue server instance', otherInstance.headers, otherInstance.body, 'unknown-instance']);
+    const { [SIGNATURE_HEADERS.instance]: _instance, ...noInstance } = good.headers;
+    refusals.push(['signed without an instance', noInstance, good.body, 'unknown-instance']);
+    const { [SIGNATURE_HEADERS.contentDigest]: _digest, ...noDigest } = good.headers;
+    refusals.push(['a body without its Content-Digest', noDigest, good.body, 'bad-signature']);
 
     for (const [what, headers, body, code] of refusals) {
       const answer = await send(server.url, ROUTES.claim, headers, body);
@@ -166,36 +173,39 @@ describe('signed requests to a real queue server', () => {
   });
 
   it('refuses a body altered in flight, and a request sent to another route than signed', async () => {
-    const { server } = await queueServer();
-    const schedule = await claimRobots(server);
+    const { server, instance } = await queueServer();
+    const schedule = await claimRobots(server, instance);
     const before = counters(server.service.status());
     const honest = { protocolVersion: PROTOCOL_VERSION, fetcherId: FETCHER_ID, scheduleId: schedule.id, results: [robotsResult(schedule, 404)] };
-    const post = signed(server.token, ROUTES.results, honest);
+    const post = signed(server.token, instance, ROUTES.results, honest);
     // Same length, one byte different: the status 404 becomes 200.
     const altered = Buffer.from(post.body.toString().replace('"status":404', '"status":200'));
     expect(altered.length).toBe(post.body.length);
     const answer = await send(server.url, ROUTES.results, post.headers, altered);
     expect(answer.status).toBe(401);
-    expect(answer.body.error!.code).toBe('bad-signature');
+    // The headers are the signed ones, so the signature holds; the body is not the one its Content-Digest declares.
+    expect(answer.body.error!.code).toBe('bad-digest');
     // Compressed bodies are signed as sent: inflating to the same JSON does not make other bytes right.
     const zipped = gzipSync(post.body);
-    const zipAnswer = await send(server.url, ROUTES.results, { ...post.headers, 'Content-Encoding': 'gzip' }, zipped);
+    // (Signed anew: the altered body above burned its nonce, its headers being right.)
+    const plainSigned = signed(server.token, instance, ROUTES.results, honest);
+    const zipAnswer = await send(server.url, ROUTES.results, { ...plainSigned.headers, 'Content-Encoding': 'gzip' }, zipped);
     expect(zipAnswer.body.error!.code).toBe('bad-signature');
-    const heartbeat = signed(server.token, ROUTES.heartbeat, { protocolVersion: PROTOCOL_VERSION, fetcherId: FETCHER_ID, name: 'x', scheduleIds: [schedule.id], stats: STATS });
+    const heartbeat = signed(server.token, instance, ROUTES.heartbeat, { protocolVersion: PROTOCOL_VERSION, fetcherId: FETCHER_ID, name: 'x', scheduleIds: [schedule.id], stats: STATS });
     const moved = await send(server.url, ROUTES.claim, heartbeat.headers, heartbeat.body);
     expect(moved.body.error!.code).toBe('bad-signature');
     expect(counters(server.service.status())).toEqual(before);
     // The honest bytes, gzip-compressed and signed as such, are accepted.
-    const zippedPost = { ...signed(server.token, ROUTES.results, honest), body: zipped };
-    zippedPost.headers = signatureFor('POST', ROUTES.results, zipped, { secret: server.token, fetcherId: FETCHER_ID });
+    const zippedPost = { ...signed(server.token, instance, ROUTES.results, honest), body: zipped };
+    zippedPost.headers = signatureFor('POST', ROUTES.results, zipped, { secret: server.token, instance, fetcherId: FETCHER_ID, contentEncoding: 'gzip' });
     const accepted = await send(server.url, ROUTES.results, { ...zippedPost.headers, 'Content-Encoding': 'gzip' }, zipped);
     expect(accepted.body).toEqual({ applied: 1, duplicates: 0, leaseActive: true });
   });
 
   it('refuses an oversized body with 413 before reading it or checking anything else', async () => {
-    const { server } = await queueServer();
+    const { server, instance } = await queueServer();
     const before = counters(server.service.status());
-    const headers = signatureFor('POST', ROUTES.results, Buffer.alloc(0), { secret: server.token });
+    const headers = signatureFor('POST', ROUTES.results, Buffer.alloc(0), { secret: server.token, instance });
     const answer = await new Promise<{ status: number; connection: string | undefined; body: Answer['body'] }>((resolve, reject) => {
       const req = httpRequest(`${server.url}${ROUTES.results}`, {
         method: 'POST',
@@ -237,11 +247,16 @@ describe('the fetcher client', () => {
   it('signs every attempt anew and never sends the secret', async () => {
     const secret = 'client-side-secret-0123456789abcdef';
     const seen: { headers: IncomingHttpHeaders; raw: string }[] = [];
+    const instance = 'captureServerInstance0';
+    let healthChecks = 0;
     const capture = createServer((req, res) => {
       let body = '';
       req.setEncoding('utf8');
       req.on('data', (chunk: string) => (body += chunk));
       req.on('end', () => {
+        res.setHeader(SIGNATURE_HEADERS.instance, instance);
+        // The client learns the instance to sign for from an unauthenticated answer first.
+        if (req.url === '/healthz') return void (healthChecks++, res.writeHead(200, { 'Content-Type': 'application/json' }).end('{"ok":true}'));
         seen.push({ headers: req.headers, raw: `${req.method} ${req.url}\n${JSON.stringify(req.rawHeaders)}\n${body}` });
         // The first attempt fails as a queue server in trouble would; the client retries.
         if (seen.length === 1) res.writeHead(503).end('busy');
@@ -255,14 +270,51 @@ describe('the fetcher client', () => {
     cleanups.push(() => client.close());
     expect(await client.claim(claimBody())).toEqual({ kind: 'wait' });
     expect(seen).toHaveLength(2);
+    expect(healthChecks).toBe(1);
     for (const { headers, raw } of seen) {
       expect(raw).not.toContain(secret);
       expect(headers.authorization).toBeUndefined();
       expect(headers[SIGNATURE_HEADERS.fetcherId]).toBe(FETCHER_ID);
+      expect(headers[SIGNATURE_HEADERS.instance]).toBe(instance);
+      expect(headers[SIGNATURE_HEADERS.contentDigest]).toMatch(/^sha-256=:[A-Za-z0-9+/]{43}=:$/);
+      expect(headers['content-length']).toBe(String(Buffer.byteLength(raw.slice(raw.lastIndexOf('\n') + 1))));
       expect(headers[SIGNATURE_HEADERS.signature]).toMatch(/^[A-Za-z0-9_-]{43}$/);
     }
     expect(seen[0]!.headers[SIGNATURE_HEADERS.nonce]).not.toBe(seen[1]!.headers[SIGNATURE_HEADERS.nonce]);
     expect(seen[0]!.headers[SIGNATURE_HEADERS.signature]).not.toBe(seen[1]!.headers[SIGNATURE_HEADERS.signature]);
+  });
+});
+
+describe('status for fetchers and petrel crawl', () => {
+  it('reads the status and follows its stream with signed requests (the fetcher client)', async () => {
+    const { server } = await queueServer();
+    const stop = new AbortController();
+    const client = new QueueClient({ serverUrl: server.url, token: server.token, signal: stop.signal });
+    cleanups.push(() => client.close());
+    expect(await client.status('status-reader')).toMatchObject({ state: 'running', frontierSize: 1 });
+    let first = '';
+    for await (const chunk of await client.openStatusStream('status-reader', stop.signal)) {
+      first += chunk.toString();
+      if (first.includes('\n\n')) break;
+    }
+    expect(first).toMatch(/^event: status\ndata: \{/);
+    stop.abort();
+  });
+
+  it('shows petrel crawl\'s progress, which follows the status stream with a signed request', async () => {
+    assertBuilt();
+    const dir = tempDir('fleet-progress');
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    // Nothing listens at the seed: its robots.txt fails once and the host is given up, so the crawl ends at once.
+    const child = startPetrel(['crawl', '--seed', SEED, '--data', join(dir, 'data'), '--fetchers', '1', '--robots-attempts', '1']);
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    const finished = await child.output;
+    clearTimeout(timer);
+    // Nothing could be fetched: exit status 3 (cli/exit-codes.ts), after a normal end.
+    expect(finished.code, finished.stderr).toBe(3);
+    expect(finished.stderr).toMatch(/^petrel crawl: finished, but nothing could be fetched/m);
+    // The first status event is printed at once (without a terminal, then every 5 s).
+    expect(finished.stderr).toMatch(/^\[\d+\.\ds\] fetched 0 \(/m);
   });
 });
 

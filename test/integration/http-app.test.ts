@@ -23,8 +23,11 @@ import { claimResponseSchema, LIMITS, PROTOCOL_VERSION, ROUTES, type ClaimRespon
 import { signatureFor, signedGet, signedPost } from '../support/signed-request.js';
 
 const TOKEN = 'test-token-0123456789abcdef';
-/** For the status routes, which still take a bearer token; the fetcher routes need signed requests. */
-const AUTH = `Bearer ${TOKEN}`;
+const ADMIN_TOKEN = 'admin-token-for-tests-0123456789';
+/** The status routes take the admin token as bearer token; the fetcher routes need signed requests. */
+const AUTH = `Bearer ${ADMIN_TOKEN}`;
+/** The app's instance id, fixed so requests can be signed for it without asking. */
+const INSTANCE = 'httpAppTestInstance000';
 const T0 = 1_700_000_000_000;
 const STATS = { rssBytes: 0, inFlight: 0, pagesFetched: 0, errors: 0, bytesDownloaded: 0 };
 
@@ -52,7 +55,7 @@ function harness(config: CrawlConfigInput = {}, { realClock = false }: { realClo
   const h: Harness = { service: undefined as unknown as CrawlService, archive, app: undefined as unknown as ReturnType<typeof createApp>, clock: T0 };
   const service = new CrawlService(crawl, { clock: realClock ? Date.now : () => h.clock });
   service.start();
-  Object.assign(h, { service, app: createApp({ service, token: TOKEN, adminToken: 'admin-token-for-tests-0123456789' }) });
+  Object.assign(h, { service, app: createApp({ service, token: TOKEN, adminToken: ADMIN_TOKEN, instance: INSTANCE }) });
   cleanups.push(() => {
     service.close();
     archive.close();
@@ -79,7 +82,7 @@ async function listen(h: Harness): Promise<string> {
 
 /** A signed POST to a fetcher route, as a fetcher sends it. */
 function post(target: Harness['app'] | string, route: string, body: unknown) {
-  return signedPost(target, route, body, { secret: TOKEN });
+  return signedPost(target, route, body, { secret: TOKEN, instance: INSTANCE });
 }
 
 function claimBody(overrides: Record<string, unknown> = {}): Record<string, unknown> {
@@ -173,21 +176,39 @@ describe('authentication', () => {
   it.each(ROUTE_CASES.filter(([method]) => method === 'POST'))('refuses %s %s with the right bearer token: the fetcher API takes signed requests only', async (method, path) => {
     const h = harness({ seeds: ['http://example.com/'] });
     const before = h.service.status();
-    const res = await send(h.app, method, path).set('Authorization', AUTH).expect(401);
-    expect(res.body.error.code).toBe('bad-signature');
-    expect(res.body.error.message).toContain('X-Petrel-Signature');
+    for (const authorization of [`Bearer ${TOKEN}`, AUTH]) {
+      const res = await send(h.app, method, path).set('Authorization', authorization).expect(401);
+      expect(res.body.error.code).toBe('bad-signature');
+      expect(res.body.error.message).toContain('X-Petrel-Signature');
+    }
     expect(h.service.status()).toEqual(before);
   });
 
-  it('serves the status to a holder of the token, and to a signed request', async () => {
+  it('serves the status to a holder of the admin token, and to a signed request', async () => {
     const h = harness({ seeds: ['http://example.com/'] });
     const res = await request(h.app).get(ROUTES.status).set('Authorization', AUTH).expect(200);
     expect(res.body).toMatchObject({ state: 'running', frontierSize: 1, urlsDiscovered: 1, leasesOut: 0 });
-    const signed = await signedGet(h.app, ROUTES.status, { secret: TOKEN }).expect(200);
+    const signed = await signedGet(h.app, ROUTES.status, { secret: TOKEN, instance: INSTANCE }).expect(200);
     expect(signed.body).toMatchObject({ state: 'running', frontierSize: 1 });
     // Signature headers are checked whenever present, even beside a valid bearer token.
-    const forged = await signedGet(h.app, ROUTES.status, { secret: 'not-the-secret-0123456789' }).set('Authorization', AUTH).expect(401);
+    const forged = await signedGet(h.app, ROUTES.status, { secret: 'not-the-secret-0123456789', instance: INSTANCE }).set('Authorization', AUTH).expect(401);
     expect(forged.body.error.code).toBe('unknown-key');
+  });
+
+  it.each([ROUTES.status, ROUTES.statusStream])('refuses fetcher.token as a bearer token on %s: it is the signing key and never crosses the wire', async (path) => {
+    const h = harness({ seeds: ['http://example.com/'] });
+    const res = await request(h.app).get(path).set('Authorization', `Bearer ${TOKEN}`).expect(401);
+    expect(res.body.error.code).toBe('unauthorized');
+    expect(res.body.error.message).toContain('fetcher.token is not one');
+  });
+
+  it('refuses a signed status request that carries a body, and one signed for another instance', async () => {
+    const h = harness({ seeds: ['http://example.com/'] });
+    const withBody = await signedGet(h.app, ROUTES.status, { secret: TOKEN, instance: INSTANCE }).set('Content-Length', '2').send('{}').expect(400);
+    expect(withBody.body.error.code).toBe('bad-request');
+    const other = await signedGet(h.app, ROUTES.status, { secret: TOKEN, instance: 'anotherInstance0000000' }).expect(401);
+    expect(other.body.error.code).toBe('unknown-instance');
+    expect(other.body.error.instance).toBe(INSTANCE);
   });
 
   it('answers an unknown route with 404 not-found', async () => {
@@ -282,7 +303,7 @@ describe('validation: a bad request gets a 4xx with a stable code and changes no
   it('refuses a body that is not sent as JSON with 400 bad-request', async () => {
     const h = harness({ seeds: ['http://example.com/'] });
     const before = h.service.status();
-    const res = await signedPost(h.app, ROUTES.claim, JSON.stringify(claimBody()), { secret: TOKEN, contentType: 'text/plain' }).expect(400);
+    const res = await signedPost(h.app, ROUTES.claim, JSON.stringify(claimBody()), { secret: TOKEN, instance: INSTANCE, contentType: 'text/plain' }).expect(400);
     expect(res.body.error.code).toBe('bad-request');
     expect(h.service.status()).toEqual(before);
   });
@@ -294,10 +315,12 @@ describe('validation: a bad request gets a 4xx with a stable code and changes no
     // 65 gzip members of 1 MiB of JSON whitespace each: 65 MiB once inflated, about 65 KiB on the wire.
     const member = gzipSync(Buffer.alloc(1024 * 1024, 0x20));
     const bomb = Buffer.concat(Array.from({ length: LIMITS.requestBodyBytes / (1024 * 1024) + 1 }, () => member));
-    const signature = signatureFor('POST', ROUTES.claim, bomb, { secret: TOKEN });
-    const res = await rawPost(`${base}${ROUTES.claim}`, bomb, { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip', ...signature });
+    // To the results route, whose limit (64 MiB) the 65 KiB on the wire are well inside: only inflating finds it too large.
+    const signature = signatureFor('POST', ROUTES.results, bomb, { secret: TOKEN, instance: INSTANCE, fetcherId: 'fetcher-1', contentEncoding: 'gzip' });
+    const res = await rawPost(`${base}${ROUTES.results}`, bomb, signature);
     expect(res.status).toBe(413);
     expect(JSON.parse(res.body).error.code).toBe('body-too-large');
+    expect(JSON.parse(res.body).error.message).toContain(`${LIMITS.requestBodyBytes} bytes`);
     expect(h.service.status()).toEqual(before);
   });
 });

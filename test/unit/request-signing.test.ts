@@ -1,14 +1,17 @@
 /**
  * The request-signing scheme (shared/request-signing.ts) as pure functions, and the nonce memory the
- * queue server checks replays against (queue-server/auth/nonce-memory.ts). The known-answer vector was
- * computed with openssl (`openssl dgst -sha256 -hmac`), independently of this code.
+ * queue server checks replays against (queue-server/auth/nonce-memory.ts). The known-answer vectors
+ * (the Content-Digest and the signature) were computed with openssl (`openssl dgst -sha256`, with
+ * `-hmac` for the signature), independently of this code.
  */
 import { describe, expect, it } from 'vitest';
 import { NonceMemory } from '../../queue-server/auth/nonce-memory.js';
 import {
-  bodyDigest,
   computeSignature,
+  contentDigestOf,
+  declaredSha256,
   keyIdOf,
+  newInstanceId,
   newNonce,
   readSignatureHeaders,
   SIGNATURE_HEADERS,
@@ -20,32 +23,53 @@ import {
 
 const SECRET = 'test-secret-0123456789';
 const BODY = Buffer.from('{"a":1}');
+const INSTANCE = 'kq1AAAAAAAAAAAAAAAAAAA';
 const PARTS: SignedParts = {
+  instance: INSTANCE,
   method: 'POST',
   path: '/api/v1/claim',
-  bodyDigest: bodyDigest(BODY),
+  contentType: 'application/json',
+  contentEncoding: '',
+  contentLength: BODY.length,
+  contentDigest: contentDigestOf(BODY),
   timestamp: 1_700_000_000_000,
   nonce: 'AAAAAAAAAAAAAAAAAAAAAA',
   fetcherId: 'fetcher-1',
 };
 
 describe('the string to sign and the signature', () => {
-  it('joins scheme, method, target, body digest, timestamp, nonce and fetcher id, one per line', () => {
+  it('joins scheme, instance, method, target, the body\'s fields (type, encoding, length, digest), timestamp, nonce and fetcher id, one per line', () => {
     expect(stringToSign(PARTS)).toBe(
-      ['PETREL-HMAC-SHA256-1', 'POST', '/api/v1/claim', '015abd7f5cc57a2dd94b7590f04ad8084273905ee33ec5cebeae62276a97f862', '1700000000000', 'AAAAAAAAAAAAAAAAAAAAAA', 'fetcher-1'].join('\n'),
+      [
+        'PETREL-HMAC-SHA256-2', INSTANCE, 'POST', '/api/v1/claim', 'application/json', '', '7',
+        'sha-256=:AVq9f1zFei3ZS3WQ8ErYCEJzkF7jPsXOvq5iJ2qX+GI=:', '1700000000000', 'AAAAAAAAAAAAAAAAAAAAAA', 'fetcher-1',
+      ].join('\n'),
     );
   });
 
+  it('declares the body by its RFC 9530 Content-Digest (sha-256, standard base64 between colons)', () => {
+    // printf '{"a":1}' | openssl dgst -sha256 -binary | base64
+    expect(contentDigestOf(BODY)).toBe('sha-256=:AVq9f1zFei3ZS3WQ8ErYCEJzkF7jPsXOvq5iJ2qX+GI=:');
+    expect(declaredSha256(contentDigestOf(BODY))!.toString('hex')).toBe('015abd7f5cc57a2dd94b7590f04ad8084273905ee33ec5cebeae62276a97f862');
+    expect(declaredSha256('sha-512=:AVq9f1zFei3ZS3WQ8ErYCEJzkF7jPsXOvq5iJ2qX+GI=:')).toBeNull();
+    expect(declaredSha256('sha-256=:AVq9f1zFei3ZS3WQ8ErYCEJzkF7jPsXOvq5iJ2qX+GI=:, md5=:x:')).toBeNull();
+  });
+
   it('is HMAC-SHA-256 under the secret, base64url (the openssl vector)', () => {
-    expect(computeSignature(SECRET, PARTS)).toBe('wDDIB2XvZ7zDoNr729RLOWXhti4624z0yN9atOFXhfE');
-    expect(signatureMatches(SECRET, PARTS, 'wDDIB2XvZ7zDoNr729RLOWXhti4624z0yN9atOFXhfE')).toBe(true);
+    // printf (the string to sign) | openssl dgst -sha256 -hmac test-secret-0123456789 -binary | base64, made url-safe
+    expect(computeSignature(SECRET, PARTS)).toBe('r-lXR-bB4PPB44gUZHy4xLY1n9qo1kf3-mJlotnHOCE');
+    expect(signatureMatches(SECRET, PARTS, 'r-lXR-bB4PPB44gUZHy4xLY1n9qo1kf3-mJlotnHOCE')).toBe(true);
   });
 
   it.each([
+    ['instance', { instance: 'kq1AAAAAAAAAAAAAAAAAAB' }],
     ['method', { method: 'GET' }],
     ['path', { path: '/api/v1/results' }],
     ['query', { path: '/api/v1/claim?x=1' }],
-    ['body', { bodyDigest: bodyDigest(Buffer.from('{"a":2}')) }],
+    ['content type', { contentType: 'text/plain' }],
+    ['content encoding', { contentEncoding: 'gzip' }],
+    ['content length', { contentLength: 8 }],
+    ['body', { contentDigest: contentDigestOf(Buffer.from('{"a":2}')) }],
     ['timestamp', { timestamp: PARTS.timestamp + 1 }],
     ['nonce', { nonce: 'AAAAAAAAAAAAAAAAAAAAAB' }],
     ['fetcher id', { fetcherId: 'fetcher-2' }],
@@ -70,23 +94,39 @@ describe('the string to sign and the signature', () => {
     expect(() => stringToSign({ ...PARTS, method: 'post' })).toThrow(/method/);
     expect(() => stringToSign({ ...PARTS, nonce: 'short' })).toThrow(/nonce/);
     expect(() => stringToSign({ ...PARTS, timestamp: -1 })).toThrow(/timestamp/);
-    expect(() => stringToSign({ ...PARTS, bodyDigest: 'abc' })).toThrow(/digest/);
+    expect(() => stringToSign({ ...PARTS, contentDigest: 'abc' })).toThrow(/digest/);
+    expect(() => stringToSign({ ...PARTS, contentType: 'application/json\nX: y' })).toThrow(/Content-Type/);
+    expect(() => stringToSign({ ...PARTS, contentLength: -1 })).toThrow(/content length/);
+    expect(() => stringToSign({ ...PARTS, instance: 'x' })).toThrow(/instance/);
   });
 });
 
 describe('signRequest', () => {
+  const sign = () => signRequest({ secret: SECRET, instance: INSTANCE, method: 'POST', path: '/api/v1/claim', body: BODY, contentType: 'application/json', fetcherId: 'fetcher-1', now: PARTS.timestamp });
+
   it('gives headers a server can read back and verify, with a fresh 128-bit nonce each time', () => {
-    const first = signRequest({ secret: SECRET, method: 'POST', path: '/api/v1/claim', body: BODY, fetcherId: 'fetcher-1', now: PARTS.timestamp });
-    const second = signRequest({ secret: SECRET, method: 'POST', path: '/api/v1/claim', body: BODY, fetcherId: 'fetcher-1', now: PARTS.timestamp });
+    const first = sign();
+    const second = sign();
     expect(first[SIGNATURE_HEADERS.nonce]).not.toBe(second[SIGNATURE_HEADERS.nonce]);
     expect(Buffer.from(first[SIGNATURE_HEADERS.nonce]!, 'base64url')).toHaveLength(16);
+    expect(first['content-type']).toBe('application/json');
+    expect(first[SIGNATURE_HEADERS.contentDigest]).toBe(contentDigestOf(BODY));
     const read = readSignatureHeaders(first);
     if ('problem' in read) throw new Error(read.problem);
-    expect(read).toMatchObject({ timestamp: PARTS.timestamp, fetcherId: 'fetcher-1', keyId: keyIdOf(SECRET) });
+    expect(read).toMatchObject({ timestamp: PARTS.timestamp, fetcherId: 'fetcher-1', keyId: keyIdOf(SECRET), instance: INSTANCE, contentDigest: contentDigestOf(BODY) });
     const parts = { ...PARTS, nonce: read.nonce };
     expect(signatureMatches(SECRET, parts, read.signature)).toBe(true);
     // The secret itself is in no header.
     expect(Object.values(first).join('\n')).not.toContain(SECRET);
+  });
+
+  it('signs a GET without a body: no Content-Digest, length 0', () => {
+    const headers = signRequest({ secret: SECRET, instance: INSTANCE, method: 'GET', path: '/api/status', fetcherId: 'p', now: 1 });
+    expect(headers[SIGNATURE_HEADERS.contentDigest]).toBeUndefined();
+    const read = readSignatureHeaders(headers);
+    if ('problem' in read) throw new Error(read.problem);
+    const parts: SignedParts = { instance: INSTANCE, method: 'GET', path: '/api/status', contentType: '', contentEncoding: '', contentLength: 0, contentDigest: '', timestamp: 1, nonce: read.nonce, fetcherId: 'p' };
+    expect(signatureMatches(SECRET, parts, read.signature)).toBe(true);
   });
 
   it('names the secret by a key id that reveals nothing of it and differs between secrets', () => {
@@ -95,14 +135,16 @@ describe('signRequest', () => {
     expect(keyIdOf(`${SECRET}x`)).not.toBe(keyIdOf(SECRET));
   });
 
-  it('draws nonces without repeats', () => {
+  it('draws nonces and instance ids without repeats', () => {
     const nonces = new Set(Array.from({ length: 10_000 }, () => newNonce()));
     expect(nonces.size).toBe(10_000);
+    const instances = new Set(Array.from({ length: 10_000 }, () => newInstanceId()));
+    expect(instances.size).toBe(10_000);
   });
 });
 
 describe('readSignatureHeaders', () => {
-  const good = signRequest({ secret: SECRET, method: 'POST', path: '/x', body: BODY, fetcherId: 'f-1', now: 1 });
+  const good = signRequest({ secret: SECRET, instance: INSTANCE, method: 'POST', path: '/x', body: BODY, fetcherId: 'f-1', now: 1 });
 
   it.each([
     ['no signature', SIGNATURE_HEADERS.signature, undefined, /unsigned request/],
@@ -112,15 +154,17 @@ describe('readSignatureHeaders', () => {
     ['a short nonce', SIGNATURE_HEADERS.nonce, 'abc', /X-Petrel-Nonce/],
     ['a fetcher id with a space', SIGNATURE_HEADERS.fetcherId, 'a b', /X-Petrel-Fetcher-Id/],
     ['a malformed key id', SIGNATURE_HEADERS.keyId, 'xyz', /X-Petrel-Key-Id/],
+    ['a malformed instance', SIGNATURE_HEADERS.instance, 'xyz', /X-Petrel-Instance/],
+    ['a digest of another algorithm', SIGNATURE_HEADERS.contentDigest, 'md5=:AAAA:', /Content-Digest/],
   ])('explains %s', (_what, header, value, problem) => {
     const headers: Record<string, string | undefined> = { ...good, [header]: value };
     const read = readSignatureHeaders(headers);
     expect('problem' in read && read.problem).toMatch(problem);
   });
 
-  it('takes a missing key id as none', () => {
-    const { [SIGNATURE_HEADERS.keyId]: _omitted, ...rest } = good;
-    expect(readSignatureHeaders(rest)).toMatchObject({ keyId: null });
+  it('takes a missing key id or instance as none', () => {
+    const { [SIGNATURE_HEADERS.keyId]: _omitted, [SIGNATURE_HEADERS.instance]: _instance, ...rest } = good;
+    expect(readSignatureHeaders(rest)).toMatchObject({ keyId: null, instance: null });
   });
 });
 
