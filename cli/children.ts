@@ -7,8 +7,9 @@ import { fileURLToPath } from 'node:url';
 
 const PETREL = fileURLToPath(new URL('./petrel.js', import.meta.url));
 
-export function spawnPetrel(args: string[]): ChildProcess {
-  return spawn(process.execPath, [PETREL, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+/** `inherit`: file descriptors of this process the child gets as its fds 3, 4, ... */
+export function spawnPetrel(args: string[], inherit: readonly number[] = []): ChildProcess {
+  return spawn(process.execPath, [PETREL, ...args], { stdio: ['ignore', 'pipe', 'pipe', ...inherit] });
 }
 
 /** Calls `onLine` for each line the stream prints. */

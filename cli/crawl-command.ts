@@ -52,14 +52,18 @@ export function crawlCommand(): Command {
 }
 
 async function runCrawl(values: CrawlValues): Promise<CrawlSummary> {
-  // The queue server and the fetchers start at the same time: the token and the port are settled
-  // here first, and fetchers that ask before the queue server listens simply retry.
+  // The queue server and the fetchers start at the same time: the token and the listening socket are
+  // settled here first. The queue server inherits the socket, so a fetcher that connects before the
+  // queue server is ready waits in its backlog instead of failing and backing off.
   ensureDataDir(values.data);
   const tokenFile = dataPath(values.data, 'token');
   loadOrCreateToken(tokenFile);
-  const port = await freeLoopbackPort();
-  const serverUrl = `http://127.0.0.1:${port}`;
-  const server = spawnPetrel(['queue-server', '--data', values.data, '--port', String(port), '--once', ...crawlArgsFrom(values)]);
+  const socket = await listeningLoopbackSocket();
+  const serverUrl = `http://127.0.0.1:${socket.port}`;
+  const where = socket.fd === null ? ['--port', String(socket.port)] : ['--listen-fd', '3'];
+  const server = spawnPetrel(['queue-server', '--data', values.data, ...where, '--once', ...crawlArgsFrom(values)], socket.fd === null ? [] : [socket.fd]);
+  // The child has its own copy now; this process must never accept on it.
+  await socket.close();
   let summary: CrawlSummary | null = null;
   const listening = new Promise<{ url: string; tokenFile: string }>((resolve) => {
     eachLine(server.stdout, (line) => {
@@ -111,14 +115,22 @@ function parseEvent(line: string): Record<string, unknown> | null {
   }
 }
 
-/** A port nobody listens on now, on 127.0.0.1. */
-function freeLoopbackPort(): Promise<number> {
+/**
+ * A socket bound to a free port of 127.0.0.1 and listening, with its file descriptor for a child to
+ * inherit. Node does not document a server's descriptor; where it has none to give (`fd` null) the
+ * socket is closed and only its port is passed on, as before: the queue server binds it again, and
+ * fetchers that ask too early retry.
+ */
+function listeningLoopbackSocket(): Promise<{ port: number; fd: number | null; close(): Promise<void> }> {
   return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
+    const socket = createServer();
+    socket.once('error', reject);
+    socket.listen(0, '127.0.0.1', () => {
+      const { port } = socket.address() as { port: number };
+      const fd = (socket as unknown as { _handle?: { fd?: unknown } })._handle?.fd;
+      const close = () => new Promise<void>((done) => socket.close(() => done()));
+      if (typeof fd === 'number' && fd >= 0) resolve({ port, fd, close });
+      else void close().then(() => resolve({ port, fd: null, close: async () => undefined }));
     });
   });
 }

@@ -15,6 +15,7 @@ interface QueueServerValues extends CrawlOptionValues {
   tlsCert?: string;
   tlsKey?: string;
   once: boolean;
+  listenFd?: number;
 }
 
 export function queueServerCommand(): Command {
@@ -26,7 +27,8 @@ export function queueServerCommand(): Command {
     .option('--token-file <file>', 'fetcher API token to use (default: <data>/fetcher.token, created on first start)')
     .option('--tls-cert <file>', 'serve HTTPS with this certificate (PEM; with --tls-key); fetchers then need --ca unless a public CA signed it')
     .option('--tls-key <file>', 'private key of --tls-cert (PEM)')
-    .option('--once', CRAWL_SETTINGS.once.help, CRAWL_SETTINGS.once.default);
+    .option('--once', CRAWL_SETTINGS.once.help, CRAWL_SETTINGS.once.default)
+    .option('--listen-fd <n>', 'accept connections on this inherited file descriptor, a socket already listening, instead of --host and --port (petrel crawl passes one, so its fetchers can connect before the queue server is ready)', integerOption('--listen-fd', 3, 1023));
   addCrawlOptions(command);
   command.action(async (values: QueueServerValues) => {
     // Loaded here, not at the top, so that other commands do not pay for express and the storage stack.
@@ -38,6 +40,7 @@ export function queueServerCommand(): Command {
         dataDir: values.data,
         host: values.host,
         port: values.port,
+        listenFd: values.listenFd,
         tokenFile: values.tokenFile,
         tls,
         crawl: crawlConfigFrom(values, values.once),

@@ -12,7 +12,7 @@ import { setMaxListeners } from 'node:events';
 import type { Dispatcher } from 'undici';
 import { PROTOCOL_VERSION, type FetcherStats, type ItemResult, type Schedule } from '../shared/protocol.js';
 import { createCrawlAgent, TIMER_SLACK_MS, type DownloadOptions } from './download.js';
-import { fetchItem } from './fetch-item.js';
+import { fetchItem, preloadExtractor } from './fetch-item.js';
 import { QueueClient, QueueServerError, StoppedError } from './queue-client.js';
 
 export interface FetcherOptions {
@@ -125,7 +125,7 @@ export class Fetcher {
       }
       let response;
       try {
-        response = await this.#client.claim({
+        const claimed = this.#client.claim({
           protocolVersion: PROTOCOL_VERSION,
           fetcherId: this.#options.fetcherId,
           name: this.#options.name,
@@ -133,6 +133,9 @@ export class Fetcher {
           waitMs: this.#options.claimWaitMs,
           stats: this.#currentStats(),
         }, this.#claimAbort.signal);
+        // The claim is on its way: load the extractor while the queue server answers (see fetch-item.ts).
+        void preloadExtractor();
+        response = await claimed;
       } catch (error) {
         if (error instanceof StoppedError) return 'stopped';
         throw error;

@@ -42,6 +42,9 @@ import { Parser, type Handler } from 'htmlparser2';
 import { LIMITS, type PageData } from '../shared/protocol.js';
 import { simhash } from '../shared/simhash.js';
 import { normalizeUrl } from '../shared/url-normalize.js';
+import { bound } from './text-bounds.js';
+
+export { bound };
 
 export interface ExtractedPage {
   readonly page: PageData;
@@ -288,15 +291,6 @@ function hasToken(list: string | undefined, token: string): boolean {
 /** Runs of white space as one space, none at either end. */
 export function collapseWhitespace(text: string): string {
   return text.replace(/\s+/g, ' ').trim();
-}
-
-/** Cuts to at most `max` characters without splitting a surrogate pair. */
-export function bound(text: string, max: number): string {
-  if (text.length <= max) return text;
-  let end = max;
-  const code = text.charCodeAt(end - 1);
-  if (code >= 0xd800 && code <= 0xdbff) end--;
-  return text.slice(0, end);
 }
 
 function boundLanguage(language: string | null): string | null {

@@ -22,6 +22,13 @@ export interface QueueServerOptions {
   readonly dataDir: string;
   readonly host?: string;
   readonly port?: number;
+  /**
+   * Accept connections on this inherited file descriptor, a socket already bound and listening, instead
+   * of binding `host` and `port`: `petrel crawl` opens it before it starts the queue server, so its
+   * fetchers can connect while the queue server is still starting (their requests wait in the socket's
+   * backlog instead of failing and backing off).
+   */
+  readonly listenFd?: number;
   /** A token file to use instead of <data>/fetcher.token. */
   readonly tokenFile?: string;
   /** Serve HTTPS with this certificate (chain) and private key, PEM. */
@@ -73,7 +80,7 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
     const server = options.tls === undefined ? createServer(app) : createHttpsServer(options.tls, app);
     server.keepAliveTimeout = 65_000;
     server.headersTimeout = 66_000;
-    await listen(server, options.host ?? '127.0.0.1', options.port ?? 7700);
+    await listen(server, options.listenFd === undefined ? { host: options.host ?? '127.0.0.1', port: options.port ?? 7700 } : { fd: options.listenFd });
     const { address, port } = server.address() as AddressInfo;
     const host = address.includes(':') ? `[${address}]` : address;
     service.start();
@@ -148,10 +155,10 @@ function createHttpsServer(tls: NonNullable<QueueServerOptions['tls']>, app: Ret
   }
 }
 
-function listen(server: Server, host: string, port: number): Promise<void> {
+function listen(server: Server, where: { host: string; port: number } | { fd: number }): Promise<void> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, host, () => {
+    server.listen(where, () => {
       server.off('error', reject);
       resolve();
     });
