@@ -40,7 +40,8 @@ export class CrawlService extends EventEmitter<{ change: []; finished: [] }> {
   #control: ControlState = 'active';
   /** Fetchers that were answered `done`. */
   readonly #toldDone = new Set<string>();
-  #pendingCommit: Promise<void> | null = null;
+  /** The next group commit, due at its timer; `commitNow` runs it at once (flush, on shutdown). */
+  #pendingCommit: { readonly done: Promise<void>; readonly commitNow: () => void } | null = null;
   #lastCommitAt = 0;
   readonly #commitIntervalMs: number;
 
@@ -95,21 +96,24 @@ export class CrawlService extends EventEmitter<{ change: []; finished: [] }> {
    * so posts arriving together share one commit. Fetchers do not wait for acknowledgements to go on.
    */
   #durable(): Promise<void> {
-    if (this.#pendingCommit !== null) return this.#pendingCommit;
+    if (this.#pendingCommit !== null) return this.#pendingCommit.done;
     const wait = Math.max(0, this.#lastCommitAt + this.#commitIntervalMs - this.#clock());
-    this.#pendingCommit = new Promise<void>((resolve, reject) => {
-      setTimeout(() => {
-        this.#pendingCommit = null;
-        try {
-          this.#crawl.commit();
-          this.#lastCommitAt = this.#clock();
-          resolve();
-        } catch (error) {
-          reject(error);
-        }
-      }, wait);
-    });
-    return this.#pendingCommit;
+    let settle!: { resolve: () => void; reject: (error: unknown) => void };
+    const done = new Promise<void>((resolve, reject) => (settle = { resolve, reject }));
+    const commitNow = () => {
+      clearTimeout(timer);
+      this.#pendingCommit = null;
+      try {
+        this.#crawl.commit();
+        this.#lastCommitAt = this.#clock();
+        settle.resolve();
+      } catch (error) {
+        settle.reject(error);
+      }
+    };
+    const timer = setTimeout(commitNow, wait);
+    this.#pendingCommit = { done, commitNow };
+    return done;
   }
 
   heartbeat(request: HeartbeatRequest, address: string): string[] {
@@ -139,10 +143,18 @@ export class CrawlService extends EventEmitter<{ change: []; finished: [] }> {
     return this.#crawl.state();
   }
 
-  /** Commits whatever is applied and not yet durable; resolves when it is. */
+  /**
+   * Commits whatever is applied and not yet durable, at once (a group commit still waiting for its
+   * timer runs now: at shutdown nothing is gained by waiting, and the last acknowledgements and the
+   * exit would wait up to commitIntervalMs for it); resolves when it is durable.
+   */
   async flush(): Promise<void> {
-    if (this.#pendingCommit !== null) await this.#pendingCommit;
-    this.#crawl.commit();
+    const pending = this.#pendingCommit;
+    if (pending === null) this.#crawl.commit();
+    else {
+      pending.commitNow();
+      await pending.done;
+    }
   }
 
   /** Resolves once every fetcher heard from recently was answered `done`, or after `timeoutMs`. */
