@@ -254,8 +254,10 @@ export function extractPage(input: string, pageUrl: string, maxLinks: number = L
  */
 function excerptOf(text: string): string {
   const max = LIMITS.excerptChars;
-  if (text.length > max * 4) {
-    const prefix = collapseWhitespace(text.slice(0, max * 4));
+  // Page text is mostly words: a prefix a little over the bound usually collapses to more than it.
+  for (const prefixChars of [max + max / 4, max * 4]) {
+    if (text.length <= prefixChars) break;
+    const prefix = collapseWhitespace(text.slice(0, prefixChars));
     if (prefix.length > max) return bound(prefix, max);
   }
   return bound(collapseWhitespace(text), max);
