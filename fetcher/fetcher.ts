@@ -125,7 +125,7 @@ export class Fetcher {
       }
       let response;
       try {
-        const claimed = this.#client.claim({
+        response = await this.#client.claim({
           protocolVersion: PROTOCOL_VERSION,
           fetcherId: this.#options.fetcherId,
           name: this.#options.name,
@@ -133,15 +133,17 @@ export class Fetcher {
           waitMs: this.#options.claimWaitMs,
           stats: this.#currentStats(),
         }, this.#claimAbort.signal);
-        // The claim is on its way: load the extractor while the queue server answers (see fetch-item.ts).
-        void preloadExtractor();
-        response = await claimed;
       } catch (error) {
         if (error instanceof StoppedError) return 'stopped';
         throw error;
       }
       if (response.kind === 'done') return 'done';
-      if (response.kind === 'schedule') this.#start(response.schedule);
+      if (response.kind === 'schedule') {
+        this.#start(response.schedule);
+        // Its first requests are out (a new origin's first is its robots.txt): load the extractor while
+        // they are answered, not before the first claim, which would delay it (see fetch-item.ts).
+        void preloadExtractor();
+      }
     }
     return 'stopped';
   }

@@ -3,14 +3,15 @@
  * each tag and text run, and those callbacks collect links, title, description, language, canonical,
  * meta robots and the visible text. No DOM is built.
  *
- * Why no DOM: on the PostgreSQL manual's pages (13.5 KB mean) a cheerio (htmlparser2) DOM and the walk
- * over it cost about 0.75 ms a page and most of the fetcher's garbage; the callbacks alone cost about
- * a quarter of that (`node dist/scripts/bench-extract.js`, ../shared/PERFORMANCE.md). The events are
- * the very ones cheerio's DOM is built from (htmlparser2's DomHandler listens to the same Parser), so
- * the page seen is the same: the same implied closes, the same entity decoding, the same raw-text
- * elements. test/unit/html-extract-differential.test.ts checks that links, title, text and every other
- * field equal those of the DOM extractor this one replaced (scripts/bench-extract/cheerio-extract.ts)
- * on the test web's pages and on messy HTML. This is the one place the parser is chosen.
+ * Why no DOM: on the PostgreSQL manual's pages (13.5 KB mean) the extractor that built a cheerio
+ * (htmlparser2) DOM and walked it took 1.07 ms a page, this one 0.37 ms, of which the parse is
+ * 0.21 ms (`node dist/scripts/bench-extract.js`, 2026-12-03), and a DOM was most of a fetcher's
+ * garbage. The events are the very ones cheerio's DOM is built from (htmlparser2's DomHandler listens
+ * to the same Parser), so the page seen is the same: the same implied closes, the same entity
+ * decoding, the same raw-text elements. test/integration/html-extract-differential.test.ts checks
+ * that links, title, text and every other field equal those of the DOM extractor this one replaced
+ * (scripts/bench-extract/cheerio-extract.ts) on the test web's pages, the hostile host's and messy
+ * HTML. This is the one place the parser is chosen.
  *
  * Nothing here recurses, so 200,000 nested elements cannot overflow the call stack: the state is a few
  * counters. Every string taken from the page is bounded before it leaves this module.
@@ -20,9 +21,9 @@
  * Node 20, with the DOM: 25,000 nested `<div>`s 0.2 s, 50,000 0.3-0.4 s, 100,000 2-5 s, 200,000
  * 16-24 s). Only the first MAX_START_TAGS start tags are handed to the parser; the rest of the page is
  * cut and the result marked `truncated`. With 32,000 (above the 30,000 levels that
- * test/unit/html-extract.test.ts walks), the hostile host's 200,000-deep page and 2 MiB of its 200,000
- * links stay well under a second. Ordinary pages have a few thousand elements, very large ones
- * 10,000-20,000.
+ * test/unit/html-extract.test.ts walks), extracting the hostile host's 200,000-deep page takes
+ * 0.1-0.2 s and 2 MiB of its 200,000 links 0.05-0.08 s (2 CPUs, 2026-12-03; 5,000 links kept).
+ * Ordinary pages have a few thousand elements, very large ones 10,000-20,000.
  *
  * Rules (those of the DOM walk it replaced, in document order):
  *  - Links: `<a href>` and `<area href>`, resolved against `<base href>` (the first one, itself
