@@ -16,8 +16,9 @@ const PETREL = fileURLToPath(new URL('./petrel.js', import.meta.url));
 
 const SUPERVISED = 'PETREL_SUPERVISED';
 
-export function spawnPetrel(args: string[]): ChildProcess {
-  return spawn(process.execPath, [PETREL, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, [SUPERVISED]: '1' } });
+/** `inherit`: file descriptors of this process the child gets as its fds 3, 4, ... */
+export function spawnPetrel(args: string[], inherit: readonly number[] = []): ChildProcess {
+  return spawn(process.execPath, [PETREL, ...args], { stdio: ['ignore', 'pipe', 'pipe', ...inherit], env: { ...process.env, [SUPERVISED]: '1' } });
 }
 
 /**

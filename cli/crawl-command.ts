@@ -5,9 +5,11 @@
  * empty and no schedule is out, 3 when nothing at all could be fetched, 130 when interrupted.
  *
  * Order of events, so that no process waits on one that is not there yet or gone already: the seeds
- * and options are checked (nothing is created for refused input); the queue server starts; once it
- * listens, the fetchers start. Ctrl-C stops the fetchers first (they deliver what they hold), then
- * the queue server, and running the same command again resumes the pass.
+ * and options are checked (nothing is created for refused input); the listening socket is opened
+ * here and the queue server inherits it, so the fetchers start at the same time and wait in its
+ * backlog (where the socket cannot be handed on, they start once the queue server listens). Ctrl-C
+ * stops the fetchers first (they deliver what they hold), then the queue server, and running the same
+ * command again resumes the pass.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -134,10 +136,18 @@ interface ListeningEvent {
 }
 
 async function runCrawl(values: CrawlValues, settingsArgs: string[]): Promise<CrawlOutcome> {
+  // The token and the listening socket are settled here first. The queue server inherits the
+  // socket, so the fetchers start at the same time: one that connects before the queue server is
+  // ready waits in its backlog instead of failing and backing off.
   ensureDataDir(values.data);
-  loadOrCreateToken(dataPath(values.data, 'token'));
-  const port = await freeLoopbackPort();
-  const server = spawnPetrel(['queue-server', '--data', values.data, '--port', String(port), '--once', ...settingsArgs]);
+  const tokenFile = dataPath(values.data, 'token');
+  loadOrCreateToken(tokenFile);
+  const socket = await listeningLoopbackSocket();
+  const serverUrl = `http://127.0.0.1:${socket.port}`;
+  const where = socket.fd === null ? ['--port', String(socket.port)] : ['--listen-fd', '3'];
+  const server = spawnPetrel(['queue-server', '--data', values.data, ...where, '--once', ...settingsArgs], socket.fd === null ? [] : [socket.fd]);
+  // The child has its own copy now; this process must never accept on it.
+  await socket.close();
   let summary: CrawlSummary | null = null;
   const listening = new Promise<ListeningEvent>((resolveListening) => {
     eachLine(server.stdout, (line) => {
@@ -152,7 +162,8 @@ async function runCrawl(values: CrawlValues, settingsArgs: string[]): Promise<Cr
   const serverExit = exited(server);
 
   let interrupted = false;
-  let fetchers: FetcherChildren | null = null;
+  // Typed by its initializer: it is assigned in closures, which narrowing does not follow.
+  let fetchers = null as FetcherChildren | null;
   const interrupt = () => {
     if (interrupted) {
       // A second Ctrl-C: do not wait for held slots (their URLs are fetched again on resume).
@@ -171,21 +182,27 @@ async function runCrawl(values: CrawlValues, settingsArgs: string[]): Promise<Cr
   process.on('SIGINT', interrupt);
   process.on('SIGTERM', interrupt);
 
-  const started = await Promise.race([listening, serverExit.then(() => null)]);
-  if (started === null) fail('the queue server did not start (see the message above)', { command: NAME });
-  process.stderr.write(startLine(started));
-  if (!interrupted) {
-    // The queue server listens: only now do the fetchers start, so none of them finds it not there yet.
-    const tokenFile = started.tokenFile;
+  const startFetchers = () => {
     fetchers = new FetcherChildren({
       label: 'petrel crawl',
       namePrefix: 'fetcher',
-      args: (name) => [...fetcherArgs(values, { serverUrl: started.url, tokenFile, name }), '--once'],
+      args: (name) => [...fetcherArgs(values, { serverUrl, tokenFile, name }), '--once'],
       restart: { kind: 'limited', restarts: FETCHER_RESTARTS },
       log: (line) => process.stderr.write(`${line}\n`),
     });
     fetchers.start(values.fetchers);
-  } else server.kill('SIGTERM');
+  };
+  // With the socket inherited, fetchers wait in its backlog; without, only once the queue server
+  // listens, so none of them finds it not there yet.
+  if (socket.fd !== null) startFetchers();
+  const started = await Promise.race([listening, serverExit.then(() => null)]);
+  if (started === null) {
+    await fetchers?.stop();
+    fail('the queue server did not start (see the message above)', { command: NAME });
+  }
+  process.stderr.write(startLine(started));
+  if (interrupted) server.kill('SIGTERM');
+  else if (fetchers === null) startFetchers();
 
   const stopProgress = values.progress ? followProgress(started.url, readFileSync(started.tokenFile, 'utf8').trim(), process.stderr) : () => undefined;
   const serverStatus = await serverExit;
@@ -216,14 +233,22 @@ function parseEvent(line: string): Record<string, unknown> | null {
   }
 }
 
-/** A port nobody listens on now, on 127.0.0.1. */
-function freeLoopbackPort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolvePort(port));
+/**
+ * A socket bound to a free port of 127.0.0.1 and listening, with its file descriptor for a child to
+ * inherit. Node does not document a server's descriptor; where it has none to give (`fd` null) the
+ * socket is closed and only its port is passed on, as before: the queue server binds it again, and
+ * fetchers that ask too early retry.
+ */
+function listeningLoopbackSocket(): Promise<{ port: number; fd: number | null; close(): Promise<void> }> {
+  return new Promise((resolve, reject) => {
+    const socket = createServer();
+    socket.once('error', reject);
+    socket.listen(0, '127.0.0.1', () => {
+      const { port } = socket.address() as { port: number };
+      const fd = (socket as unknown as { _handle?: { fd?: unknown } })._handle?.fd;
+      const close = () => new Promise<void>((done) => socket.close(() => done()));
+      if (typeof fd === 'number' && fd >= 0) resolve({ port, fd, close });
+      else void close().then(() => resolve({ port, fd: null, close: async () => undefined }));
     });
   });
 }

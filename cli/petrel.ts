@@ -1,6 +1,10 @@
 #!/usr/bin/env node
 /**
- * `petrel`: the one executable. Each subcommand lives in its own module.
+ * `petrel`: the one executable. Each subcommand lives in its own module, and only the one asked for is
+ * loaded: a `petrel fetcher` that `petrel crawl` starts does not load the queue server's storage stack or
+ * the crawl settings' schema, which was about a third of its start-up (see scripts/bench-crawl/README.md).
+ * Without a known subcommand (`petrel --help`, `petrel help crawl`, a typo), every command is loaded so
+ * that commander can list them, suggest one, or show one's help.
  *
  * What holds for every command, set up here: usage errors (an unknown option, a bad value, a missing
  * command) exit 2 and help or --version 0 (exit-codes.ts); a closed stdout (`petrel db dump | head`)
@@ -8,16 +12,8 @@
  * stack trace (PETREL_DEBUG=1 prints the stack too).
  */
 import { Command, type CommanderError } from 'commander';
-import { fetcherCommand } from './fetcher-command.js';
-import { btreeCommand } from './btree-command.js';
-import { crawlCommand } from './crawl-command.js';
-import { dbCommand } from './db-command.js';
 import { EXIT, exitCodesHelp } from './exit-codes.js';
-import { exportCommand } from './export-command.js';
 import { describeError, packageVersion } from './options.js';
-import { queueServerCommand } from './queue-server-command.js';
-import { startCommand } from './start-command.js';
-import { warcCommand } from './warc-command.js';
 
 const commandName = process.argv[2] !== undefined && !process.argv[2].startsWith('-') ? ` ${process.argv[2]}` : '';
 
@@ -37,19 +33,28 @@ process.stdout.on('error', (error: NodeJS.ErrnoException) => {
 process.on('uncaughtException', dieOf);
 process.on('unhandledRejection', dieOf);
 
+const COMMANDS = {
+  start: async () => (await import('./start-command.js')).startCommand(),
+  crawl: async () => (await import('./crawl-command.js')).crawlCommand(),
+  'queue-server': async () => (await import('./queue-server-command.js')).queueServerCommand(),
+  fetcher: async (version: string) => (await import('./fetcher-command.js')).fetcherCommand(version),
+  export: async () => (await import('./export-command.js')).exportCommand(),
+  btree: async () => (await import('./btree-command.js')).btreeCommand(),
+  db: async () => (await import('./db-command.js')).dbCommand(),
+  warc: async () => (await import('./warc-command.js')).warcCommand(),
+} as const satisfies Record<string, (version: string) => Promise<Command>>;
+
+type CommandName = keyof typeof COMMANDS;
+
 const version = packageVersion();
 const program = new Command('petrel')
   .description('Petrel: a polite, incremental web crawler. One queue server owns the crawl; N fetchers download over HTTP.')
   .version(version)
-  .addCommand(startCommand())
-  .addCommand(crawlCommand())
-  .addCommand(queueServerCommand())
-  .addCommand(fetcherCommand(version))
-  .addCommand(exportCommand())
-  .addCommand(btreeCommand())
-  .addCommand(dbCommand())
-  .addCommand(warcCommand())
   .addHelpText('after', `\nDurations (--delay-ms, --timeout-ms, ...) take 500ms, 90s, 5min, 2h, 30d, or a number of milliseconds.\n${exitCodesHelp()}`);
+
+const asked = process.argv[2];
+const names: CommandName[] = asked !== undefined && Object.hasOwn(COMMANDS, asked) ? [asked as CommandName] : (Object.keys(COMMANDS) as CommandName[]);
+for (const command of await Promise.all(names.map((name) => COMMANDS[name](version)))) program.addCommand(command);
 
 /** Every command, however deep: usage errors exit 2, help and --version 0, and each says how to get help. */
 function sameRulesFor(command: Command): void {

@@ -23,6 +23,7 @@ interface QueueServerValues {
   tlsCert?: string;
   tlsKey?: string;
   once: boolean;
+  listenFd?: number;
 }
 
 export function queueServerCommand(): Command {
@@ -34,7 +35,8 @@ export function queueServerCommand(): Command {
     .option('--token-file <file>', 'fetcher API token to use (default: <data>/fetcher.token, created on first start)')
     .option('--tls-cert <file>', 'serve HTTPS with this certificate (PEM; with --tls-key); fetchers then need --ca unless a public CA signed it')
     .option('--tls-key <file>', 'private key of --tls-cert (PEM)')
-    .option('--once', CRAWL_SETTINGS.once.help);
+    .option('--once', CRAWL_SETTINGS.once.help)
+    .option('--listen-fd <n>', 'accept connections on this inherited file descriptor, a socket already listening, instead of --host and --port (petrel crawl passes one, so its fetchers can connect before the queue server is ready)', integerOption('--listen-fd', 3, 1023));
   addCrawlOptions(command);
   command.addHelpText('after', `\nSettings not given here are those the last run on the data directory saved in <data>/crawl.json.\n${exitCodesHelp(['ok', 'failed', 'usage', 'interrupted'])}`);
   command.action(async (values: QueueServerValues) => {
@@ -53,6 +55,7 @@ export function queueServerCommand(): Command {
         dataDir: values.data,
         host: values.host,
         port: values.port,
+        listenFd: values.listenFd,
         tokenFile: values.tokenFile,
         tls,
         crawl: config,

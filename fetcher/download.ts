@@ -6,10 +6,9 @@
  *
  * Failures come back as values with stable codes (shared/fetch-codes.ts, see `errorCodeOf`), never as exceptions.
  */
-import { Transform, type Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import type { Transform } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
-import { Agent, request, type Dispatcher } from 'undici';
+import { Agent, type Dispatcher } from 'undici';
 import type { FetchErrorCode } from '../shared/fetch-codes.js';
 import { defaultAddressPolicy, guardedConnector, type AddressPolicy } from './address-guard.js';
 
@@ -75,8 +74,6 @@ export function createCrawlAgent(options: DownloadOptions & { connectionsPerOrig
   });
 }
 
-class BodyLimitReached extends Error {}
-
 /** A failure this module detects itself, already carrying its stable code. */
 class DownloadFailure extends Error {
   constructor(
@@ -90,73 +87,183 @@ class DownloadFailure extends Error {
 /** Timers may fire up to a millisecond early against performance.now(); waits add this much. */
 export const TIMER_SLACK_MS = 2;
 
-export async function download(dispatcher: Dispatcher, options: DownloadOptions, req: DownloadRequest): Promise<DownloadResult> {
-  const started = performance.now();
-  let wireBytes = 0;
-  const signal = AbortSignal.timeout(options.totalTimeoutMs);
+/**
+ * One request through undici's dispatcher API: the handler gets the status, the parsed headers and the
+ * body's chunks as Buffers, and the request's controller, with which it stops the download at the body
+ * limit or the deadline. No body stream, no pipeline, no AbortSignal: per request there is one handler,
+ * one timer (the total time limit; connect, header and body silences are the Agent's own timeouts) and,
+ * only for a compressed body, one zlib stream.
+ */
+export function download(dispatcher: Dispatcher, options: DownloadOptions, req: DownloadRequest): Promise<DownloadResult> {
+  let url: URL;
   try {
-    const response = await request(req.url, {
-      dispatcher,
-      method: req.method ?? 'GET',
-      headers: { 'user-agent': options.userAgent, 'accept-encoding': 'gzip, deflate, br', accept: 'text/html,application/xhtml+xml,*/*;q=0.8', ...req.headers },
-      signal,
-      headersTimeout: options.headersTimeoutMs,
-      bodyTimeout: options.bodyTimeoutMs,
-    });
-    const status = response.statusCode;
-    const fields = headerFieldCount(response.headers);
-    if (fields > MAX_HEADER_FIELDS) {
-      // Destroying the body reports an abort through 'error'; nobody else listens to it.
-      response.body.on('error', () => {});
-      response.body.destroy();
-      throw new DownloadFailure('headers-too-large', `${fields} response header fields, more than ${MAX_HEADER_FIELDS}`);
-    }
-    const wanted = req.wantBody(status) && status !== 204 && status !== 304 && req.method !== 'HEAD';
-    const limit = wanted ? (req.maxBodyBytes ?? options.maxBodyBytes) : DISCARD_LIMIT;
-    const chunks: Buffer[] = [];
-    let kept = 0;
-    let truncated = false;
-    const counter = new Transform({
-      transform(chunk: Buffer, _encoding, callback) {
-        wireBytes += chunk.length;
-        callback(null, chunk);
-      },
-    });
-    const decoder = wanted ? decoderFor(response.headers['content-encoding']) : null;
-    const sink = async (source: AsyncIterable<Buffer>) => {
-      for await (const chunk of source) {
-        if (kept + chunk.length > limit) {
-          if (wanted) chunks.push(chunk.subarray(0, limit - kept));
-          kept = limit;
-          truncated = true;
-          throw new BodyLimitReached();
-        }
-        kept += chunk.length;
-        if (wanted) chunks.push(chunk);
-      }
-    };
-    try {
-      if (decoder === null) await pipeline(response.body as Readable, counter, sink);
-      else await pipeline(response.body as Readable, counter, decoder, sink);
-    } catch (error) {
-      // At the limit the rest of the body is not read: the pipeline is torn down, and the source may
-      // report that as its own abort error before ours arrives. Either way the cut was ours.
-      if (!truncated) throw bodyFailure(error, signal, wireBytes, response.headers['content-length']);
-    }
-    return {
-      ok: true,
-      status,
-      headers: response.headers,
-      body: wanted ? Buffer.concat(chunks) : Buffer.alloc(0),
-      wireBytes,
-      truncated: wanted && truncated,
-      durationMs: Math.round(performance.now() - started),
-    };
+    url = new URL(req.url);
   } catch (error) {
-    const { code, message } = errorCodeOf(error, signal);
-    return { ok: false, code, message, wireBytes, durationMs: Math.round(performance.now() - started) };
+    return Promise.resolve({ ok: false, code: 'invalid-url', message: String((error as Error).message).slice(0, 300), wireBytes: 0, durationMs: 0 });
+  }
+  return new Promise((resolve) => {
+    const handler = new DownloadHandler(options, req, resolve);
+    try {
+      dispatcher.dispatch(
+        {
+          origin: url.origin,
+          path: url.pathname + url.search,
+          method: req.method ?? 'GET',
+          headers: { 'user-agent': options.userAgent, 'accept-encoding': 'gzip, deflate, br', accept: 'text/html,application/xhtml+xml,*/*;q=0.8', ...req.headers },
+          headersTimeout: options.headersTimeoutMs,
+          bodyTimeout: options.bodyTimeoutMs,
+        },
+        handler,
+      );
+    } catch (error) {
+      handler.onResponseError(null, error as Error);
+    }
+  });
+}
+
+/**
+ * The state of one download, from dispatch to its one result. `resolve` is called exactly once: with
+ * the body when it ended (or was cut at the limit), with a failure when undici reports one or the
+ * total time limit passes first (the request is then aborted as soon as undici hands over its
+ * controller, which it does only once a connection is writing the request).
+ */
+class DownloadHandler implements Dispatcher.DispatchHandler {
+  readonly #options: DownloadOptions;
+  readonly #req: DownloadRequest;
+  readonly #resolve: (result: DownloadResult) => void;
+  readonly #started = performance.now();
+  readonly #deadline: NodeJS.Timeout;
+  #controller: Dispatcher.DispatchController | null = null;
+  /** Why the request was stopped by us (the limit, the deadline), or null while it runs. */
+  #stopReason: Error | null = null;
+  #settled = false;
+  #wireBytes = 0;
+  #status = 0;
+  #headers: Record<string, string | string[] | undefined> = {};
+  #wanted = false;
+  #limit = DISCARD_LIMIT;
+  readonly #chunks: Buffer[] = [];
+  #kept = 0;
+  #truncated = false;
+  #decoder: Transform | null = null;
+
+  constructor(options: DownloadOptions, req: DownloadRequest, resolve: (result: DownloadResult) => void) {
+    this.#options = options;
+    this.#req = req;
+    this.#resolve = resolve;
+    this.#deadline = setTimeout(() => this.#timedOut(), options.totalTimeoutMs);
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#controller = controller;
+    if (this.#stopReason !== null) controller.abort(this.#stopReason);
+  }
+
+  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
+    // 1xx answers are interim (RFC 9110 section 15.2); the final one follows.
+    if (statusCode < 200 || this.#settled) return;
+    this.#status = statusCode;
+    this.#headers = headers;
+    const fields = headerFieldCount(headers);
+    if (fields > MAX_HEADER_FIELDS) {
+      this.#stop(new DownloadFailure('headers-too-large', `${fields} response header fields, more than ${MAX_HEADER_FIELDS}`));
+      return;
+    }
+    const req = this.#req;
+    this.#wanted = req.wantBody(statusCode) && statusCode !== 204 && statusCode !== 304 && req.method !== 'HEAD';
+    this.#limit = this.#wanted ? (req.maxBodyBytes ?? this.#options.maxBodyBytes) : DISCARD_LIMIT;
+    const decoder = this.#wanted ? decoderFor(headers['content-encoding']) : null;
+    if (decoder !== null) {
+      this.#decoder = decoder;
+      decoder.on('data', (chunk: Buffer) => this.#keep(chunk));
+      decoder.on('error', (error) => {
+        this.#fail(error);
+        this.#stop(error);
+      });
+      decoder.on('end', () => this.#succeed());
+      // The wire may outrun the inflater: hold the socket while the inflater's input is full.
+      decoder.on('drain', () => controller.resume());
+    }
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.#settled) return;
+    this.#wireBytes += chunk.length;
+    if (this.#decoder === null) this.#keep(chunk);
+    else if (!this.#decoder.write(chunk)) controller.pause();
+  }
+
+  onResponseEnd(): void {
+    if (this.#decoder === null) this.#succeed();
+    else this.#decoder.end();
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController | null, error: Error): void {
+    this.#decoder?.destroy();
+    if (!this.#settled) this.#fail(bodyFailure(error, this.#status !== 0 && this.#stopReason === null, this.#wireBytes, this.#headers['content-length']));
+  }
+
+  /** Body bytes after decoding: kept up to the limit (counted even when not wanted, which bounds discarding). */
+  #keep(chunk: Buffer): void {
+    if (this.#settled) return;
+    if (this.#kept + chunk.length > this.#limit) {
+      if (this.#wanted) this.#chunks.push(chunk.subarray(0, this.#limit - this.#kept));
+      this.#kept = this.#limit;
+      this.#truncated = true;
+      // At the limit the rest of the body is not read: the request is aborted, the result stands.
+      this.#succeed();
+      this.#stop(BODY_LIMIT_REACHED);
+      return;
+    }
+    this.#kept += chunk.length;
+    if (this.#wanted) this.#chunks.push(chunk);
+  }
+
+  #timedOut(): void {
+    if (this.#settled) return;
+    const error = new DownloadFailure('timeout', `no complete response within ${this.#options.totalTimeoutMs} ms`);
+    this.#fail(error);
+    this.#stop(error);
+  }
+
+  /** Aborts the request (now, or when undici hands over its controller) and the inflater. */
+  #stop(reason: Error): void {
+    if (this.#stopReason !== null) return;
+    this.#stopReason = reason;
+    this.#decoder?.destroy();
+    this.#controller?.abort(reason);
+    if (!this.#settled) this.#fail(reason);
+  }
+
+  #succeed(): void {
+    if (this.#settled) return;
+    this.#settle({
+      ok: true,
+      status: this.#status,
+      headers: this.#headers,
+      body: this.#wanted ? (this.#chunks.length === 1 ? this.#chunks[0]! : Buffer.concat(this.#chunks)) : EMPTY_BODY,
+      wireBytes: this.#wireBytes,
+      truncated: this.#wanted && this.#truncated,
+      durationMs: Math.round(performance.now() - this.#started),
+    });
+  }
+
+  #fail(error: unknown): void {
+    if (this.#settled) return;
+    const { code, message } = errorCodeOf(error);
+    this.#settle({ ok: false, code, message, wireBytes: this.#wireBytes, durationMs: Math.round(performance.now() - this.#started) });
+  }
+
+  #settle(result: DownloadResult): void {
+    this.#settled = true;
+    clearTimeout(this.#deadline);
+    this.#resolve(result);
   }
 }
+
+const EMPTY_BODY = Buffer.alloc(0);
+/** The reason a request is aborted with at the body limit (never reported: the result is the body). */
+const BODY_LIMIT_REACHED = new Error('body limit reached');
 
 /** Fields as received: a repeated field name arrives as an array of its values. */
 function headerFieldCount(headers: Record<string, string | string[] | undefined>): number {
@@ -168,10 +275,11 @@ function headerFieldCount(headers: Record<string, string | string[] | undefined>
 /**
  * A body that ended early: when the server closed the connection cleanly (FIN) before the bytes its
  * Content-Length promised, the message is incomplete (RFC 9112 section 6.3, rule 5), which undici
- * reports as a closed socket; it is `content-length-mismatch`, not a reset.
+ * reports as a closed socket; it is `content-length-mismatch`, not a reset. `inBody`: the headers had
+ * arrived and nothing of ours stopped the request.
  */
-function bodyFailure(error: unknown, signal: AbortSignal, wireBytes: number, contentLength: string | string[] | undefined): unknown {
-  if (signal.aborted) return error;
+function bodyFailure(error: unknown, inBody: boolean, wireBytes: number, contentLength: string | string[] | undefined): unknown {
+  if (!inBody) return error;
   const code = (error as { code?: string })?.code;
   const declared = typeof contentLength === 'string' && /^\d+$/.test(contentLength.trim()) ? Number(contentLength) : null;
   if ((code === 'UND_ERR_SOCKET' || code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH') && declared !== null && wireBytes < declared) {
@@ -190,11 +298,11 @@ function decoderFor(encoding: string | string[] | undefined): Transform | null {
 }
 
 /** Maps a transport failure to a stable error code (the codes are part of the summary and records). */
-export function errorCodeOf(error: unknown, signal?: AbortSignal): { code: FetchErrorCode; message: string } {
+export function errorCodeOf(error: unknown): { code: FetchErrorCode; message: string } {
   const err = error as { code?: string; name?: string; message?: string; cause?: { code?: string } };
   const message = String(err?.message ?? error).slice(0, 300);
   if (error instanceof DownloadFailure) return { code: error.code, message };
-  if (signal?.aborted || err?.name === 'TimeoutError' || err?.name === 'AbortError') return { code: 'timeout', message };
+  if (err?.name === 'TimeoutError' || err?.name === 'AbortError') return { code: 'timeout', message };
   const code = err?.code ?? err?.cause?.code;
   switch (code) {
     case 'UND_ERR_CONNECT_TIMEOUT':

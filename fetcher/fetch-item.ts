@@ -8,9 +8,20 @@ import { contentSignature } from '../shared/url-hash.js';
 import { normalizeUrl } from '../shared/url-normalize.js';
 import { decodeHtml } from './decode.js';
 import { download, type DownloadOptions, type DownloadResult } from './download.js';
-import { bound, extractPage } from './html-extract.js';
+import { bound } from './text-bounds.js';
 
 const ROBOTS_MAX_REDIRECTS = 5;
+
+/**
+ * The extractor (htmlparser2 and the simhash), loaded on first use, or earlier by `preloadExtractor`:
+ * a fetcher's first request is a robots.txt, which needs neither, so start-up does not wait for them.
+ */
+let extractor: Promise<typeof import('./html-extract.js')> | null = null;
+
+export function preloadExtractor(): Promise<typeof import('./html-extract.js')> {
+  extractor ??= import('./html-extract.js');
+  return extractor;
+}
 
 export interface FetchContext {
   readonly dispatcher: Dispatcher;
@@ -45,6 +56,7 @@ async function fetchPage(ctx: FetchContext, slot: number, item: ScheduleItem): P
   const signature = contentSignature(response.body);
   // Binary bytes are not parsed even when labelled text/html: they hold no links, and garbage costs.
   if (!isHtml(contentType, response.body) || looksBinary(response.body)) return { ...result, signature };
+  const { extractPage } = await preloadExtractor();
   const extracted = extractPage(decodeHtml(response.body, contentType), item.url);
   return { ...result, signature, truncated: result.truncated || extracted.truncated, page: extracted.page, links: extracted.links };
 }

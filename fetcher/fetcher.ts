@@ -18,7 +18,7 @@ import type { Dispatcher } from 'undici';
 import { PROTOCOL_VERSION, type FetcherStats, type ItemResult, type Schedule } from '../shared/protocol.js';
 import type { AddressPolicy } from './address-guard.js';
 import { createCrawlAgent, TIMER_SLACK_MS, type DownloadOptions } from './download.js';
-import { fetchItem } from './fetch-item.js';
+import { fetchItem, preloadExtractor } from './fetch-item.js';
 import { QueueClient, QueueServerError, StoppedError } from './queue-client.js';
 import { STILL_WAITING_EVERY_MS, QUIET_UNREACHABLE_MS } from './defaults.js';
 import { formatApproxDuration, formatDuration } from '../shared/duration.js';
@@ -195,7 +195,12 @@ export class Fetcher {
       }
       this.#reachable();
       if (response.kind === 'done') return 'done';
-      if (response.kind === 'schedule') this.#start(response.schedule);
+      if (response.kind === 'schedule') {
+        this.#start(response.schedule);
+        // Its first requests are out (a new origin's first is its robots.txt): load the extractor while
+        // they are answered, not before the first claim, which would delay it (see fetch-item.ts).
+        void preloadExtractor();
+      }
     }
     return 'stopped';
   }

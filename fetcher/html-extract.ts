@@ -1,39 +1,51 @@
 /**
- * Index data and links from one HTML page, in one pass over the DOM that cheerio builds.
+ * Index data and links from one HTML page, in one streaming pass: htmlparser2's `Parser` calls back for
+ * each tag and text run, and those callbacks collect links, title, description, language, canonical,
+ * meta robots and the visible text. No DOM is built.
  *
- * The parser is cheerio's htmlparser2 entry point (`cheerio/slim`): on 14 KB pages it costs about
- * 0.75 ms against parse5's 1.7 ms (../shared/PERFORMANCE.md), and it extracts the same links, title
- * and text on the test web's messy pages (test/unit/html-extract.test.ts). This is the one place the
- * parser is chosen.
+ * Why no DOM: on the PostgreSQL manual's pages (13.5 KB mean) the extractor that built a cheerio
+ * (htmlparser2) DOM and walked it took 1.07 ms a page, this one 0.37 ms, of which the parse is
+ * 0.21 ms (`node dist/scripts/bench-extract.js`, 2026-12-03), and a DOM was most of a fetcher's
+ * garbage. The events are the very ones cheerio's DOM is built from (htmlparser2's DomHandler listens
+ * to the same Parser), so the page seen is the same: the same implied closes, the same entity
+ * decoding, the same raw-text elements. test/integration/html-extract-differential.test.ts checks
+ * that links, title, text and every other field equal those of the DOM extractor this one replaced
+ * (scripts/bench-extract/cheerio-extract.ts) on the test web's pages, the hostile host's and messy
+ * HTML. This is the one place the parser is chosen.
  *
- * The walk is iterative (an explicit stack), so 200,000 nested elements cannot overflow the call
- * stack. Every string taken from the page is bounded before it leaves this module.
+ * Nothing here recurses, so 200,000 nested elements cannot overflow the call stack: the state is a few
+ * counters. Every string taken from the page is bounded before it leaves this module.
  *
  * Work is bounded too: htmlparser2 keeps its open-element stack with `Array#unshift`, so each start
  * tag costs time in proportion to the nesting depth and a deeply nested page is quadratic (measured,
- * Node 20, cheerio load alone: 25,000 nested `<div>`s 0.2 s, 50,000 0.3-0.4 s, 100,000 2-5 s, 200,000
+ * Node 20, with the DOM: 25,000 nested `<div>`s 0.2 s, 50,000 0.3-0.4 s, 100,000 2-5 s, 200,000
  * 16-24 s). Only the first MAX_START_TAGS start tags are handed to the parser; the rest of the page is
  * cut and the result marked `truncated`. With 32,000 (above the 30,000 levels that
- * test/unit/html-extract.test.ts walks), extracting the hostile host's 200,000-deep page takes 0.15-0.3 s on
- * a 2-CPU machine and 2 MiB of its 200,000 links about 0.2 s (5,000 links kept either way; with 40,000
- * tags the deep page takes 0.5-0.6 s). Ordinary pages have a few thousand elements, very large ones
- * 10,000-20,000.
+ * test/unit/html-extract.test.ts walks), extracting the hostile host's 200,000-deep page takes
+ * 0.1-0.2 s and 2 MiB of its 200,000 links 0.05-0.08 s (2 CPUs, 2026-12-03; 5,000 links kept).
+ * Ordinary pages have a few thousand elements, very large ones 10,000-20,000.
  *
- * Rules:
+ * Rules (those of the DOM walk it replaced, in document order):
  *  - Links: `<a href>` and `<area href>`, resolved against `<base href>` (the first one, itself
  *    resolved against the page URL) and normalized; `rel~=nofollow` links are skipped; with
  *    `<meta name="robots" content="nofollow">` (or `none`) no link is followed. Non-http(s) links
  *    (`javascript:`, `mailto:`, `data:`) are dropped; duplicates are dropped; at most `maxLinks`.
  *  - meta robots `noindex` (or `none`) marks the page noindex. `<meta name="petrel">` counts too.
- *  - canonical: `<link rel="canonical" href>`, resolved and normalized.
- *  - language: `<html lang>`, else `<meta http-equiv="content-language">`.
- *  - excerpt: the visible text (not script, style, noscript, template), whitespace collapsed.
- *  - simhash: 64-bit fingerprint of the first 64 K characters of that text, for near duplicates.
+ *  - title: the text of the first `<title>`; canonical: `<link rel="canonical" href>`, resolved and
+ *    normalized; language: the last `<html lang>`, else `<meta http-equiv="content-language">`.
+ *  - excerpt: the visible text (not inside head, title, script, style, noscript, template), a space at
+ *    the start of each block element, whitespace collapsed.
+ *  - simhash: 64-bit fingerprint of that text (../shared/simhash.ts), for near duplicates. Text is
+ *    kept up to SIMHASH_TEXT_CHARS, counted per text run as the DOM counted per text node (a run of
+ *    text events with no tag or comment between them is one text node).
  */
-import { load } from 'cheerio/slim';
+import { Parser, type Handler } from 'htmlparser2';
 import { LIMITS, type PageData } from '../shared/protocol.js';
 import { simhash } from '../shared/simhash.js';
 import { normalizeUrl } from '../shared/url-normalize.js';
+import { bound } from './text-bounds.js';
+
+export { bound };
 
 export interface ExtractedPage {
   readonly page: PageData;
@@ -45,96 +57,168 @@ export interface ExtractedPage {
 /** Start tags handed to the parser at most (see the header comment for the measurement). */
 export const MAX_START_TAGS = 32_000;
 
-interface DomNode {
-  type: string;
-  name?: string;
-  data?: string;
-  attribs?: Record<string, string>;
-  children?: DomNode[];
-}
-
+/** Visible text kept, in characters before whitespace is collapsed: the excerpt and the simhash come from it. */
 const SIMHASH_TEXT_CHARS = 64 * 1024;
+/** Title text kept before it is collapsed and bounded to LIMITS.titleChars. */
+const TITLE_TEXT_CHARS = LIMITS.titleChars * 4;
+/** Elements whose text is not visible (nor is anything inside them). */
 const SKIP_TEXT = new Set(['script', 'style', 'noscript', 'template', 'head', 'title']);
 /** Elements whose boundaries separate words in the excerpt. */
 const BLOCK = new Set(['p', 'div', 'li', 'ul', 'ol', 'br', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'tr', 'td', 'th', 'section', 'article', 'header', 'footer', 'nav', 'main', 'aside', 'blockquote', 'pre', 'dt', 'dd', 'table', 'form', 'hr']);
 /** Links that can never be crawled, dropped before they take a place under the cap. */
 const NOT_CRAWLABLE = /^\s*(javascript|mailto|data|tel|about|blob|vbscript|sms|ftp):/i;
 
-export function extractPage(input: string, pageUrl: string, maxLinks: number = LIMITS.linksPerPage): ExtractedPage {
-  const cut = startTagBudgetEnd(input, MAX_START_TAGS);
-  const html = cut === null ? input : input.slice(0, cut);
-  const $ = load(html);
-  const root = $.root()[0] as unknown as DomNode;
+/**
+ * What the callbacks gather from one page. Owned by one `extractPage` call; htmlparser2 calls it
+ * synchronously, in document order, with every open tag matched by a close (implied ones included).
+ */
+class PageCollector implements Partial<Handler> {
+  base: string | null = null;
+  title: string | null = null;
+  description: string | null = null;
+  language: string | null = null;
+  contentLanguage: string | null = null;
+  canonicalHref: string | null = null;
+  noindex = false;
+  nofollow = false;
+  readonly hrefs: string[] = [];
+  text = '';
 
-  let base: string | null = null;
-  let title: string | null = null;
-  let description: string | null = null;
-  let language: string | null = null;
-  let contentLanguage: string | null = null;
-  let canonicalHref: string | null = null;
-  let noindex = false;
-  let nofollow = false;
-  const hrefs: string[] = [];
-  let text = '';
-  // Text is kept for the excerpt and for the near-duplicate fingerprint (simhash), up to this much.
-  const textBudget = SIMHASH_TEXT_CHARS;
+  readonly #maxHrefs: number;
+  /** Open elements that hide their text (SKIP_TEXT), counted: the text is visible while this is 0. */
+  #hidden = 0;
+  /** The previous event was text: this one continues the same text node. */
+  #inTextRun = false;
+  /**
+   * `text` ends with a space. Kept here because asking the string would flatten it: `text` grows by
+   * concatenation, and `endsWith` on such a string copies it, once per block element.
+   */
+  #endsWithSpace = false;
+  /** The current text node is being kept (it began while the text was under its budget). */
+  #keepTextRun = false;
+  /**
+   * Inside the first `<title>`. Its content is raw text to htmlparser2 (RCDATA, as in browsers), so no
+   * element opens inside it and its end tag is the next close.
+   */
+  #inTitle = false;
+  #titleText = '';
+  /** The current text node inside the title is being kept. */
+  #keepTitleRun = false;
 
-  // Each stack entry is a node and whether text inside it is invisible.
-  const stack: { node: DomNode; hidden: boolean }[] = [{ node: root, hidden: false }];
-  while (stack.length > 0) {
-    const { node, hidden } = stack.pop()!;
-    if (node.type === 'text') {
-      if (!hidden && text.length < textBudget) text += node.data ?? '';
-      continue;
-    }
-    const name = node.name;
-    const attribs = node.attribs;
-    if (name !== undefined && attribs !== undefined) {
-      switch (name) {
-        case 'a':
-        case 'area': {
-          const href = attribs.href;
-          if (href !== undefined && hrefs.length < maxLinks * 2 && !hasToken(attribs.rel, 'nofollow') && !NOT_CRAWLABLE.test(href) && !href.startsWith('#')) hrefs.push(href);
-          break;
-        }
-        case 'base':
-          if (base === null && attribs.href !== undefined) base = attribs.href;
-          break;
-        case 'title':
-          if (title === null) title = textOf(node);
-          break;
-        case 'html':
-          if (attribs.lang !== undefined) language = attribs.lang;
-          break;
-        case 'link':
-          if (canonicalHref === null && hasToken(attribs.rel, 'canonical') && attribs.href !== undefined) canonicalHref = attribs.href;
-          break;
-        case 'meta': {
-          const metaName = attribs.name?.toLowerCase();
-          const content = attribs.content ?? '';
-          if (metaName === 'description' && description === null) description = content;
-          else if (metaName === 'robots' || metaName === 'petrel') {
-            const directives = content.toLowerCase();
-            if (/\b(noindex|none)\b/.test(directives)) noindex = true;
-            if (/\b(nofollow|none)\b/.test(directives)) nofollow = true;
-          } else if (attribs['http-equiv']?.toLowerCase() === 'content-language' && contentLanguage === null) contentLanguage = content;
-          break;
-        }
+  constructor(maxHrefs: number) {
+    this.#maxHrefs = maxHrefs;
+  }
+
+  onopentag(name: string, attribs: Record<string, string>): void {
+    this.#inTextRun = false;
+    switch (name) {
+      case 'a':
+      case 'area': {
+        const href = attribs.href;
+        if (href !== undefined && this.hrefs.length < this.#maxHrefs && !hasToken(attribs.rel, 'nofollow') && !NOT_CRAWLABLE.test(href) && !href.startsWith('#')) this.hrefs.push(href);
+        break;
+      }
+      case 'base':
+        if (this.base === null && attribs.href !== undefined) this.base = attribs.href;
+        break;
+      case 'title':
+        if (this.title === null) this.#inTitle = true;
+        break;
+      case 'html':
+        if (attribs.lang !== undefined) this.language = attribs.lang;
+        break;
+      case 'link':
+        if (this.canonicalHref === null && hasToken(attribs.rel, 'canonical') && attribs.href !== undefined) this.canonicalHref = attribs.href;
+        break;
+      case 'meta': {
+        const metaName = attribs.name?.toLowerCase();
+        const content = attribs.content ?? '';
+        if (metaName === 'description' && this.description === null) this.description = content;
+        else if (metaName === 'robots' || metaName === 'petrel') {
+          const directives = content.toLowerCase();
+          if (/\b(noindex|none)\b/.test(directives)) this.noindex = true;
+          if (/\b(nofollow|none)\b/.test(directives)) this.nofollow = true;
+        } else if (attribs['http-equiv']?.toLowerCase() === 'content-language' && this.contentLanguage === null) this.contentLanguage = content;
+        break;
       }
     }
-    if (name !== undefined && BLOCK.has(name) && !hidden && text.length > 0 && text.length < textBudget && !text.endsWith(' ')) text += ' ';
-    const children = node.children;
-    if (children !== undefined) {
-      const childHidden = hidden || (name !== undefined && SKIP_TEXT.has(name));
-      for (let i = children.length - 1; i >= 0; i--) stack.push({ node: children[i]!, hidden: childHidden });
+    if (this.#hidden === 0 && BLOCK.has(name) && this.text.length > 0 && this.text.length < SIMHASH_TEXT_CHARS && !this.#endsWithSpace) {
+      this.text += ' ';
+      this.#endsWithSpace = true;
+    }
+    if (SKIP_TEXT.has(name)) this.#hidden++;
+  }
+
+  onclosetag(name: string): void {
+    this.#inTextRun = false;
+    if (SKIP_TEXT.has(name)) this.#hidden--;
+    if (this.#inTitle) {
+      this.#inTitle = false;
+      this.title = this.#titleText;
     }
   }
 
-  const baseUrl = resolveBase(base, pageUrl);
+  ontext(data: string): void {
+    const startsNode = !this.#inTextRun;
+    this.#inTextRun = true;
+    if (this.#inTitle) {
+      // The title's text, kept per text node as the DOM walk kept it.
+      if (startsNode) this.#keepTitleRun = this.#titleText.length < TITLE_TEXT_CHARS;
+      if (this.#keepTitleRun) this.#titleText += data;
+    }
+    if (startsNode) this.#keepTextRun = this.#hidden === 0 && this.text.length < SIMHASH_TEXT_CHARS;
+    if (this.#keepTextRun && data.length > 0) {
+      this.text += data;
+      this.#endsWithSpace = data.charCodeAt(data.length - 1) === 0x20;
+    }
+  }
+
+  oncomment(): void {
+    this.#inTextRun = false;
+  }
+
+  onprocessinginstruction(): void {
+    this.#inTextRun = false;
+  }
+}
+
+/** What one pass over a page found, before links are resolved and strings bounded. */
+export interface PageScan {
+  readonly base: string | null;
+  readonly title: string | null;
+  readonly description: string | null;
+  readonly language: string | null;
+  readonly contentLanguage: string | null;
+  readonly canonicalHref: string | null;
+  readonly noindex: boolean;
+  readonly nofollow: boolean;
+  /** Link targets as written, in document order, at most `maxHrefs`. */
+  readonly hrefs: readonly string[];
+  /** The visible text, whitespace not yet collapsed, at most about SIMHASH_TEXT_CHARS. */
+  readonly text: string;
+  /** The page had more than MAX_START_TAGS start tags and only the part before was parsed. */
+  readonly truncated: boolean;
+}
+
+/** The one parse of a page (`extractPage` is this, then the links resolved and the strings bounded). */
+export function scanPage(input: string, maxHrefs: number): PageScan {
+  const cut = startTagBudgetEnd(input, MAX_START_TAGS);
+  const html = cut === null ? input : input.slice(0, cut);
+  const found = new PageCollector(maxHrefs);
+  // The options of cheerio's htmlparser2 mode, which the DOM extractor used: HTML, entities decoded.
+  new Parser(found, { decodeEntities: true }).end(html);
+  const { base, title, description, language, contentLanguage, canonicalHref, noindex, nofollow, hrefs, text } = found;
+  return { base, title, description, language, contentLanguage, canonicalHref, noindex, nofollow, hrefs, text, truncated: cut !== null };
+}
+
+export function extractPage(input: string, pageUrl: string, maxLinks: number = LIMITS.linksPerPage): ExtractedPage {
+  // Twice the cap of links is kept as written: some are dropped as duplicates once normalized.
+  const found = scanPage(input, maxLinks * 2);
+  const baseUrl = resolveBase(found.base, pageUrl);
   const links: string[] = [];
-  if (!nofollow) {
+  if (!found.nofollow) {
     const seen = new Set<string>();
-    for (const href of hrefs) {
+    for (const href of found.hrefs) {
       const result = normalizeUrl(href.trim(), baseUrl, LIMITS.urlChars);
       if (!result.ok || seen.has(result.url)) continue;
       seen.add(result.url);
@@ -142,24 +226,42 @@ export function extractPage(input: string, pageUrl: string, maxLinks: number = L
       if (links.length >= maxLinks) break;
     }
   }
-  const canonical = canonicalHref === null ? null : normalizeUrl(canonicalHref.trim(), baseUrl);
-  const visibleText = collapse(text);
+  const canonical = found.canonicalHref === null ? null : normalizeUrl(found.canonicalHref.trim(), baseUrl);
+  const excerpt = excerptOf(found.text);
 
   return {
     page: {
-      title: title === null ? null : bound(collapse(title), LIMITS.titleChars),
-      description: description === null ? null : bound(collapse(description), LIMITS.descriptionChars),
-      language: boundLanguage(language ?? contentLanguage),
-      excerpt: bound(visibleText, LIMITS.excerptChars),
+      title: found.title === null ? null : bound(collapseWhitespace(found.title), LIMITS.titleChars),
+      description: found.description === null ? null : bound(collapseWhitespace(found.description), LIMITS.descriptionChars),
+      language: boundLanguage(found.language ?? found.contentLanguage),
+      excerpt,
       canonical: canonical?.ok === true ? canonical.url : null,
-      noindex,
-      nofollow,
+      noindex: found.noindex,
+      nofollow: found.nofollow,
       outlinks: links.length,
-      simhash: visibleText.length === 0 ? null : simhash(visibleText),
+      // White space only separates words, so the simhash of the text is that of its collapsed form.
+      simhash: excerpt.length === 0 ? null : simhash(found.text),
     },
     links,
-    truncated: cut !== null,
+    truncated: found.truncated,
   };
+}
+
+/**
+ * The visible text with white space collapsed, bounded to LIMITS.excerptChars. Collapsing is done on
+ * a prefix of the text when that is enough: the collapsed prefix is a prefix of the collapsed whole,
+ * so once it is longer than the bound (longer, so that the character the bound looks at to keep a
+ * surrogate pair whole is the same), the rest of the text cannot change the excerpt.
+ */
+function excerptOf(text: string): string {
+  const max = LIMITS.excerptChars;
+  // Page text is mostly words: a prefix a little over the bound usually collapses to more than it.
+  for (const prefixChars of [max + max / 4, max * 4]) {
+    if (text.length <= prefixChars) break;
+    const prefix = collapseWhitespace(text.slice(0, prefixChars));
+    if (prefix.length > max) return bound(prefix, max);
+  }
+  return bound(collapseWhitespace(text), max);
 }
 
 /**
@@ -184,33 +286,14 @@ function resolveBase(base: string | null, pageUrl: string): string {
   return resolved.ok ? resolved.url : pageUrl;
 }
 
-function textOf(node: DomNode): string {
-  let text = '';
-  const stack = [...(node.children ?? [])].reverse();
-  while (stack.length > 0 && text.length < LIMITS.titleChars * 4) {
-    const child = stack.pop()!;
-    if (child.type === 'text') text += child.data ?? '';
-    else if (child.children !== undefined) for (let i = child.children.length - 1; i >= 0; i--) stack.push(child.children[i]!);
-  }
-  return text;
-}
-
 function hasToken(list: string | undefined, token: string): boolean {
   if (list === undefined) return false;
   return list.toLowerCase().split(/\s+/).includes(token);
 }
 
-function collapse(text: string): string {
+/** Runs of white space as one space, none at either end. */
+export function collapseWhitespace(text: string): string {
   return text.replace(/\s+/g, ' ').trim();
-}
-
-/** Cuts to at most `max` characters without splitting a surrogate pair. */
-export function bound(text: string, max: number): string {
-  if (text.length <= max) return text;
-  let end = max;
-  const code = text.charCodeAt(end - 1);
-  if (code >= 0xd800 && code <= 0xdbff) end--;
-  return text.slice(0, end);
 }
 
 function boundLanguage(language: string | null): string | null {

@@ -26,6 +26,13 @@ export interface QueueServerOptions {
   readonly dataDir: string;
   readonly host?: string;
   readonly port?: number;
+  /**
+   * Accept connections on this inherited file descriptor, a socket already bound and listening, instead
+   * of binding `host` and `port`: `petrel crawl` opens it before it starts the queue server, so its
+   * fetchers can connect while the queue server is still starting (their requests wait in the socket's
+   * backlog instead of failing and backing off).
+   */
+  readonly listenFd?: number;
   /** A token file to use instead of <data>/fetcher.token. */
   readonly tokenFile?: string;
   /** Serve HTTPS with this certificate (chain) and private key, PEM. */
@@ -112,7 +119,7 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
     const server = options.tls === undefined ? createServer(app) : createHttpsServer(options.tls, app);
     server.keepAliveTimeout = 65_000;
     server.headersTimeout = 66_000;
-    await listen(server, options.host ?? '127.0.0.1', options.port ?? 7700);
+    await listen(server, options.listenFd === undefined ? { host: options.host ?? '127.0.0.1', port: options.port ?? 7700 } : { fd: options.listenFd });
     const { address, port } = server.address() as AddressInfo;
     const host = address.includes(':') ? `[${address}]` : address;
     service.start();
@@ -235,9 +242,11 @@ function createHttpsServer(tls: NonNullable<QueueServerOptions['tls']>, app: Ret
   }
 }
 
-function listen(server: Server, host: string, port: number): Promise<void> {
+function listen(server: Server, where: { host: string; port: number } | { fd: number }): Promise<void> {
   return new Promise((resolve, reject) => {
-    server.once('error', (error: NodeJS.ErrnoException) => {
+    const onError = (error: NodeJS.ErrnoException) => {
+      if (!('port' in where)) return reject(new Error(`cannot listen on the inherited file descriptor ${where.fd}: ${error.message}`));
+      const { host, port } = where;
       if (error.code === 'EADDRINUSE') {
         reject(new Error(`port ${port} on ${host} is in use (another petrel start or queue server?): stop that one, give another --port, or --port 0 to take any free port`));
       } else if (error.code === 'EACCES') {
@@ -245,9 +254,10 @@ function listen(server: Server, host: string, port: number): Promise<void> {
       } else if (error.code === 'EADDRNOTAVAIL') {
         reject(new Error(`${host} is not an address of this machine: give --host one of its addresses (127.0.0.1 for this machine only, 0.0.0.0 for all)`));
       } else reject(error);
-    });
-    server.listen(port, host, () => {
-      server.off('error', reject);
+    };
+    server.once('error', onError);
+    server.listen(where, () => {
+      server.off('error', onError);
       resolve();
     });
   });

@@ -27,12 +27,12 @@
 export const NEAR_DUPLICATE_DISTANCE = 3;
 
 const WORD = /[\p{L}\p{M}\p{N}]+/gu;
+const WORD_CHAR = /^[\p{L}\p{M}\p{N}]$/u;
 const SHINGLE = 3;
 
 /**
  * 32-bit FNV-1a over the UTF-16 code units of a word, then the murmur3 finalizer: each word is hashed
- * once, and a shingle's 64 bits are mixed from its three word hashes (no strings, no BigInt: on the
- * fetcher's hot path, a page of 2,000 words costs about 0.1 ms).
+ * once, and a shingle's 64 bits are mixed from its three word hashes (no strings, no BigInt).
  */
 function wordHash(word: string): number {
   let hash = 0x811c9dc5;
@@ -48,25 +48,133 @@ function fmix32(value: number): number {
   return (h ^ (h >>> 16)) >>> 0;
 }
 
+/** ASCII code units that belong to words (letters and digits), 1; the rest 0. */
+const ASCII_WORD = (() => {
+  const table = new Uint8Array(128);
+  for (let c = 0; c < 128; c++) table[c] = /[A-Za-z0-9]/.test(String.fromCharCode(c)) ? 1 : 0;
+  return table;
+})();
+/** Whether a BMP code point is a letter, mark or digit: 0 not yet known, 1 yes, 2 no (filled as met). */
+const BMP_WORD = new Uint8Array(0x10000);
+
+function isWordCodePoint(codePoint: number): boolean {
+  if (codePoint >= 0x10000) return WORD_CHAR.test(String.fromCodePoint(codePoint));
+  let known = BMP_WORD[codePoint]!;
+  if (known === 0) {
+    known = WORD_CHAR.test(String.fromCharCode(codePoint)) ? 1 : 2;
+    BMP_WORD[codePoint] = known;
+  }
+  return known === 1;
+}
+
+/**
+ * Scratch space reused by every call (the fetcher hashes one page at a time, synchronously): word
+ * hashes, and the open-addressing set of features already counted. Grown when a text needs more.
+ */
+let wordHashes = new Uint32Array(4096);
+let seenHigh = new Uint32Array(8192);
+let seenLow = new Uint32Array(8192);
+let seenUsed = new Uint8Array(8192);
+
+function pushWordHash(count: number, hash: number): number {
+  if (count === wordHashes.length) {
+    const grown = new Uint32Array(wordHashes.length * 2);
+    grown.set(wordHashes);
+    wordHashes = grown;
+  }
+  wordHashes[count] = hash;
+  return count + 1;
+}
+
+/**
+ * The words of `text`, hashed, into `wordHashes`; returns how many. The same words as
+ * `text.toLowerCase().match(WORD)`, found in one pass without a substring per word: an ASCII word is
+ * lowercased and hashed as it is scanned; a word with other characters is cut out and lowercased
+ * whole (lowercasing can change its length, e.g. U+0130), then hashed. Lowercasing word by word
+ * differs from lowercasing the whole text only for a capital sigma followed by an apostrophe-like
+ * character and a letter (Unicode's final-sigma context), which can change such a text's fingerprint
+ * by a feature or two.
+ */
+function hashWords(text: string): number {
+  let count = 0;
+  const n = text.length;
+  let i = 0;
+  while (i < n) {
+    const c = text.charCodeAt(i);
+    if (c < 0x80) {
+      if (ASCII_WORD[c] === 0) {
+        i++;
+        continue;
+      }
+    } else {
+      const codePoint = text.codePointAt(i)!;
+      if (!isWordCodePoint(codePoint)) {
+        i += codePoint >= 0x10000 ? 2 : 1;
+        continue;
+      }
+    }
+    const start = i;
+    let hash = 0x811c9dc5;
+    let ascii = true;
+    while (i < n) {
+      let unit = text.charCodeAt(i);
+      if (unit < 0x80) {
+        if (ASCII_WORD[unit] === 0) break;
+        if (unit >= 0x41 && unit <= 0x5a) unit |= 0x20;
+        hash = Math.imul(hash ^ unit, 0x01000193);
+        i++;
+      } else {
+        const codePoint = text.codePointAt(i)!;
+        if (!isWordCodePoint(codePoint)) break;
+        ascii = false;
+        i += codePoint >= 0x10000 ? 2 : 1;
+      }
+    }
+    if (ascii) count = pushWordHash(count, fmix32(hash));
+    else for (const word of text.slice(start, i).toLowerCase().match(WORD) ?? []) count = pushWordHash(count, wordHash(word));
+  }
+  return count;
+}
+
+/** Adds the feature to the seen set; false when it was there already. `size` is a power of two. */
+function firstSighting(high: number, lowKey: number, size: number): boolean {
+  const mask = size - 1;
+  let slot = (Math.imul(high ^ Math.imul(lowKey, 0x9e3779b1), 0x85ebca6b) >>> 0) & mask;
+  while (seenUsed[slot] === 1) {
+    if (seenHigh[slot] === high && seenLow[slot] === lowKey) return false;
+    slot = (slot + 1) & mask;
+  }
+  seenUsed[slot] = 1;
+  seenHigh[slot] = high;
+  seenLow[slot] = lowKey;
+  return true;
+}
+
 /** The simhash of a text, 16 lowercase hex digits. */
 export function simhash(text: string): string {
-  const words = text.toLowerCase().match(WORD) ?? [];
-  const hashes = new Uint32Array(words.length);
-  for (let i = 0; i < words.length; i++) hashes[i] = wordHash(words[i]!);
-  const features = words.length < SHINGLE ? words.length : words.length - SHINGLE + 1;
+  const wordCount = hashWords(text);
+  const hashes = wordHashes;
+  const features = wordCount < SHINGLE ? wordCount : wordCount - SHINGLE + 1;
+  // The seen set at most half full.
+  let size = 16;
+  while (size < features * 2) size *= 2;
+  if (size > seenUsed.length) {
+    seenHigh = new Uint32Array(size);
+    seenLow = new Uint32Array(size);
+    seenUsed = new Uint8Array(size);
+  } else seenUsed.fill(0, 0, size);
   // Votes are counted as ones per bit position: bit i is set when more than half the features set it.
   // The counting is SWAR: a feature adds, for each of its 8 bytes, a table entry that spreads the
   // byte's 8 bits over 8 byte-wide lanes (two 32-bit words), so 16 additions count 64 bits; lanes are
   // emptied into `ones` before they can overflow (every 255 features).
   const ones = new Uint32Array(64);
   const lanes = new Uint32Array(16);
-  const seen = new Set<number>();
   let pending = 0;
   let distinct = 0;
   for (let i = 0; i < features; i++) {
     let high: number;
     let low: number;
-    if (words.length < SHINGLE) {
+    if (wordCount < SHINGLE) {
       high = hashes[i]!;
       low = fmix32(high ^ 0x9e3779b9);
     } else {
@@ -76,10 +184,9 @@ export function simhash(text: string): string {
       high = fmix32((Math.imul(a, 0x9e3779b1) ^ Math.imul(b, 0x85ebca77) ^ Math.imul(c, 0xc2b2ae3d)) >>> 0);
       low = fmix32((Math.imul(a, 0x27d4eb2f) + Math.imul(b ^ 0x165667b1, 0x9e3779b1) + Math.imul(c, 0x85ebca77)) >>> 0);
     }
-    // Distinct features, weight 1 each (a key of 53 bits; a collision only merges two votes).
-    const key = high * 2097152 + (low >>> 11);
-    if (seen.has(key)) continue;
-    seen.add(key);
+    // Distinct features, weight 1 each, told apart by 53 bits (all of `high`, the top 21 of `low`;
+    // a collision only merges two votes).
+    if (!firstSighting(high, low >>> 11, size)) continue;
     distinct++;
     for (let byte = 0; byte < 4; byte++) {
       const lowByte = ((low >>> (byte * 8)) & 255) * 2;

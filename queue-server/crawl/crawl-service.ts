@@ -54,7 +54,8 @@ export class CrawlService extends EventEmitter<{
   #control: ControlState = 'active';
   /** Fetchers that were answered `done`. */
   readonly #toldDone = new Set<string>();
-  #pendingCommit: Promise<void> | null = null;
+  /** The next group commit, due at its timer; `commitNow` runs it at once (flush, on shutdown). */
+  #pendingCommit: { readonly done: Promise<void>; readonly commitNow: () => void } | null = null;
   #lastCommitAt = 0;
   readonly #commitIntervalMs: number;
   /** Set while commits fail: results are refused with 503 and no work is handed out until a retry succeeds. */
@@ -122,25 +123,29 @@ export class CrawlService extends EventEmitter<{
    * starts the retries (`#storageFailed`).
    */
   #durable(): Promise<void> {
-    if (this.#pendingCommit !== null) return this.#pendingCommit;
+    if (this.#pendingCommit !== null) return this.#pendingCommit.done;
     const wait = Math.max(0, this.#lastCommitAt + this.#commitIntervalMs - this.#clock());
-    this.#pendingCommit = new Promise<void>((resolve, reject) => {
-      setTimeout(() => {
-        this.#pendingCommit = null;
-        // Storage failed meanwhile (a flush): this commit would be a retry out of turn.
-        if (this.#storageError !== null) return reject(this.#unavailable());
-        try {
-          this.#crawl.commit();
-          this.#lastCommitAt = this.#clock();
-          resolve();
-        } catch (error) {
-          if (!(error instanceof CommitFailure)) return reject(error);
-          this.#storageFailed(error);
-          reject(this.#unavailable());
-        }
-      }, wait);
-    });
-    return this.#pendingCommit;
+    let settle!: { resolve: () => void; reject: (error: unknown) => void };
+    const done = new Promise<void>((resolve, reject) => (settle = { resolve, reject }));
+    const commitNow = () => {
+      clearTimeout(timer);
+      if (this.#pendingCommit?.done !== done) return;
+      this.#pendingCommit = null;
+      // Storage failed meanwhile (a flush): this commit would be a retry out of turn.
+      if (this.#storageError !== null) return settle.reject(this.#unavailable());
+      try {
+        this.#crawl.commit();
+        this.#lastCommitAt = this.#clock();
+        settle.resolve();
+      } catch (error) {
+        if (!(error instanceof CommitFailure)) return settle.reject(error);
+        this.#storageFailed(error);
+        settle.reject(this.#unavailable());
+      }
+    };
+    const timer = setTimeout(commitNow, wait);
+    this.#pendingCommit = { done, commitNow };
+    return done;
   }
 
   /** Records the failure, pauses the crawl, and retries the commit after a backoff. */
@@ -212,10 +217,19 @@ export class CrawlService extends EventEmitter<{
     return this.#crawl.state();
   }
 
-  /** Commits whatever is applied and not yet durable; resolves when it is, throws CommitFailure if it cannot be. */
+  /**
+   * Commits whatever is applied and not yet durable, at once (a group commit still waiting for its
+   * timer runs now: at shutdown nothing is gained by waiting, and the last acknowledgements and the
+   * exit would wait up to commitIntervalMs for it); resolves when it is durable, throws CommitFailure
+   * if it cannot be.
+   */
   async flush(): Promise<void> {
-    // A commit in flight that fails is reported here by the commit below, which fails the same way.
-    if (this.#pendingCommit !== null) await this.#pendingCommit.catch(() => undefined);
+    const pending = this.#pendingCommit;
+    // A pending commit that fails rejects its waiters; the commit below fails the same way and says so here.
+    if (pending !== null) {
+      pending.commitNow();
+      await pending.done.catch(() => undefined);
+    }
     this.#crawl.commit();
     if (this.#storageError !== null) {
       this.#storageError = null;

@@ -25,12 +25,12 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { CORPORA, DEFAULT_CORPORA, installPackages, missingPackages, packageVersion, reachablePages } from './lib/corpora.mjs';
-import { inclusiveTimes, isProjectCode, selfTimes } from './lib/cpuprofile.mjs';
+import { featureTimes, inclusiveTimes, isProjectCode, selfTimes } from './lib/cpuprofile.mjs';
 import { measure } from './lib/measure.mjs';
 import { startNginxSite } from './lib/nginx-site.mjs';
 import { PEERS, petrel, petrelTotalConcurrency } from './lib/peers.mjs';
 import { petrelBinPath, snapshotPetrel, testWebModulePath } from './lib/petrel-build.mjs';
-import { formatProfile, formatRatios, formatTable, ratios, resultRow } from './lib/report.mjs';
+import { formatFeatures, formatProfile, formatRatios, formatTable, ratios, resultRow } from './lib/report.mjs';
 import { formatGoals, formatSummary, goals } from './lib/summary.mjs';
 import { startTestWebSite } from './lib/test-web-site.mjs';
 
@@ -213,7 +213,7 @@ async function runCorpus(corpus) {
     const corpusResult = { name: corpus.name, description: corpus.description, kind: corpus.kind, site: siteInfo(corpus, site), concurrency: { petrel: petrelTotal, crawlee: crawleeConcurrency, wget: 1 }, capped, results: rows, ratios: ratioTable, allRuns };
     corpusResult.goals = goals(corpusResult);
     if (corpusResult.goals.length > 0) say(`\nIssue 10 goals on ${corpus.name}:\n${formatGoals(corpusResult.goals)}`);
-    if (options.profile && peers.includes(petrel)) profile = await profilePetrel(corpus, site, base, { capped });
+    if (options.profile && peers.includes(petrel)) profile = await profilePetrel(corpus, site, base, { capped, unprofiled: rows });
     corpusResult.profile = profile;
     return corpusResult;
   } finally {
@@ -287,7 +287,7 @@ async function revalidatePetrel(site, base, first, { capped, extraEnv, label = '
 }
 
 /** Petrel again under the CPU profiler (and its revalidation pass); profiles kept for DevTools. */
-async function profilePetrel(corpus, site, base, { capped }) {
+async function profilePetrel(corpus, site, base, { capped, unprofiled }) {
   const profileRoot = join(outDir, 'profile', corpus.name);
   rmSync(profileRoot, { recursive: true, force: true });
   const passes = [];
@@ -324,6 +324,7 @@ async function profilePetrel(corpus, site, base, { capped }) {
         modules: summary.files.slice(0, 20),
         inclusiveFunctions: inclusive.functions.slice(0, 50),
         inclusiveModules: inclusive.files.slice(0, 20),
+        features: featureTimes(profile),
       });
     }
     const order = (role) => (role === 'queue-server' ? 0 : role.startsWith('fetcher') ? 1 : 2);
@@ -333,9 +334,26 @@ async function profilePetrel(corpus, site, base, { capped }) {
       const inclusive = { functions: p.inclusiveFunctions, files: p.inclusiveModules };
       say(`\n${formatProfile(`${p.role} (pid ${p.pid})`, { totalMs: p.totalMs, functions: p.functions, files: p.modules }, p.role.startsWith('crawl') ? 5 : options.top, inclusive, row.distinctPages)}`);
     }
-    out.push({ pass, run: row, processes });
+    // Each feature's share of the fetchers' busy time, and what that share is of the unprofiled run's
+    // fetcher CPU per page (the profiler slows everything, roughly evenly).
+    const fetchers = processes.filter((p) => p.role.startsWith('fetcher'));
+    const plain = unprofiled.find((r) => r.name === (pass === 'crawl' ? 'petrel' : 'petrel-revalidate'));
+    const features = fetchers.length === 0 ? null : combineFeatures(fetchers.map((p) => p.features), row.distinctPages, plain?.cpuSplit?.fetchers?.msPerPage ?? null);
+    if (features !== null) say(`\n${formatFeatures(`Fetcher CPU by feature, ${pass} on ${corpus.name} (both fetchers; share of their busy time in the profile)`, features)}`);
+    out.push({ pass, run: row, processes, fetcherFeatures: features });
   }
   return out;
+}
+
+/** Feature times summed over processes: ms/page profiled, share of busy time, and that share of `plainMsPerPage`. */
+function combineFeatures(list, pages, plainMsPerPage) {
+  const busyMs = list.reduce((sum, f) => sum + f.busyMs, 0);
+  const features = list[0].features.map(({ name }, i) => {
+    const ms = list.reduce((sum, f) => sum + f.features[i].ms, 0);
+    const share = busyMs === 0 ? 0 : ms / busyMs;
+    return { name, msProfiled: ms, msPerPageProfiled: pages === 0 ? null : ms / pages, share, msPerPageUnprofiled: plainMsPerPage === null ? null : share * plainMsPerPage };
+  });
+  return { pages, busyMs, plainMsPerPage, features };
 }
 
 function writeReport(final) {

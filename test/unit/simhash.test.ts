@@ -38,11 +38,86 @@ function distanceAfterEdit(seed: number, length: number, editedWords: number): n
   return hammingDistance(simhash(original.join(' ')), simhash(editRun(original, Math.floor(length / 2), editedWords).join(' ')));
 }
 
+/**
+ * The definition of shared/simhash.ts written plainly, as it was first implemented: lowercase the whole
+ * text, split it into words with a regular expression, hash every word 3-shingle, count each distinct
+ * feature's bits one by one. The fast implementation must agree with it bit for bit.
+ */
+function plainSimhash(text: string): string {
+  const fmix = (value: number): number => {
+    let h = value ^ (value >>> 16);
+    h = Math.imul(h, 0x85ebca6b);
+    h ^= h >>> 13;
+    h = Math.imul(h, 0xc2b2ae35);
+    return (h ^ (h >>> 16)) >>> 0;
+  };
+  const hashes = (text.toLowerCase().match(/[\p{L}\p{M}\p{N}]+/gu) ?? []).map((word) => {
+    let hash = 0x811c9dc5;
+    for (let i = 0; i < word.length; i++) hash = Math.imul(hash ^ word.charCodeAt(i), 0x01000193);
+    return fmix(hash);
+  });
+  const features: [number, number][] = [];
+  if (hashes.length < 3) for (const h of hashes) features.push([h, fmix(h ^ 0x9e3779b9)]);
+  else {
+    for (let i = 0; i + 2 < hashes.length; i++) {
+      const [a, b, c] = [hashes[i]!, hashes[i + 1]!, hashes[i + 2]!];
+      features.push([
+        fmix((Math.imul(a, 0x9e3779b1) ^ Math.imul(b, 0x85ebca77) ^ Math.imul(c, 0xc2b2ae3d)) >>> 0),
+        fmix((Math.imul(a, 0x27d4eb2f) + Math.imul(b ^ 0x165667b1, 0x9e3779b1) + Math.imul(c, 0x85ebca77)) >>> 0),
+      ]);
+    }
+  }
+  const seen = new Set<number>();
+  const ones = new Array<number>(64).fill(0);
+  for (const [high, low] of features) {
+    const key = high * 2097152 + (low >>> 11);
+    if (seen.has(key)) continue;
+    seen.add(key);
+    for (let bit = 0; bit < 32; bit++) {
+      ones[bit]! += (low >>> bit) & 1;
+      ones[32 + bit]! += (high >>> bit) & 1;
+    }
+  }
+  let bits = 0n;
+  for (let bit = 0; bit < 64; bit++) if (ones[bit]! * 2 > seen.size) bits |= 1n << BigInt(bit);
+  return bits.toString(16).padStart(16, '0');
+}
+
 describe('simhash', () => {
   it('is 16 lowercase hex digits, and 0 bits apart for identical texts', () => {
     const text = words(1, 500).join(' ');
     expect(simhash(text)).toMatch(/^[0-9a-f]{16}$/);
     expect(hammingDistance(simhash(text), simhash(text))).toBe(0);
+  });
+
+  it('agrees bit for bit with the plain definition, on ASCII and on any script, long texts and short ones after them', () => {
+    const texts = [
+      words(11, 500).join(' '),
+      'The QUICK brown Fox, 42 times: fox-trot & fox_trot.',
+      'Größe Maße STRASSE straße Ärger Œuvre naïve façade',
+      '日本語のページです。東京タワー、富士山 と 京都',
+      'İstanbul IŞIK ıi Iİ',
+      'ΟΔΥΣΣΕΥΣ ΣΟΦΟΣ σοφός',
+      'Mathematical 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 and emoji 😀 between 🎉 words',
+      'cafe\u0301 combining e\u0301 marks a\u0308b',
+      'lone \ud800 surrogate \udc00 here \ud83d',
+      'K (Kelvin sign) Å (Angstrom) ﬁ ligature ⅰⅱⅲ Ⅻ ①②',
+      'العربية والفارسية עברית हिन्दी ไทย',
+      '',
+      '   \n\t  ',
+      'one',
+      'two words',
+      words(12, 20_000).join(' '),
+      'short after long: the scratch space must not remember the long text',
+      words(13, 9_000).join('\u00a0'),
+    ];
+    for (const text of texts) expect(simhash(text), JSON.stringify(text.slice(0, 40))).toBe(plainSimhash(text));
+    const random = prng(99);
+    for (let round = 0; round < 200; round++) {
+      const units = Array.from({ length: Math.floor(random() * 300) }, () => (random() < 0.7 ? 0x20 + Math.floor(random() * 0x60) : Math.floor(random() * 0x10000)));
+      const text = String.fromCharCode(...units);
+      expect(simhash(text), `random text ${round} (seed 99)`).toBe(plainSimhash(text));
+    }
   });
 
   it('ignores case, punctuation and spacing: only the words count', () => {

@@ -160,3 +160,63 @@ function sampleDurations({ nodes, samples, timeDeltas, startTime, endTime }) {
 export function isProjectCode(url) {
   return url.startsWith('file://') && !url.includes('/node_modules/');
 }
+
+/**
+ * The fetcher's features, for `featureTimes`: each sample goes to the first feature met walking its
+ * stack from the leaf up, so a simhash inside extractPage counts as simhash, and the parse as parse.
+ * Matched on function names and file names, which survive bundling (dist/cli/petrel-*.js chunks are
+ * named after their first module) as well as they name tsc's files.
+ */
+export const FETCHER_FEATURES = [
+  { name: 'simhash', test: (name, url) => /simhash/.test(url) || name === 'simhash' },
+  { name: 'parse (htmlparser2 callbacks: links, title, meta, text)', test: (name) => name === 'scanPage' },
+  { name: 'excerpt (white space collapsed)', test: (name) => name === 'excerptOf' },
+  { name: 'links resolved and normalized, strings bounded', test: (name) => name === 'extractPage' || name === 'normalizeUrl' },
+  { name: 'decode (charset)', test: (name) => name === 'decodeHtml' },
+  { name: 'signature (xxHash64 of the body)', test: (name) => name === 'contentSignature' },
+  { name: 'results to the queue server (JSON, HMAC, post)', test: (name) => ['#post', '#flush', 'results', 'claim', 'heartbeat', 'signRequest'].includes(name) },
+  { name: 'HTTP client (undici, zlib): downloads and posts', test: (name, url) => /undici/.test(url) || /^(download|onResponse\w+|onRequestStart|#keep|#succeed|#fail|#settle)$/.test(name) || url === 'node:zlib' || url.startsWith('node:internal/streams') || url === 'node:net' },
+  { name: 'fetch loop, result records', test: (name) => ['fetchPage', 'fetchRobots', 'fetchItem', 'baseResult', '#runSlot', 'looksBinary', 'isHtml'].includes(name) },
+  { name: 'start-up (module loading)', test: (_name, url) => url.startsWith('node:internal/modules/') },
+  { name: 'garbage collection', test: (name, url) => url === '' && name === '(garbage collector)' },
+];
+
+/**
+ * Busy time per feature (ms), with what matched none as "other" and idle time left out: the CPU share of
+ * each feature of a process. @returns {{ busyMs: number, features: { name: string, ms: number, percent: number }[] }}
+ */
+export function featureTimes(profile, features = FETCHER_FEATURES) {
+  const { nodes } = profile;
+  const parentOf = new Map();
+  const byId = new Map();
+  for (const node of nodes) {
+    byId.set(node.id, node);
+    for (const child of node.children ?? []) parentOf.set(child, node.id);
+  }
+  const featureOf = new Map();
+  const resolve = (id) => {
+    if (featureOf.has(id)) return featureOf.get(id);
+    const frame = byId.get(id).callFrame;
+    const name = frame.functionName === '' ? '(anonymous)' : frame.functionName;
+    let found = features.find((feature) => feature.test(name, frame.url))?.name ?? null;
+    if (found === null && name === '(idle)') found = '(idle)';
+    if (found === null) {
+      const parent = parentOf.get(id);
+      found = parent === undefined ? 'other' : resolve(parent);
+    }
+    featureOf.set(id, found);
+    return found;
+  };
+  const totals = new Map();
+  for (const [id, us] of sampleDurations(profile)) {
+    const feature = resolve(id);
+    totals.set(feature, (totals.get(feature) ?? 0) + us);
+  }
+  totals.delete('(idle)');
+  const busyMs = [...totals.values()].reduce((sum, us) => sum + us, 0) / 1000;
+  const order = [...features.map((f) => f.name), 'other'];
+  return {
+    busyMs,
+    features: order.map((name) => ({ name, ms: (totals.get(name) ?? 0) / 1000, percent: busyMs === 0 ? 0 : (100 * (totals.get(name) ?? 0)) / 1000 / busyMs })),
+  };
+}

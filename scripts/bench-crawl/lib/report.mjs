@@ -194,6 +194,14 @@ export function formatRatios(table) {
     .join('\n');
 }
 
+/** The fetchers' CPU by feature (run.mjs combineFeatures) as a table. */
+export function formatFeatures(title, { pages, plainMsPerPage, features }) {
+  const plain = plainMsPerPage === null ? null : `≈ ms/page of the plain run (${plainMsPerPage.toFixed(2)} in all)`;
+  const header = ['feature', 'share', 'ms/page profiled', ...(plain === null ? [] : [plain])];
+  const rows = features.map((f) => [f.name, `${(100 * f.share).toFixed(1)}%`, f.msPerPageProfiled === null ? '-' : f.msPerPageProfiled.toFixed(3), ...(plain === null ? [] : [f.msPerPageUnprofiled.toFixed(3)])]);
+  return `${title}, ${pages} pages:\n${grid([header, ...rows], '  ')}`;
+}
+
 /**
  * Top rows of a profile summary as text; `inclusive` (optional) adds total times with callees, and
  * `pages` (optional) a column of ms per page.

@@ -122,6 +122,17 @@ export function formatSummary(corpora) {
     lines.push('', 'Revalidation passes (Petrel again on its data dir, every page stale):');
     lines.push(grid([['corpus', '304s', '200s', 'wall s', 'CPU s', 'CPU ms/URL', 'spawn → 1st request ms', 'requesting ms', 'last response → exit ms'], ...revalidations], '  '));
   }
+  const profiled = corpora.map((corpus) => ({ corpus: corpus.name, features: corpus.profile?.find((pass) => pass.pass === 'crawl')?.fetcherFeatures ?? null })).filter((c) => c.features !== null);
+  if (profiled.length > 0) {
+    lines.push('', 'Fetcher CPU by feature (crawl pass, from the profile: share of busy time, and that share of the plain run\'s fetcher ms/page):');
+    const header = ['feature', ...profiled.map((c) => `${c.corpus} share`), ...profiled.map((c) => `${c.corpus} ms/page`)];
+    const rows = profiled[0].features.features.map(({ name }, i) => [
+      name,
+      ...profiled.map((c) => `${(100 * c.features.features[i].share).toFixed(1)}%`),
+      ...profiled.map((c) => (c.features.features[i].msPerPageUnprofiled === null ? '-' : c.features.features[i].msPerPageUnprofiled.toFixed(3))),
+    ]);
+    lines.push(grid([header, ...rows], '  '));
+  }
   return lines.join('\n');
 }
 

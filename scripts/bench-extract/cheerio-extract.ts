@@ -1,0 +1,188 @@
+/**
+ * The fetcher's extractor as it was before the streaming one (fetcher/html-extract.ts): a cheerio
+ * (htmlparser2) DOM, then one iterative walk over it. Kept, unchanged in what it extracts, as the
+ * reference that test/unit/html-extract-differential.test.ts compares the streaming extractor with,
+ * and as the "before" of `node dist/scripts/bench-extract.js`. Not used by the fetcher.
+ */
+import { load } from 'cheerio/slim';
+import { LIMITS, type PageData } from '../../shared/protocol.js';
+import { simhash } from '../../shared/simhash.js';
+import { normalizeUrl } from '../../shared/url-normalize.js';
+import type { ExtractedPage } from '../../fetcher/html-extract.js';
+
+/** Start tags handed to the parser at most, as in the streaming extractor. */
+const MAX_START_TAGS = 32_000;
+
+interface DomNode {
+  type: string;
+  name?: string;
+  data?: string;
+  attribs?: Record<string, string>;
+  children?: DomNode[];
+}
+
+const SIMHASH_TEXT_CHARS = 64 * 1024;
+const SKIP_TEXT = new Set(['script', 'style', 'noscript', 'template', 'head', 'title']);
+/** Elements whose boundaries separate words in the excerpt. */
+const BLOCK = new Set(['p', 'div', 'li', 'ul', 'ol', 'br', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'tr', 'td', 'th', 'section', 'article', 'header', 'footer', 'nav', 'main', 'aside', 'blockquote', 'pre', 'dt', 'dd', 'table', 'form', 'hr']);
+/** Links that can never be crawled, dropped before they take a place under the cap. */
+const NOT_CRAWLABLE = /^\s*(javascript|mailto|data|tel|about|blob|vbscript|sms|ftp):/i;
+
+export function extractPageWithCheerio(input: string, pageUrl: string, maxLinks: number = LIMITS.linksPerPage): ExtractedPage {
+  const cut = startTagBudgetEnd(input, MAX_START_TAGS);
+  const html = cut === null ? input : input.slice(0, cut);
+  const $ = load(html);
+  const root = $.root()[0] as unknown as DomNode;
+
+  let base: string | null = null;
+  let title: string | null = null;
+  let description: string | null = null;
+  let language: string | null = null;
+  let contentLanguage: string | null = null;
+  let canonicalHref: string | null = null;
+  let noindex = false;
+  let nofollow = false;
+  const hrefs: string[] = [];
+  let text = '';
+  // Text is kept for the excerpt and for the near-duplicate fingerprint (simhash), up to this much.
+  const textBudget = SIMHASH_TEXT_CHARS;
+
+  // Each stack entry is a node and whether text inside it is invisible.
+  const stack: { node: DomNode; hidden: boolean }[] = [{ node: root, hidden: false }];
+  while (stack.length > 0) {
+    const { node, hidden } = stack.pop()!;
+    if (node.type === 'text') {
+      if (!hidden && text.length < textBudget) text += node.data ?? '';
+      continue;
+    }
+    const name = node.name;
+    const attribs = node.attribs;
+    if (name !== undefined && attribs !== undefined) {
+      switch (name) {
+        case 'a':
+        case 'area': {
+          const href = attribs.href;
+          if (href !== undefined && hrefs.length < maxLinks * 2 && !hasToken(attribs.rel, 'nofollow') && !NOT_CRAWLABLE.test(href) && !href.startsWith('#')) hrefs.push(href);
+          break;
+        }
+        case 'base':
+          if (base === null && attribs.href !== undefined) base = attribs.href;
+          break;
+        case 'title':
+          if (title === null) title = textOf(node);
+          break;
+        case 'html':
+          if (attribs.lang !== undefined) language = attribs.lang;
+          break;
+        case 'link':
+          if (canonicalHref === null && hasToken(attribs.rel, 'canonical') && attribs.href !== undefined) canonicalHref = attribs.href;
+          break;
+        case 'meta': {
+          const metaName = attribs.name?.toLowerCase();
+          const content = attribs.content ?? '';
+          if (metaName === 'description' && description === null) description = content;
+          else if (metaName === 'robots' || metaName === 'petrel') {
+            const directives = content.toLowerCase();
+            if (/\b(noindex|none)\b/.test(directives)) noindex = true;
+            if (/\b(nofollow|none)\b/.test(directives)) nofollow = true;
+          } else if (attribs['http-equiv']?.toLowerCase() === 'content-language' && contentLanguage === null) contentLanguage = content;
+          break;
+        }
+      }
+    }
+    if (name !== undefined && BLOCK.has(name) && !hidden && text.length > 0 && text.length < textBudget && !text.endsWith(' ')) text += ' ';
+    const children = node.children;
+    if (children !== undefined) {
+      const childHidden = hidden || (name !== undefined && SKIP_TEXT.has(name));
+      for (let i = children.length - 1; i >= 0; i--) stack.push({ node: children[i]!, hidden: childHidden });
+    }
+  }
+
+  const baseUrl = resolveBase(base, pageUrl);
+  const links: string[] = [];
+  if (!nofollow) {
+    const seen = new Set<string>();
+    for (const href of hrefs) {
+      const result = normalizeUrl(href.trim(), baseUrl, LIMITS.urlChars);
+      if (!result.ok || seen.has(result.url)) continue;
+      seen.add(result.url);
+      links.push(result.url);
+      if (links.length >= maxLinks) break;
+    }
+  }
+  const canonical = canonicalHref === null ? null : normalizeUrl(canonicalHref.trim(), baseUrl);
+  const visibleText = collapse(text);
+
+  return {
+    page: {
+      title: title === null ? null : bound(collapse(title), LIMITS.titleChars),
+      description: description === null ? null : bound(collapse(description), LIMITS.descriptionChars),
+      language: boundLanguage(language ?? contentLanguage),
+      excerpt: bound(visibleText, LIMITS.excerptChars),
+      canonical: canonical?.ok === true ? canonical.url : null,
+      noindex,
+      nofollow,
+      outlinks: links.length,
+      simhash: visibleText.length === 0 ? null : simhash(visibleText),
+    },
+    links,
+    truncated: cut !== null,
+  };
+}
+
+/**
+ * Where the (budget+1)-th start tag begins (`<` followed by a letter), or null when the page has no
+ * more than `budget`. Counting is a linear scan; `<` inside scripts and comments counts too, which only
+ * makes the cut earlier on pages that are huge anyway.
+ */
+function startTagBudgetEnd(html: string, budget: number): number | null {
+  let count = 0;
+  for (let at = html.indexOf('<'); at !== -1; at = html.indexOf('<', at + 1)) {
+    const next = html.charCodeAt(at + 1);
+    if ((next >= 0x61 && next <= 0x7a) || (next >= 0x41 && next <= 0x5a)) {
+      if (++count > budget) return at;
+    }
+  }
+  return null;
+}
+
+function resolveBase(base: string | null, pageUrl: string): string {
+  if (base === null) return pageUrl;
+  const resolved = normalizeUrl(base.trim(), pageUrl);
+  return resolved.ok ? resolved.url : pageUrl;
+}
+
+function textOf(node: DomNode): string {
+  let text = '';
+  const stack = [...(node.children ?? [])].reverse();
+  while (stack.length > 0 && text.length < LIMITS.titleChars * 4) {
+    const child = stack.pop()!;
+    if (child.type === 'text') text += child.data ?? '';
+    else if (child.children !== undefined) for (let i = child.children.length - 1; i >= 0; i--) stack.push(child.children[i]!);
+  }
+  return text;
+}
+
+function hasToken(list: string | undefined, token: string): boolean {
+  if (list === undefined) return false;
+  return list.toLowerCase().split(/\s+/).includes(token);
+}
+
+function collapse(text: string): string {
+  return text.replace(/\s+/g, ' ').trim();
+}
+
+/** Cuts to at most `max` characters without splitting a surrogate pair. */
+function bound(text: string, max: number): string {
+  if (text.length <= max) return text;
+  let end = max;
+  const code = text.charCodeAt(end - 1);
+  if (code >= 0xd800 && code <= 0xdbff) end--;
+  return text.slice(0, end);
+}
+
+function boundLanguage(language: string | null): string | null {
+  if (language === null) return null;
+  const trimmed = language.trim();
+  return /^[A-Za-z]{1,8}(-[A-Za-z0-9]{1,8})*$/.test(trimmed) && trimmed.length <= 35 ? trimmed : null;
+}
