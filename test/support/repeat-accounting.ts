@@ -1,0 +1,104 @@
+/**
+ * Accounting for pages fetched more than once across queue server kills, for the durability tests.
+ *
+ * The invariant: in a one-shot pass, every URL ends with exactly one result that a queue server both
+ * applied and acknowledged (the acknowledgement follows the commit, and a committed URL is never
+ * leased again). Every other request for that URL also produced a result, and a fetcher posts each
+ * result until some queue server acknowledges it; the queue server that does so counted it as a
+ * duplicate or late result (`duplicateResults`, `lateResults`) before committing. So, for a URL that
+ * answered without a Retry-After wait,
+ *
+ *   requests - 1  <=  duplicate and late results counted by the queue server that acknowledged them
+ *
+ * and summed over every queue server process (each reports its own counters, read just before it is
+ * killed, and the last one's summary), the repeats of the crawl are at most the sum. The sum may
+ * overcount (a duplicate counted but not yet acknowledged when its process was killed is posted and
+ * counted again), never undercount, except for a duplicate counted and acknowledged (a group commit
+ * completed) in the millisecond or two between the status read and the SIGKILL.
+ *
+ * A fetcher that drops results it holds while the queue server is away, or a queue server that
+ * acknowledges results before they are durable, breaks it: the URL is fetched again and no second
+ * result is ever posted for it.
+ */
+import type { ChildProcess } from 'node:child_process';
+import type { RequestLogEntry } from '../../scripts/test-web.js';
+import { countBy, pageRequests, urlOf } from './request-log.js';
+
+export interface StatusCounters {
+  readonly duplicateResults: number;
+  readonly lateResults: number;
+  readonly itemsLeased: number;
+  readonly pagesFetched: number;
+  /** Results applied (requests made), robots.txt included. */
+  readonly requests: number;
+  readonly displayState: string;
+}
+
+/** GET /api/status with the admin token. */
+export async function readStatus(serverUrl: string, adminToken: string): Promise<StatusCounters> {
+  const response = await fetch(new URL('/api/status', serverUrl), { headers: { authorization: `Bearer ${adminToken}` } });
+  if (!response.ok) throw new Error(`GET /api/status answered ${response.status}: ${await response.text()}`);
+  return (await response.json()) as StatusCounters;
+}
+
+/**
+ * Polls the status until the queue server has URLs out on lease; null when its pass ended first (or
+ * it exited). Throws after `timeoutMs` without work out (a stuck crawl).
+ */
+export async function untilWorkOut(server: ChildProcess, serverUrl: string, adminToken: string, timeoutMs = 60_000): Promise<StatusCounters | null> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (server.exitCode !== null || server.signalCode !== null) return null;
+    const status = await readStatus(serverUrl, adminToken).catch(() => null);
+    if (status !== null && status.displayState === 'done') return null;
+    if (status !== null && status.itemsLeased > 0) return status;
+    if (Date.now() > deadline) throw new Error(`no URL out on lease within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+/**
+ * The moment a durability test most wants to kill at: right after the queue server applied results,
+ * while their group commit may still be pending (acknowledging them before it would lose them).
+ * Polls the status until more results were applied than at the first read; returns the last status
+ * read (null if the queue server went away), or after `timeoutMs` whatever it shows then.
+ */
+export async function justAfterResults(serverUrl: string, adminToken: string, timeoutMs: number): Promise<StatusCounters | null> {
+  const deadline = Date.now() + timeoutMs;
+  const first = await readStatus(serverUrl, adminToken).catch(() => null);
+  if (first === null) return null;
+  for (;;) {
+    const status = await readStatus(serverUrl, adminToken).catch(() => null);
+    if (status === null || status.requests > first.requests || status.displayState === 'done' || Date.now() > deadline) return status;
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+}
+
+/** Results a queue server refused as already applied or not its fetcher's: every legitimate second fetch leaves one. */
+export function refusedResults(counters: Pick<StatusCounters, 'duplicateResults' | 'lateResults'>): number {
+  return counters.duplicateResults + counters.lateResults;
+}
+
+export interface Repeats {
+  /** Requests beyond the first, summed over URLs. */
+  readonly total: number;
+  /** URL -> requests, for the URLs requested more than once. */
+  readonly byUrl: ReadonlyMap<string, number>;
+}
+
+/**
+ * Page requests beyond the first per URL, not counting URLs that answered 429 or 503 (a Retry-After
+ * is honoured by asking again later: repeats by design, not by a kill).
+ */
+export function pageRepeats(log: readonly RequestLogEntry[]): Repeats {
+  const pages = pageRequests(log);
+  const waited = new Set(pages.filter((entry) => entry.status === 429 || entry.status === 503).map(urlOf));
+  const byUrl = new Map<string, number>();
+  let total = 0;
+  for (const [url, count] of countBy(pages, urlOf)) {
+    if (count < 2 || waited.has(url)) continue;
+    byUrl.set(url, count);
+    total += count - 1;
+  }
+  return { total, byUrl };
+}
