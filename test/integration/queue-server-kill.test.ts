@@ -6,11 +6,11 @@
  * (test/support/repeat-accounting.ts). A fetcher that dropped the results it held while the queue
  * server was away, or a queue server that acknowledged results before committing them, fails it.
  */
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestWeb, type TestWeb } from '../../scripts/test-web.js';
 import { assertBuilt, freePort, killStartedPetrels, runPetrel, startPetrel, tempDir, waitForEvent } from '../support/petrel-process.js';
+import { adminTokenOf } from '../support/admin-api.js';
 import { countBy, pageRequests, urlOf } from '../support/request-log.js';
 import { justAfterResults, pageRepeats, refusedResults, untilWorkOut } from '../support/repeat-accounting.js';
 
@@ -54,7 +54,7 @@ describe('a queue server killed with SIGKILL again and again', () => {
     let server = startPetrel(serverArgs);
     const listening = await waitForEvent(server, 'listening');
     const serverUrl = String(listening.url);
-    const adminToken = readFileSync(String(listening.adminTokenFile), 'utf8').trim();
+    const adminToken = adminTokenOf(listening);
     const fetchers = ['one', 'two'].map((name) =>
       startPetrel(['fetcher', '--server', String(listening.url), '--token-file', String(listening.tokenFile), '--name', name, '--concurrency', String(FETCHER_CONCURRENCY), '--claim-wait-ms', '2000']),
     );

@@ -5,11 +5,11 @@
  * result that a queue server refused as a duplicate (test/support/repeat-accounting.ts): dropping
  * held results, or acknowledging results before they are committed, fails the test.
  */
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestWeb, type TestWeb } from '../../scripts/test-web.js';
 import { assertBuilt, freePort, killStartedPetrels, startPetrel, tempDir, waitForEvent } from '../support/petrel-process.js';
+import { adminTokenOf } from '../support/admin-api.js';
 import { countBy, pageRequests, urlOf } from '../support/request-log.js';
 import { justAfterResults, pageRepeats, refusedResults } from '../support/repeat-accounting.js';
 
@@ -38,7 +38,7 @@ describe('a queue server that is away for 30 s', () => {
     const listening = await waitForEvent(server, 'listening');
     const fetchers = ['one', 'two'].map((name) => startPetrel(['fetcher', '--server', String(listening.url), '--token-file', String(listening.tokenFile), '--name', name, '--concurrency', '2']));
 
-    const adminToken = readFileSync(String(listening.adminTokenFile), 'utf8').trim();
+    const adminToken = adminTokenOf(listening);
     await until(() => pageRequests(web.log).filter((entry) => entry.host === host).length >= 6, 20_000);
     // Killed just after it applied results (their commit may still be pending), with slots out.
     const beforeKill = await justAfterResults(String(listening.url), adminToken, 5_000);

@@ -22,30 +22,14 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import type { RequestLogEntry } from '../../scripts/test-web.js';
+import { readStatus, type QueueStatus } from './admin-api.js';
 import { countBy, pageRequests, urlOf } from './request-log.js';
-
-export interface StatusCounters {
-  readonly duplicateResults: number;
-  readonly lateResults: number;
-  readonly itemsLeased: number;
-  readonly pagesFetched: number;
-  /** Results applied (requests made), robots.txt included. */
-  readonly requests: number;
-  readonly displayState: string;
-}
-
-/** GET /api/status with the admin token. */
-export async function readStatus(serverUrl: string, adminToken: string): Promise<StatusCounters> {
-  const response = await fetch(new URL('/api/status', serverUrl), { headers: { authorization: `Bearer ${adminToken}` } });
-  if (!response.ok) throw new Error(`GET /api/status answered ${response.status}: ${await response.text()}`);
-  return (await response.json()) as StatusCounters;
-}
 
 /**
  * Polls the status until the queue server has URLs out on lease; null when its pass ended first (or
  * it exited). Throws after `timeoutMs` without work out (a stuck crawl).
  */
-export async function untilWorkOut(server: ChildProcess, serverUrl: string, adminToken: string, timeoutMs = 60_000): Promise<StatusCounters | null> {
+export async function untilWorkOut(server: ChildProcess, serverUrl: string, adminToken: string, timeoutMs = 60_000): Promise<QueueStatus | null> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (server.exitCode !== null || server.signalCode !== null) return null;
@@ -63,7 +47,7 @@ export async function untilWorkOut(server: ChildProcess, serverUrl: string, admi
  * Polls the status until more results were applied than at the first read; returns the last status
  * read (null if the queue server went away), or after `timeoutMs` whatever it shows then.
  */
-export async function justAfterResults(serverUrl: string, adminToken: string, timeoutMs: number): Promise<StatusCounters | null> {
+export async function justAfterResults(serverUrl: string, adminToken: string, timeoutMs: number): Promise<QueueStatus | null> {
   const deadline = Date.now() + timeoutMs;
   const first = await readStatus(serverUrl, adminToken).catch(() => null);
   if (first === null) return null;
@@ -75,7 +59,7 @@ export async function justAfterResults(serverUrl: string, adminToken: string, ti
 }
 
 /** Results a queue server refused as already applied or not its fetcher's: every legitimate second fetch leaves one. */
-export function refusedResults(counters: Pick<StatusCounters, 'duplicateResults' | 'lateResults'>): number {
+export function refusedResults(counters: Pick<QueueStatus, 'duplicateResults' | 'lateResults'>): number {
   return counters.duplicateResults + counters.lateResults;
 }
 
