@@ -8,6 +8,7 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestWeb, type TestWeb } from '../../scripts/test-web.js';
+import { logClock } from '../../scripts/test-web/request-log.js';
 import { assertBuilt, freePort, killStartedPetrels, startPetrel, tempDir, waitForEvent } from '../support/petrel-process.js';
 import { adminTokenOf } from '../support/admin-api.js';
 import { countBy, pageRequests, urlOf } from '../support/request-log.js';
@@ -40,13 +41,16 @@ describe('a queue server that is away for 30 s', () => {
 
     const adminToken = adminTokenOf(listening);
     await until(() => pageRequests(web.log).filter((entry) => entry.host === host).length >= 6, 20_000);
-    // Killed just after it applied results (their commit may still be pending), with slots out.
-    const beforeKill = await justAfterResults(String(listening.url), adminToken, 5_000);
+    // Killed just after it applied results whose commit is still pending (they came within 60 ms of
+    // the results before them), with URLs still out on lease: at least six, more than the fetchers can
+    // have fetched and not yet posted (a post goes out 200 ms after a result waits, at 100 ms a page),
+    // so they go on fetching while it is away.
+    const beforeKill = await justAfterResults(String(listening.url), adminToken, 20_000, { minLeased: 6, afterPreviousWithinMs: 60 });
     server.kill('SIGKILL');
+    const killedAt = logClock();
     await server.output;
-    const killedAt = pageRequests(web.log).length;
     await new Promise((resolve) => setTimeout(resolve, OUTAGE_MS));
-    const duringOutage = pageRequests(web.log).length - killedAt;
+    const duringOutage = pageRequests(web.log).filter((entry) => entry.start > killedAt).length;
 
     server = startPetrel(args);
     const restarted = server;

@@ -41,19 +41,39 @@ export async function untilWorkOut(server: ChildProcess, serverUrl: string, admi
   }
 }
 
+export interface KillMoment {
+  /** URLs that must still be out on lease (work the fetchers go on with while the queue server is away). */
+  readonly minLeased?: number;
+  /**
+   * Wait for results applied within this many ms of the results applied before them: their post then
+   * waits for a group commit that is at most 100 ms after the previous one, so their commit is still
+   * pending at the kill (a queue server that acknowledged before committing would lose them).
+   */
+  readonly afterPreviousWithinMs?: number;
+}
+
 /**
  * The moment a durability test most wants to kill at: right after the queue server applied results,
- * while their group commit may still be pending (acknowledging them before it would lose them).
- * Polls the status until more results were applied than at the first read; returns the last status
- * read (null if the queue server went away), or after `timeoutMs` whatever it shows then.
+ * while their group commit may still be pending. Polls the status until more results were applied
+ * than at the previous read, as `moment` asks; returns the last status read (null if the queue server
+ * went away), or after `timeoutMs` whatever it shows then (the kill moment is a choice of the test,
+ * never a condition of its verdict).
  */
-export async function justAfterResults(serverUrl: string, adminToken: string, timeoutMs: number): Promise<QueueStatus | null> {
+export async function justAfterResults(serverUrl: string, adminToken: string, timeoutMs: number, moment: KillMoment = {}): Promise<QueueStatus | null> {
   const deadline = Date.now() + timeoutMs;
-  const first = await readStatus(serverUrl, adminToken).catch(() => null);
-  if (first === null) return null;
+  let previous = await readStatus(serverUrl, adminToken).catch(() => null);
+  if (previous === null) return null;
+  let previousAppliedAt: number | null = null;
   for (;;) {
     const status = await readStatus(serverUrl, adminToken).catch(() => null);
-    if (status === null || status.requests > first.requests || status.displayState === 'done' || Date.now() > deadline) return status;
+    const now = Date.now();
+    if (status === null || status.displayState === 'done' || now > deadline) return status;
+    if (status.requests > previous.requests) {
+      const soon = moment.afterPreviousWithinMs === undefined || (previousAppliedAt !== null && now - previousAppliedAt < moment.afterPreviousWithinMs);
+      if (soon && status.itemsLeased >= (moment.minLeased ?? 0)) return status;
+      previousAppliedAt = now;
+    }
+    previous = status;
     await new Promise((resolve) => setTimeout(resolve, 2));
   }
 }
