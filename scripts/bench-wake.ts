@@ -11,13 +11,15 @@
  * here, so it includes the inject request itself: admitting N URLs, then waking the claims (the
  * queue server answers the inject before the woken claims run). `afterInjectAnswered` is the same
  * from the inject's answer on: the wake and the claims' answers alone. Repeated for R rounds (new
- * claims, new origins).
+ * claims, new origins), after W warm-up rounds that are reported but not counted (the first inject
+ * and claims of a fresh process run before V8 has compiled their code; a queue server that has
+ * crawled for a minute is past that).
  * Nothing ever connects to the injected origins: no fetcher runs.
  *
  * Prints one JSON object (p50/p95/max over all claims, per round too) and exits 1 when a claim is not
  * answered with a schedule, or when the p95 is over the goal (GOAL_MS).
  *
- *   npm run build && node dist/scripts/bench-wake.js [--claims 100] [--rounds 5]
+ *   npm run build && node dist/scripts/bench-wake.js [--claims 100] [--rounds 5] [--warmup 1]
  */
 import { spawn } from 'node:child_process';
 import { setMaxListeners } from 'node:events';
@@ -38,13 +40,14 @@ const WAIT_MS = 60_000;
 const FIRST_PORT = 20_000;
 const STATS = { rssBytes: 0, inFlight: 0, pagesFetched: 0, errors: 0, bytesDownloaded: 0 };
 
-const USAGE = `Usage: node dist/scripts/bench-wake.js [--claims N] [--rounds N]
+const USAGE = `Usage: node dist/scripts/bench-wake.js [--claims N] [--rounds N] [--warmup N]
 
 Parks N claims (waitMs ${WAIT_MS}) on a real petrel queue-server with nothing to do, injects N URLs on N
 origins through POST /api/control/inject, and times each claim from the inject to its answer. Prints
 p50/p95/max as JSON; exits 1 when a claim is not answered with a schedule or the p95 is over ${GOAL_MS} ms.
   --claims N   claims parked at once (default 100, at most 1000)
   --rounds N   rounds, each with new claims and new origins (default 5)
+  --warmup N   rounds before those, reported but not counted (default 1)
 `;
 
 interface Listening {
@@ -54,13 +57,14 @@ interface Listening {
 }
 
 async function main(): Promise<number> {
-  const { values } = parseArgs({ options: { claims: { type: 'string' }, rounds: { type: 'string' }, help: { type: 'boolean' } } });
+  const { values } = parseArgs({ options: { claims: { type: 'string' }, rounds: { type: 'string' }, warmup: { type: 'string' }, help: { type: 'boolean' } } });
   if (values.help === true) {
     process.stdout.write(USAGE);
     return 0;
   }
   const claims = positiveInteger('--claims', values.claims ?? '100', 1000);
   const rounds = positiveInteger('--rounds', values.rounds ?? '5', 100);
+  const warmup = values.warmup === '0' ? 0 : positiveInteger('--warmup', values.warmup ?? '1', 10);
   const dir = mkdtempSync(join(tmpdir(), 'petrel-bench-wake-'));
   const server = spawn(process.execPath, [PETREL, 'queue-server', '--data', join(dir, 'data'), '--port', '0', '--delay-ms', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
   const stopping = new AbortController();
@@ -71,11 +75,11 @@ async function main(): Promise<number> {
     const listening = await listeningOf(server.stdout);
     const adminToken = readFileSync(listening.adminTokenFile, 'utf8').trim();
     client = new QueueClient({ serverUrl: listening.url, token: readFileSync(listening.tokenFile, 'utf8').trim(), signal: stopping.signal, connections: claims + 4 });
-    const perRound: (Percentiles & { injectAnsweredMs: number })[] = [];
+    const perRound: (Percentiles & { injectAnsweredMs: number; warmup: boolean })[] = [];
     const all: number[] = [];
     const afterAnswer: number[] = [];
     let notWoken = 0;
-    for (let round = 0; round < rounds; round++) {
+    for (let round = 0; round < warmup + rounds; round++) {
       const ids = Array.from({ length: claims }, (_, i) => `wake-${round}-${i}`);
       let injectedAt = Number.NaN;
       const answers = ids.map((fetcherId) =>
@@ -92,12 +96,15 @@ async function main(): Promise<number> {
       const results = await Promise.all(answers);
       const latencies = results.filter((result) => result.response.kind === 'schedule').map((result) => result.ms);
       notWoken += claims - latencies.length;
-      all.push(...latencies);
-      afterAnswer.push(...latencies.map((ms) => ms - injectAnsweredMs));
-      perRound.push({ ...summary(latencies), injectAnsweredMs: tenths(injectAnsweredMs) });
+      const counted = round >= warmup;
+      if (counted) {
+        all.push(...latencies);
+        afterAnswer.push(...latencies.map((ms) => ms - injectAnsweredMs));
+      }
+      perRound.push({ ...summary(latencies), injectAnsweredMs: tenths(injectAnsweredMs), warmup: !counted });
     }
     const overall = summary(all);
-    const report = { claims, rounds, samples: all.length, notWoken, ...overall, goalMs: GOAL_MS, afterInjectAnswered: summary(afterAnswer), perRound };
+    const report = { claims, rounds, warmup, samples: all.length, notWoken, ...overall, goalMs: GOAL_MS, afterInjectAnswered: summary(afterAnswer), perRound };
     process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
     if (notWoken > 0) process.stderr.write(`bench-wake: ${notWoken} claims were not answered with a schedule\n`);
     if (overall.p95Ms >= GOAL_MS) process.stderr.write(`bench-wake: p95 ${overall.p95Ms} ms, over the goal of ${GOAL_MS} ms\n`);
