@@ -15,6 +15,8 @@ import { countBy, pageRequests, urlOf } from '../support/request-log.js';
 import { justAfterResults, pageRepeats, refusedResults } from '../support/repeat-accounting.js';
 
 const OUTAGE_MS = Number(process.env.OUTAGE_MS ?? 30_000);
+/** Only stops a hung run: the waits below add up to about three minutes. */
+const TEST_TIMEOUT_MS = 240_000;
 
 describe('a queue server that is away for 30 s', () => {
   let web: TestWeb;
@@ -35,6 +37,13 @@ describe('a queue server that is away for 30 s', () => {
     const dataDir = join(tempDir('outage'), 'data');
     const port = await freePort();
     const args = ['queue-server', '--data', dataDir, '--port', String(port), '--once', '--seed', `${origin}/index.html`, '--scope', 'host', '--delay-ms', '100', '--host-concurrency', '2', '--slot-urls', '8', '--lease-ms', '60000'];
+    const began = performance.now();
+    const phases: string[] = [];
+    // Printed as they happen too, so a run that overstays its timeout says where.
+    const phase = (name: string) => {
+      phases.push(`${name} ${((performance.now() - began) / 1000).toFixed(1)} s`);
+      console.log(`queue-server outage test: ${phases.at(-1)}`);
+    };
     let server = startPetrel(args);
     const listening = await waitForEvent(server, 'listening');
     const fetchers = ['one', 'two'].map((name) => startPetrel(['fetcher', '--server', String(listening.url), '--token-file', String(listening.tokenFile), '--name', name, '--concurrency', '2']));
@@ -47,19 +56,23 @@ describe('a queue server that is away for 30 s', () => {
     // so they go on fetching while it is away.
     const beforeKill = await justAfterResults(String(listening.url), adminToken, 20_000, { minLeased: 6, afterPreviousWithinMs: 60 });
     server.kill('SIGKILL');
+    phase('killed');
     const killedAt = logClock();
     await server.output;
     await new Promise((resolve) => setTimeout(resolve, OUTAGE_MS));
     const duringOutage = pageRequests(web.log).filter((entry) => entry.start > killedAt).length;
 
     server = startPetrel(args);
+    phase('restarted');
     const restarted = server;
     const finished = await waitForEvent(restarted, 'finished', 90_000).catch(async (error: Error) => {
       for (const child of [restarted, ...fetchers]) child.kill('SIGKILL');
       const outputs = await Promise.all([restarted, ...fetchers].map((child) => child.output));
       throw new Error(`${error.message}\n${outputs.map((output) => output.stderr.slice(-3000)).join('\n---\n')}`);
     });
+    phase('finished');
     await Promise.all([server.output, ...fetchers.map((fetcher) => fetcher.output)]);
+    phase('all exited');
 
     // The fetchers kept working on what they held while the queue server was away.
     expect(duringOutage).toBeGreaterThan(0);
@@ -71,14 +84,19 @@ describe('a queue server that is away for 30 s', () => {
     expect(beforeKill).not.toBeNull();
     const repeats = pageRepeats(web.log);
     const refused = refusedResults(beforeKill!) + refusedResults(finished.summary as { duplicateResults: number; lateResults: number });
-    console.log(`queue-server outage test: ${duringOutage} requests during the outage, ${beforeKill!.itemsLeased} URLs leased at the kill, ${repeats.total} repeats, ${refused} refused results`);
+    console.log(`queue-server outage test: ${duringOutage} requests during the outage, ${beforeKill!.itemsLeased} URLs leased at the kill, ${repeats.total} repeats, ${refused} refused results; ${phases.join(', ')}; after the restart ${JSON.stringify(pick(finished.summary))}`);
     expect(repeats.total, `pages fetched again: ${JSON.stringify([...repeats.byUrl])}`).toBeLessThanOrEqual(refused);
     // And at most what the two fetchers could hold (two slots of eight URLs each): the old, loose bound, kept.
     expect([...requested.values()].reduce((sum, count) => sum + count - 1, 0)).toBeLessThanOrEqual(2 * 2 * 8);
     expect((finished.summary as { pagesFetched: number }).pagesFetched).toBeGreaterThan(0);
     for (const fetcher of fetchers) expect((await fetcher.output).code).toBe(0);
-  }, 150_000);
+  }, TEST_TIMEOUT_MS);
 });
+
+function pick(summary: unknown): Record<string, unknown> {
+  const { requests, errorsByCode, retriedLater, leasesExpired, duplicateResults, elapsedMs } = summary as Record<string, unknown>;
+  return { requests, errorsByCode, retriedLater, leasesExpired, duplicateResults, elapsedMs };
+}
 
 async function until(condition: () => boolean, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;

@@ -91,12 +91,12 @@ export interface Repeats {
 }
 
 /**
- * Page requests beyond the first per URL, not counting URLs that answered 429 or 503 (a Retry-After
- * is honoured by asking again later: repeats by design, not by a kill).
+ * Page requests beyond the first per URL, not counting URLs the crawl asks again by design: answered
+ * 429 or 5xx (a Retry-After wait, a retry), or left without an answer (status 0).
  */
 export function pageRepeats(log: readonly RequestLogEntry[]): Repeats {
   const pages = pageRequests(log);
-  const waited = new Set(pages.filter((entry) => entry.status === 429 || entry.status === 503).map(urlOf));
+  const waited = new Set(pages.filter((entry) => entry.status === 429 || entry.status >= 500 || entry.status === 0).map(urlOf));
   const byUrl = new Map<string, number>();
   let total = 0;
   for (const [url, count] of countBy(pages, urlOf)) {
