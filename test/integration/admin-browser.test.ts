@@ -37,6 +37,9 @@ async function counter(page: Page, id: string): Promise<number> {
   return Number((await page.locator(`#${id}`).textContent())!.replace(/,/g, ''));
 }
 
+/** How long the page may take to show a change: long enough only to stop a hung test (vitest's default is 1 s). */
+const UPDATE_WAIT = { timeout: 15_000 };
+
 async function waitForCounterAbove(page: Page, id: string, value: number, timeout = 15_000): Promise<number> {
   await page.waitForFunction(
     ([selector, min]) => {
@@ -106,7 +109,7 @@ describe.skipIf(!existsSync(CHROMIUM))('the admin page in chromium, against petr
       if (message.type() === 'error' || message.type() === 'warning') problems.push(`console: ${message.text()}`);
     });
     await page.locator('#connection[data-live="true"]').waitFor();
-    await expect.poll(() => page.locator('#state').textContent()).toBe('idle');
+    await expect.poll(() => page.locator('#state').textContent(), UPDATE_WAIT).toBe('idle');
 
     // Watch for the evil title being put into the recent-fetches table (it scrolls out again later).
     await page.evaluate((title) => {
@@ -124,7 +127,7 @@ describe.skipIf(!existsSync(CHROMIUM))('the admin page in chromium, against petr
     await page.fill('#f-delayMs', '50');
     await page.fill('#f-hostConcurrency', '2');
     await page.click('#btn-crawl');
-    await expect.poll(() => page.locator('#crawl-message').textContent()).toContain('Crawl started');
+    await expect.poll(() => page.locator('#crawl-message').textContent(), UPDATE_WAIT).toContain('Crawl started');
 
     // The counters move by themselves (server push), more than once.
     const first = await waitForCounterAbove(page, 'c-pagesFetched', 0);
@@ -166,7 +169,7 @@ describe.skipIf(!existsSync(CHROMIUM))('the admin page in chromium, against petr
 
     // Pause: the state says so, leases out drain, then the counters stand still.
     await page.click('#btn-pause');
-    await expect.poll(() => page.locator('#state').textContent()).toBe('paused');
+    await expect.poll(() => page.locator('#state').textContent(), UPDATE_WAIT).toBe('paused');
     await expect.poll(() => counter(page, 'c-itemsLeased'), { timeout: 15_000 }).toBe(0);
     const paused = await counter(page, 'c-pagesFetched');
     await page.waitForTimeout(800);
@@ -176,7 +179,7 @@ describe.skipIf(!existsSync(CHROMIUM))('the admin page in chromium, against petr
 
     // Resume: fetching goes on.
     await page.click('#btn-resume');
-    await expect.poll(() => page.locator('#state').textContent()).not.toBe('paused');
+    await expect.poll(() => page.locator('#state').textContent(), UPDATE_WAIT).not.toBe('paused');
     await waitForCounterAbove(page, 'c-pagesFetched', paused);
 
     // The evil title was shown, as text, and none of it ran.

@@ -25,7 +25,7 @@ describe('a crawl of the hostile host', () => {
   let code: number | null;
   let stderr: string;
   let dataDir: string;
-  let wallMs: number;
+  let signal: NodeJS.Signals | null;
 
   beforeAll(async () => {
     assertBuilt();
@@ -33,13 +33,14 @@ describe('a crawl of the hostile host', () => {
     const dir = tempDir('hostile-crawl');
     dataDir = join(dir, 'data');
     const summaryFile = join(dir, 'summary.json');
-    const started = Date.now();
+    // 170 s only stops a hung crawl (runPetrel kills it); how long the crawl takes is measured by
+    // scripts/bench-hostile.ts, not asserted here.
     const run = await runPetrel([
       'crawl', '--seed', `${web.hostile.origin}/index.html`, '--data', dataDir, '--scope', 'host', '--max-depth', '6', '--delay-ms', '0',
       '--host-concurrency', '4', '--max-retries', '1', '--retry-base-ms', '100', '--timeout-ms', '3000', '--summary-json', summaryFile, '--no-progress',
     ], 170_000);
-    wallMs = Date.now() - started;
     code = run.code;
+    signal = run.signal;
     stderr = run.stderr;
     summary = JSON.parse(readFileSync(summaryFile, 'utf8')) as Summary;
   }, 180_000);
@@ -48,9 +49,8 @@ describe('a crawl of the hostile host', () => {
     await web?.close();
   });
 
-  it('finishes, within a few minutes', () => {
-    expect(code, stderr.slice(-2000)).toBe(0);
-    expect(wallMs).toBeLessThan(150_000);
+  it('finishes by itself, with exit status 0', () => {
+    expect({ code, signal }, stderr.slice(-2000)).toEqual({ code: 0, signal: null });
   });
 
   it('never requests the path the 600 KiB robots.txt disallows in its first rule', () => {

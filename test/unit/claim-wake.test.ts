@@ -1,0 +1,223 @@
+/**
+ * Waking parked claims (seed 001: a scheduler woken by a condition variable, never a sleep loop).
+ * Timers are fake here, so "answered without any timer running" is exact: a claim answered while no
+ * timer was allowed to fire was woken by the event that made work, not found by a poll; and a timeout
+ * ends a wait exactly at its deadline, not a millisecond before.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { CacheStore } from '../../queue-server/cache/cache-store.js';
+import { Condition } from '../../queue-server/crawl/condition.js';
+import { Crawl } from '../../queue-server/crawl/crawl.js';
+import { CrawlService } from '../../queue-server/crawl/crawl-service.js';
+import { PageArchive } from '../../queue-server/crawl/page-archive.js';
+import { crawlConfigSchema, fetchScheduleOf } from '../../queue-server/crawl-config.js';
+import { CrawlDb } from '../../queue-server/crawldb/crawl-db.js';
+import { PROTOCOL_VERSION, type ClaimRequest, type ClaimResponse, type ItemResult } from '../../shared/protocol.js';
+
+/** Loopback origins that nothing here ever connects to: no fetcher runs in these tests. */
+const ORIGIN_A = 'http://127.0.0.2:8080';
+const ORIGIN_B = 'http://127.0.0.3:8080';
+const ORIGIN_SEED = 'http://127.0.0.4:8080';
+const STATS = { rssBytes: 0, inFlight: 0, pagesFetched: 0, errors: 0, bytesDownloaded: 0 };
+
+beforeEach(() => {
+  // setImmediate stays real: one turn of it lets every promise already resolved run, and no more.
+  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+/** Lets pending promise callbacks run (one event loop turn); no fake timer fires. */
+function settle(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+/** The promise's value once settled, else 'pending'. */
+function track<T>(promise: Promise<T>): { readonly value: T | 'pending' } {
+  const state: { value: T | 'pending' } = { value: 'pending' };
+  void promise.then((value) => (state.value = value));
+  return state;
+}
+
+describe('Condition', () => {
+  it('wakes every waiter at notifyAll, and clears their timeouts', async () => {
+    const condition = new Condition();
+    const first = track(condition.wait(60_000));
+    const second = track(condition.wait(60_000));
+    expect(condition.waiting).toBe(2);
+    condition.notifyAll();
+    await settle();
+    expect([first.value, second.value]).toEqual([true, true]);
+    expect(condition.waiting).toBe(0);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('ends a wait with false when its timeout passes, not a millisecond before', async () => {
+    const condition = new Condition();
+    const waited = track(condition.wait(1_000));
+    await vi.advanceTimersByTimeAsync(999);
+    expect(waited.value).toBe('pending');
+    await vi.advanceTimersByTimeAsync(1);
+    expect(waited.value).toBe(false);
+    expect(condition.waiting).toBe(0);
+  });
+
+  it('ends a wait with false when its signal aborts, and does not wait at all on an aborted one', async () => {
+    const condition = new Condition();
+    const controller = new AbortController();
+    const waited = track(condition.wait(60_000, controller.signal));
+    controller.abort();
+    await settle();
+    expect(waited.value).toBe(false);
+    expect(await condition.wait(60_000, controller.signal)).toBe(false);
+    expect(condition.waiting).toBe(0);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('does not remember a notify nobody waited for: a later waiter waits (it checks for work first)', async () => {
+    const condition = new Condition();
+    condition.notifyAll();
+    const waited = track(condition.wait(1_000));
+    await settle();
+    expect(waited.value).toBe('pending');
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(waited.value).toBe(false);
+  });
+});
+
+describe('CrawlService, parked claims', () => {
+  const cleanups: (() => void)[] = [];
+  afterEach(() => {
+    for (const cleanup of cleanups.splice(0).reverse()) cleanup();
+  });
+
+  /**
+   * A crawl with nothing to do now, on temporary files; the service reads the (fake) clock. Inject
+   * adds to a crawl only (one with a seed): the seed's robots.txt is leased to a fetcher that never
+   * answers, for longer than any test runs, so its origin waits and no other work exists.
+   */
+  async function idleService(): Promise<CrawlService> {
+    const dir = mkdtempSync(join(tmpdir(), 'petrel-claim-wake-'));
+    const archive = PageArchive.open(join(dir, 'pages.jsonl'));
+    const cache = CacheStore.open(join(dir, 'cache.btree'));
+    const crawlDb = CrawlDb.open(join(dir, 'crawldb.btree'));
+    const config = crawlConfigSchema.parse({ seeds: [`${ORIGIN_SEED}/index.html`], scope: 'any', delayMs: 0, leaseMs: 600_000, bloomCapacity: 1000 });
+    const service = new CrawlService(new Crawl(config, { archive, cache, crawlDb, robots: null, warc: null }, fetchScheduleOf(config), null), { clock: () => Date.now() });
+    service.start();
+    cleanups.push(() => {
+      service.close();
+      archive.close();
+      cache.close();
+      crawlDb.close();
+      rmSync(dir, { recursive: true, force: true });
+    });
+    robotsSlotOf(await service.claim(claimOf('seed-holder', 0), '127.0.0.1'), ORIGIN_SEED);
+    return service;
+  }
+
+  function claimOf(fetcherId: string, waitMs = 30_000): ClaimRequest {
+    return { protocolVersion: PROTOCOL_VERSION, fetcherId, name: fetcherId, capacity: 1, waitMs, stats: STATS };
+  }
+
+  function robotsSlotOf(response: ClaimResponse | 'pending', origin: string): void {
+    expect(response).toMatchObject({ kind: 'schedule', schedule: { slots: [{ origin, items: [{ i: 0, kind: 'robots', url: `${origin}/robots.txt` }] }] } });
+  }
+
+  it('answers a parked claim with a schedule when URLs are injected, with no timer run: woken, not polled', async () => {
+    const service = await idleService();
+    const claim = track(service.claim(claimOf('f1'), '127.0.0.1'));
+    await settle();
+    expect(claim.value).toBe('pending');
+    expect(service.waitingClaims).toBe(1);
+
+    service.inject([`${ORIGIN_A}/index.html`]);
+    await settle();
+    robotsSlotOf(claim.value, ORIGIN_A);
+    expect(service.waitingClaims).toBe(0);
+  });
+
+  it('a woken claim that finds the work taken waits again, and is answered wait at its own deadline', async () => {
+    const service = await idleService();
+    const claims = [track(service.claim(claimOf('f1'), '127.0.0.1')), track(service.claim(claimOf('f2'), '127.0.0.1'))];
+    await settle();
+    expect(service.waitingClaims).toBe(2);
+
+    service.inject([`${ORIGIN_A}/index.html`]);
+    await settle();
+    const answered = claims.filter((claim) => claim.value !== 'pending');
+    expect(answered).toHaveLength(1);
+    robotsSlotOf(answered[0]!.value, ORIGIN_A);
+    const other = claims.find((claim) => claim.value === 'pending')!;
+    expect(service.waitingClaims).toBe(1);
+
+    // Its deadline counts from its own start, not from the wake.
+    await vi.advanceTimersByTimeAsync(30_000 - 1);
+    expect(other.value).toBe('pending');
+    await vi.advanceTimersByTimeAsync(1);
+    expect(other.value).toEqual({ kind: 'wait' });
+  });
+
+  it('wakes a parked claim when results make an origin\'s pages claimable (robots.txt known)', async () => {
+    const service = await idleService();
+    service.inject([`${ORIGIN_A}/index.html`]);
+    const first = await service.claim(claimOf('f1', 0), '127.0.0.1');
+    robotsSlotOf(first, ORIGIN_A);
+    const parked = track(service.claim(claimOf('f2'), '127.0.0.1'));
+    await settle();
+    expect(parked.value).toBe('pending');
+
+    if (first.kind !== 'schedule') throw new Error('unreachable');
+    // robots.txt 404: everything allowed. The results are applied at once; their commit waits for a timer.
+    void service.results({ protocolVersion: PROTOCOL_VERSION, fetcherId: 'f1', scheduleId: first.schedule.id, results: [robotsResult(`${ORIGIN_A}/robots.txt`)] });
+    await settle();
+    expect(parked.value).toMatchObject({ kind: 'schedule', schedule: { slots: [{ origin: ORIGIN_A, items: [{ kind: 'page', url: `${ORIGIN_A}/index.html` }] }] } });
+  });
+
+  it('holds parked claims while paused and wakes them on resume', async () => {
+    const service = await idleService();
+    service.pause();
+    service.inject([`${ORIGIN_B}/index.html`]);
+    const claim = track(service.claim(claimOf('f1'), '127.0.0.1'));
+    await settle();
+    expect(claim.value).toBe('pending');
+    service.resume();
+    await settle();
+    robotsSlotOf(claim.value, ORIGIN_B);
+  });
+
+  it('releases every parked claim with wait when it closes', async () => {
+    const service = await idleService();
+    const claims = [track(service.claim(claimOf('f1'), '127.0.0.1')), track(service.claim(claimOf('f2'), '127.0.0.1'))];
+    await settle();
+    service.close();
+    await settle();
+    expect(claims.map((claim) => claim.value)).toEqual([{ kind: 'wait' }, { kind: 'wait' }]);
+  });
+});
+
+function robotsResult(url: string): ItemResult {
+  return {
+    slot: 0,
+    i: 0,
+    url,
+    fetchedAt: Date.now(),
+    durationMs: 1,
+    status: 404,
+    error: null,
+    contentType: null,
+    bytes: 0,
+    wireBytes: 0,
+    truncated: false,
+    redirectTo: null,
+    retryAfterMs: null,
+    cache: { etag: null, lastModified: null, date: null, age: null, expires: null, cacheControl: null },
+    signature: null,
+    page: null,
+    links: [],
+    robotsTxt: null,
+  };
+}
