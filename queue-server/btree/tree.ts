@@ -16,7 +16,8 @@
 import { BTreeError } from './errors.js';
 import { checkTree, type CheckReport } from './check.js';
 import { Cursor, lookup } from './cursor.js';
-import { copyKey, keyToHex, viewKey, type UrlKey } from './keys.js';
+import { copyKey, keyToHex, viewKey, type PageId, type UrlKey } from './keys.js';
+import type { BTNode } from './node.js';
 import { DEFAULT_PAGE_SIZE, isValidPageSize, maxValueBytes } from './page-codec.js';
 import { Pager } from './pager.js';
 import { WriteTxn } from './write-txn.js';
@@ -69,12 +70,14 @@ export interface EntriesOptions {
 export class BTree {
   readonly #pager: Pager;
   readonly #maxValue: number;
+  readonly #readNode: (id: PageId) => BTNode;
   #closed = false;
   #writing = false;
 
   private constructor(pager: Pager) {
     this.#pager = pager;
     this.#maxValue = maxValueBytes(pager.pageSize);
+    this.#readNode = (id) => pager.readNode(id);
   }
 
   static open(path: string, options: BTreeOpenOptions = {}): BTree {
@@ -98,8 +101,7 @@ export class BTree {
   /** The value stored under `key` (a copy), or null. Reads the last commit. */
   get(key: Uint8Array): Uint8Array | null {
     const pager = this.#pagerOpen();
-    const found = lookup(pager.meta.root, viewKey(key), (id) => pager.readNode(id));
-    return found === null ? null : new Uint8Array(found);
+    return lookup(pager.meta.root, viewKey(key), this.#readNode);
   }
 
   put(key: Uint8Array, value: Uint8Array): void {
@@ -132,7 +134,8 @@ export class BTree {
     const batch: WriteBatch = {
       put: (key, value) => {
         guard();
-        txn.put(copyKey(key), this.#acceptValue(key, value));
+        // Both are copied into the page at once (node.ts), so the caller may reuse its buffers.
+        txn.put(viewKey(key), this.#acceptValue(key, value));
       },
       delete: (key) => {
         guard();
@@ -140,8 +143,7 @@ export class BTree {
       },
       get: (key) => {
         guard();
-        const found = txn.get(viewKey(key));
-        return found === null ? null : new Uint8Array(found);
+        return txn.get(viewKey(key));
       },
     };
     try {
@@ -165,7 +167,7 @@ export class BTree {
   }
 
   /** Entries in unsigned byte order of their keys, from `options.from` inclusive. See cursor.ts for how
-   * the iterator behaves across commits made while it is open. */
+   * the iterator behaves across commits made while it is open. Keys and values are copies. */
   entries(options: EntriesOptions = {}): IterableIterator<[Uint8Array, Uint8Array]> {
     const from: UrlKey | null = options.from === undefined ? null : copyKey(options.from);
     this.#pagerOpen();
@@ -229,6 +231,6 @@ export class BTree {
         `value for key ${keyToHex(key)} has ${value.length} bytes; max at page size ${this.#pager.pageSize} is ${this.#maxValue}`,
       );
     }
-    return new Uint8Array(value);
+    return value;
   }
 }
