@@ -26,11 +26,22 @@ export interface CursorSource {
 
 /** The stored value for `key`, copied into its own buffer, or null. */
 export function lookup(root: PageId | null, key: Uint8Array, readNode: ReadNode): Uint8Array | null {
+  const found = findLeaf(root, key, readNode);
+  return found === null ? null : found.node.copyValueAt(found.index);
+}
+
+/** The stored value for `key` handed to `use` as a view into its page (valid only during the call), or null. */
+export function lookupWith<T>(root: PageId | null, key: Uint8Array, readNode: ReadNode, use: (value: Uint8Array) => T): T | null {
+  const found = findLeaf(root, key, readNode);
+  return found === null ? null : use(found.node.valueAt(found.index));
+}
+
+function findLeaf(root: PageId | null, key: Uint8Array, readNode: ReadNode): { node: BTNode; index: number } | null {
   if (root === null) return null;
   let node = readNode(root);
   while (node.kind === 'branch') node = readNode(node.childAt(node.childIndex(key)));
-  const i = node.lowerBound(key);
-  return i < node.count && node.compareAt(i, key) === 0 ? node.copyValueAt(i) : null;
+  const index = node.lowerBound(key);
+  return index < node.count && node.compareAt(index, key) === 0 ? { node, index } : null;
 }
 
 /** A branch on the cursor's path: its page id (re-read when needed; the cache may evict it) and the child descended into. */

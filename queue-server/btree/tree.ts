@@ -15,7 +15,7 @@
  */
 import { BTreeError } from './errors.js';
 import { checkTree, type CheckReport } from './check.js';
-import { Cursor, lookup } from './cursor.js';
+import { Cursor, lookup, lookupWith } from './cursor.js';
 import { copyKey, keyToHex, viewKey, type PageId, type UrlKey } from './keys.js';
 import type { BTNode } from './node.js';
 import { DEFAULT_PAGE_SIZE, isValidPageSize, maxValueBytes } from './page-codec.js';
@@ -102,6 +102,17 @@ export class BTree {
   get(key: Uint8Array): Uint8Array | null {
     const pager = this.#pagerOpen();
     return lookup(pager.meta.root, viewKey(key), this.#readNode);
+  }
+
+  /**
+   * The value stored under `key`, handed to `decode` as a view into its page instead of a copy, and
+   * what `decode` returns; null when absent. The view is valid only during the call (it must not be
+   * kept, and `decode` must not use the tree): for readers that turn the bytes into something else at
+   * once, so that no copy is made.
+   */
+  read<T>(key: Uint8Array, decode: (value: Uint8Array) => T): T | null {
+    const pager = this.#pagerOpen();
+    return lookupWith(pager.meta.root, viewKey(key), this.#readNode, decode);
   }
 
   put(key: Uint8Array, value: Uint8Array): void {
