@@ -83,8 +83,6 @@ export const FETCHER_PATIENCE_SETTINGS = {
 
 /** While the queue server is unreachable the fetcher says it is still waiting this often (or a third of --give-up-after, if shorter), ms. */
 export const STILL_WAITING_EVERY_MS = 30_000;
-/** Failures to reach the queue server within this long of the first are not reported. */
-export const QUIET_UNREACHABLE_MS = 1000;
 
 /** The settings' values as the commands parse them: numbers, optional texts, booleans, lists of strings. */
 export type FetcherSettingValues = {

@@ -10,7 +10,7 @@
  * the rest of the slot goes back to the queue server when its lease runs out), or, with `giveUpAfterMs`,
  * the queue server has been unreachable that long.
  *
- * A queue server that does not answer is said so: when requests to it have failed twice and for a second (QUIET_UNREACHABLE_MS), then every
+ * A queue server that does not answer is said so: when a request to it fails a second time, then every
  * STILL_WAITING_EVERY_MS (or a third of giveUpAfterMs) while it stays away, and once it is back.
  */
 import { setMaxListeners } from 'node:events';
@@ -20,7 +20,7 @@ import type { AddressPolicy } from './address-guard.js';
 import { createCrawlAgent, TIMER_SLACK_MS, type DownloadOptions } from './download.js';
 import { fetchItem, preloadExtractor } from './fetch-item.js';
 import { QueueClient, QueueServerError, StoppedError } from './queue-client.js';
-import { STILL_WAITING_EVERY_MS, QUIET_UNREACHABLE_MS } from './defaults.js';
+import { STILL_WAITING_EVERY_MS } from './defaults.js';
 import { formatApproxDuration, formatDuration } from '../shared/duration.js';
 
 export interface FetcherOptions {
@@ -140,9 +140,8 @@ export class Fetcher {
       this.abort();
       return;
     }
-    // One failure is no news (a connection the queue server closed, a restart, a queue server that
-    // finished a moment before the fetcher heard): say so from the second, once it lasts a second.
-    if (this.#lastNotice === null && (attempt < 2 || away < QUIET_UNREACHABLE_MS)) return;
+    // One failure is no news (a connection the queue server closed, a restart): say so from the second.
+    if (this.#lastNotice === null && attempt < 2) return;
     // A 5xx answer (busy, storage unavailable) is a queue server that is there but cannot take work now.
     const answering = error instanceof QueueServerError;
     if (this.#lastNotice === null) {

@@ -17,6 +17,7 @@ import { newCrawlDbRecord, type CrawlDbRecord } from '../crawldb/record.js';
 import type { Frontier } from '../frontier/frontier.js';
 import type { RecentEvents } from '../crawl/recent-events.js';
 import type { RobotsStore } from '../robots/robots-store.js';
+import { KnownLinks } from './known-links.js';
 import { makeScopeFilter, type ScopeFilter } from './scope.js';
 import { SeenSet } from './seen-set.js';
 import type { UrlPlacement } from '../frontier/url-placement.js';
@@ -39,6 +40,8 @@ export class Admission {
   #seeds: NormalizedUrl[];
   #inScope: ScopeFilter;
   readonly #urlRules = DEFAULT_URL_RULES;
+  /** Link strings already known to be seen (known-links.ts); dropped with the seen-set. */
+  readonly #known = new KnownLinks();
 
   constructor(config: CrawlConfig, parts: AdmissionParts) {
     this.#parts = parts;
@@ -58,6 +61,7 @@ export class Admission {
     this.#seeds = config.seeds.map(mustBeSeed);
     this.#inScope = makeScopeFilter(config.scope, this.#seeds);
     this.#seen = this.#newSeenSet();
+    this.#known.clear();
   }
 
   /** Adds a seed to the running crawl (it widens a prefix scope); a seed given twice is kept once. */
@@ -90,7 +94,13 @@ export class Admission {
     const capped = links.length > LIMITS.linksPerPage ? links.slice(0, LIMITS.linksPerPage) : links;
     // OPIC: a page's importance is shared out equally among its outlinks.
     const share = capped.length > 0 ? parentScore / capped.length : 0;
+    const opic = this.#config.order === 'opic';
     for (const link of capped) {
+      const known = this.#known.get(link);
+      if (known !== undefined) {
+        if (known !== null && share > 0 && opic) this.#addScore(known, share);
+        continue;
+      }
       const normalized = normalizeUrl(link, base);
       if (!normalized.ok) {
         if (normalized.code === 'url-too-long') this.reject(link, normalized.code, now);
@@ -102,7 +112,9 @@ export class Admission {
         continue;
       }
       if (!this.#inScope(ruled.url)) continue;
-      this.admit(ruled.url, normalized.origin, depth, share, now, redirectHops);
+      const hash = urlHash(ruled.url);
+      const outcome = this.#admitHashed(ruled.url, hash, normalized.origin, depth, share, now, redirectHops);
+      if (outcome !== 'refused') this.#known.add(link, opic ? hash : null);
     }
   }
 
@@ -114,22 +126,26 @@ export class Admission {
 
   /** Admits a newly discovered URL; returns false when it was already known. */
   admit(url: NormalizedUrl, origin: string, depth: number, score: number, now: number, redirectHops = 0): boolean {
-    const hash = urlHash(url);
+    return this.#admitHashed(url, urlHash(url), origin, depth, score, now, redirectHops) === 'admitted';
+  }
+
+  /** `admit` with the hash at hand: admitted now, seen before, or refused (and not marked seen). */
+  #admitHashed(url: NormalizedUrl, hash: UrlHash, origin: string, depth: number, score: number, now: number, redirectHops: number): 'admitted' | 'seen' | 'refused' {
     if (this.#seen.has(hash)) {
       // OPIC cash reaching a known page is worth a crawl database write only when it decides the order.
       if (score > 0 && this.#config.order === 'opic') this.#addScore(hash, score);
-      return false;
+      return 'seen';
     }
     if (this.#parts.frontier.queued >= this.#config.maxQueuedUrls) {
       // Bounded memory: the URL is not marked seen, so a later discovery can still admit it.
       this.#parts.stats.counters.frontierOverflow++;
-      return false;
+      return 'refused';
     }
     const queue = this.#parts.frontier.origin(origin);
     if (queue.admitted >= this.#config.maxPagesPerHost) {
       // The per-host budget: whatever trap got past the URL rules costs at most this many URLs.
       this.reject(url, 'trap-budget', now);
-      return false;
+      return 'refused';
     }
     queue.countAdmitted();
     this.#seen.addIfNew(hash);
@@ -140,7 +156,7 @@ export class Admission {
     const entry = this.#parts.frontier.add(origin, url, hash, depth, now, this.#priorityOf(depth, score));
     if (redirectHops > 0) entry.redirectHops = redirectHops;
     this.#parts.placement.pending(entry);
-    return true;
+    return 'admitted';
   }
 
   /** Frontier order: breadth-first by depth, or page importance (higher OPIC score first). */

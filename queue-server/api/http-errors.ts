@@ -5,7 +5,7 @@
  */
 import type { NextFunction, Request, Response } from 'express';
 import type { z } from 'zod';
-import { describeZodError } from '../../shared/protocol.js';
+import { describeZodError, parseProtocolBody } from '../../shared/protocol.js';
 import { StorageUnavailableError } from '../crawl/storage-error.js';
 
 export interface HttpErrorExtras {
@@ -27,12 +27,12 @@ export class HttpError extends Error {
   }
 }
 
-/** Validates a JSON body against `schema`; a bad one is a 400 naming the fields. */
+/** Validates a JSON body against `schema` (through the protocol's fast path, same verdicts); a bad one is a 400 naming the fields. */
 export function parseBody<T extends z.ZodType>(schema: T, body: unknown): z.infer<T> {
   if (body === undefined || body === null || typeof body !== 'object') {
     throw new HttpError(400, 'bad-request', 'expected a JSON object body with Content-Type: application/json');
   }
-  const parsed = schema.safeParse(body);
+  const parsed = parseProtocolBody(schema, body);
   if (!parsed.success) throw new HttpError(400, 'invalid-body', describeZodError(parsed.error));
   return parsed.data;
 }

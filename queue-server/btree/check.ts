@@ -22,8 +22,17 @@
  */
 import { BTreeError } from './errors.js';
 import { compareKeys, keyToHex, type PageId, type UrlKey } from './keys.js';
-import { BTNode } from './node.js';
-import { META_PAGES, maxValueBytes, type PageRecord } from './page-codec.js';
+import {
+  META_PAGES,
+  PAGE_HEADER_BYTES,
+  branchBytes,
+  leafBytes,
+  maxValueBytes,
+  minFillBytes,
+  type BranchRecord,
+  type LeafRecord,
+  type PageRecord,
+} from './page-codec.js';
 import type { Pager } from './pager.js';
 
 export interface CheckFault {
@@ -112,21 +121,22 @@ class Checker {
       this.#fault('PAGE_KIND', id, `tree points at a ${rec.kind} page`);
       return;
     }
-    const node = BTNode.fromRecord(id, rec);
+    const node = rec;
     const pageSize = this.#pager.pageSize;
     const height = this.#pager.meta.height;
-    this.#checkKeys(node, at.lo, at.hi);
-    if (!at.isRoot && node.isUnderfull(pageSize)) {
-      this.#fault('UNDERFILL', id, `${node.kind} uses ${node.encodedBytes} of ${pageSize} bytes`);
+    this.#checkKeys(id, node, at.lo, at.hi);
+    const used = encodedBytes(node);
+    if (!at.isRoot && used - PAGE_HEADER_BYTES < minFillBytes(pageSize)) {
+      this.#fault('UNDERFILL', id, `${node.kind} uses ${used} of ${pageSize} bytes`);
     }
     if (node.kind === 'leaf') {
       if (at.depth !== height) this.#fault('DEPTH', id, `leaf at depth ${at.depth}, meta height ${height}`);
-      if (node.count === 0) this.#fault('UNDERFILL', id, 'empty leaf');
+      if (node.keys.length === 0) this.#fault('UNDERFILL', id, 'empty leaf');
       const max = maxValueBytes(pageSize);
       node.values.forEach((v, i) => {
         if (v.length > max) this.#fault('VALUE_TOO_LARGE', id, `value ${i} has ${v.length} bytes, max ${max}`);
       });
-      this.#keys += node.count;
+      this.#keys += node.keys.length;
       return;
     }
     if (at.depth >= height) {
@@ -138,22 +148,22 @@ class Checker {
       this.#walk(child, {
         depth: at.depth + 1,
         lo: i === 0 ? at.lo : node.keys[i - 1]!,
-        hi: i === node.count ? at.hi : node.keys[i]!,
+        hi: i === node.keys.length ? at.hi : node.keys[i]!,
         isRoot: false,
       });
     });
   }
 
   /** Keys ascend strictly and lie in [lo, hi). */
-  #checkKeys(node: BTNode, lo: UrlKey | null, hi: UrlKey | null): void {
+  #checkKeys(id: PageId, node: LeafRecord | BranchRecord, lo: UrlKey | null, hi: UrlKey | null): void {
     node.keys.forEach((key, i) => {
       const prev = i === 0 ? null : node.keys[i - 1]!;
       if (prev !== null && compareKeys(prev, key) >= 0) {
-        this.#fault('KEY_ORDER', node.id, `key ${keyToHex(key)} at ${i} does not follow ${keyToHex(prev)}`);
+        this.#fault('KEY_ORDER', id, `key ${keyToHex(key)} at ${i} does not follow ${keyToHex(prev)}`);
       }
       if ((lo !== null && compareKeys(key, lo) < 0) || (hi !== null && compareKeys(key, hi) >= 0)) {
         const range = `[${lo === null ? '-inf' : keyToHex(lo)}, ${hi === null ? '+inf' : keyToHex(hi)})`;
-        this.#fault('KEY_ORDER', node.id, `key ${keyToHex(key)} outside the parent's range ${range}`);
+        this.#fault('KEY_ORDER', id, `key ${keyToHex(key)} outside the parent's range ${range}`);
       }
     });
   }
@@ -213,4 +223,12 @@ class Checker {
       this.#faults.push({ code: 'TOO_MANY_FAULTS', message: `stopped after ${MAX_FAULTS} faults` });
     }
   }
+}
+
+/** The bytes a node page uses, header included. */
+function encodedBytes(node: LeafRecord | BranchRecord): number {
+  if (node.kind === 'branch') return branchBytes(node.keys.length);
+  let values = 0;
+  for (const v of node.values) values += v.length;
+  return leafBytes(node.keys.length, values);
 }

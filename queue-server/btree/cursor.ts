@@ -2,13 +2,14 @@
  * Read paths: point lookup and the ordered cursor. Both read through a `readNode` function, so the same
  * code serves the committed tree (pages via the cache) and a write transaction's private view.
  *
- * The cursor is live: it holds a root-to-leaf path of nodes from the commit it last saw. If a commit
- * happens between two `next()` calls, those nodes may describe pages that are now free and about to be
+ * The cursor is live: it holds a root-to-leaf path (branch page ids and a copy of the leaf) from the commit
+ * it last saw. If a commit happens between two `next()` calls, those pages may now be free and about to be
  * reused, so the cursor drops its path and re-seeks to the first key after the last one it returned in the
  * new tree. Entries written behind the cursor are not seen; entries ahead of it are.
  */
-import { compareKeys, type PageId, type UrlKey } from './keys.js';
+import { KEY_BYTES, type PageId, type UrlKey } from './keys.js';
 import type { BTNode } from './node.js';
+import { PAGE_HEADER_BYTES, leafLengthsAt, leafValuesAt, u16 } from './page-codec.js';
 
 export type ReadNode = (id: PageId) => BTNode;
 
@@ -23,19 +24,76 @@ export interface CursorSource {
   readNode: ReadNode;
 }
 
-/** The stored value for `key` (a view into a cached page: copy before handing it out), or null. */
+/** The stored value for `key`, copied into its own buffer, or null. */
 export function lookup(root: PageId | null, key: Uint8Array, readNode: ReadNode): Uint8Array | null {
-  if (root === null) return null;
-  let node = readNode(root);
-  while (node.kind === 'branch') node = readNode(node.children[node.childIndex(key)]!);
-  const i = node.lowerBound(key);
-  return i < node.count && compareKeys(node.keys[i]!, key) === 0 ? node.values[i]! : null;
+  const found = findLeaf(root, key, readNode);
+  return found === null ? null : found.node.copyValueAt(found.index);
 }
 
-interface Frame {
-  readonly node: BTNode;
-  /** Branch: child currently descended into. Leaf: next entry to return. */
+/** The stored value for `key` handed to `use` as a view into its page (valid only during the call), or null. */
+export function lookupWith<T>(root: PageId | null, key: Uint8Array, readNode: ReadNode, use: (value: Uint8Array) => T): T | null {
+  const found = findLeaf(root, key, readNode);
+  return found === null ? null : use(found.node.valueAt(found.index));
+}
+
+function findLeaf(root: PageId | null, key: Uint8Array, readNode: ReadNode): { node: BTNode; index: number } | null {
+  if (root === null) return null;
+  let node = readNode(root);
+  while (node.kind === 'branch') node = readNode(node.childAt(node.childIndex(key)));
+  const index = node.lowerBound(key);
+  return index < node.count && node.compareAt(index, key) === 0 ? { node, index } : null;
+}
+
+/** A branch on the cursor's path: its page id (re-read when needed; the cache may evict it) and the child descended into. */
+interface BranchFrame {
+  readonly id: PageId;
   index: number;
+}
+
+/**
+ * The leaf the cursor is in: a private copy of its bytes (the cached page may be evicted and its buffer
+ * reused while the cursor waits), read in place.
+ */
+class LeafFrame {
+  readonly #bytes: Uint8Array;
+  readonly #count: number;
+  readonly #lengthsAt: number;
+  /** Next entry to return, and where its value starts in #bytes. */
+  #index: number;
+  #valueAt: number;
+
+  constructor(node: BTNode, index: number) {
+    this.#bytes = node.copyBytes();
+    this.#count = node.count;
+    this.#lengthsAt = leafLengthsAt(this.#count);
+    this.#index = 0;
+    this.#valueAt = leafValuesAt(this.#count);
+    while (this.#index < index) this.#skip();
+  }
+
+  get done(): boolean {
+    return this.#index >= this.#count;
+  }
+
+  /** The key of the entry `take` returned last, as a view into the private copy (nothing writes it). */
+  lastKey(): Uint8Array {
+    const at = PAGE_HEADER_BYTES + (this.#index - 1) * KEY_BYTES;
+    return this.#bytes.subarray(at, at + KEY_BYTES);
+  }
+
+  /** Returns copies of the next entry's key and value (each with its own buffer), and moves past it. */
+  take(): [Uint8Array, Uint8Array] {
+    const at = PAGE_HEADER_BYTES + this.#index * KEY_BYTES;
+    const length = u16(this.#bytes, this.#lengthsAt + 2 * this.#index);
+    const entry: [Uint8Array, Uint8Array] = [this.#bytes.slice(at, at + KEY_BYTES), this.#bytes.slice(this.#valueAt, this.#valueAt + length)];
+    this.#skip();
+    return entry;
+  }
+
+  #skip(): void {
+    this.#valueAt += u16(this.#bytes, this.#lengthsAt + 2 * this.#index);
+    this.#index++;
+  }
 }
 
 /** Ordered iteration over [key, value] copies, starting at `from` (inclusive) or the smallest key. */
@@ -43,9 +101,10 @@ export class Cursor implements IterableIterator<[Uint8Array, Uint8Array]> {
   readonly #source: CursorSource;
   readonly #from: UrlKey | null;
   /** Last key returned; the cursor resumes strictly after it when it has to re-seek. */
-  #after: UrlKey | null = null;
+  #after: Uint8Array | null = null;
   #txid = -1;
-  #stack: Frame[] = [];
+  #branches: BranchFrame[] = [];
+  #leaf: LeafFrame | null = null;
   #done = false;
 
   constructor(source: CursorSource, from: UrlKey | null) {
@@ -64,57 +123,60 @@ export class Cursor implements IterableIterator<[Uint8Array, Uint8Array]> {
     const leaf = this.#settle();
     if (leaf === null) {
       this.#done = true;
-      this.#stack = [];
+      this.#branches = [];
+      this.#leaf = null;
       return { done: true, value: undefined };
     }
-    const key = leaf.node.keys[leaf.index]!;
-    const value = leaf.node.values[leaf.index]!;
-    leaf.index++;
-    this.#after = key;
-    return { done: false, value: [new Uint8Array(key), new Uint8Array(value)] };
+    const entry = leaf.take();
+    // Not the key handed out: the caller may write into that one.
+    this.#after = leaf.lastKey();
+    return { done: false, value: entry };
   }
 
   #seek(view: ReadView): void {
     this.#txid = view.txid;
-    this.#stack = [];
+    this.#branches = [];
+    this.#leaf = null;
     if (view.root === null) return;
     const key = this.#after ?? this.#from;
-    let node = this.#source.readNode(view.root);
-    while (node.kind === 'branch') {
-      const index = key === null ? 0 : node.childIndex(key);
-      this.#stack.push({ node, index });
-      node = this.#source.readNode(node.children[index]!);
-    }
-    let index = key === null ? 0 : node.lowerBound(key);
-    if (this.#after !== null && index < node.count && compareKeys(node.keys[index]!, this.#after) === 0) index++;
-    this.#stack.push({ node, index });
-  }
-
-  /** Moves past exhausted leaves to the next entry; returns its leaf frame, or null at the end. */
-  #settle(): Frame | null {
-    for (;;) {
-      const top = this.#stack[this.#stack.length - 1];
-      if (top === undefined) return null;
-      if (top.node.kind === 'leaf') {
-        if (top.index < top.node.count) return top;
-        this.#stack.pop();
-        continue;
-      }
-      top.index++;
-      if (top.index >= top.node.children.length) {
-        this.#stack.pop();
-        continue;
-      }
-      this.#descendLeftmost(top.node.children[top.index]!);
-    }
-  }
-
-  #descendLeftmost(id: PageId): void {
+    let id = view.root;
     let node = this.#source.readNode(id);
     while (node.kind === 'branch') {
-      this.#stack.push({ node, index: 0 });
-      node = this.#source.readNode(node.children[0]!);
+      const index = key === null ? 0 : node.childIndex(key);
+      this.#branches.push({ id, index });
+      id = node.childAt(index);
+      node = this.#source.readNode(id);
     }
-    this.#stack.push({ node, index: 0 });
+    let index = key === null ? 0 : node.lowerBound(key);
+    if (this.#after !== null && index < node.count && node.compareAt(index, this.#after) === 0) index++;
+    this.#leaf = new LeafFrame(node, index);
+  }
+
+  /** Moves past exhausted leaves to the next entry; returns its leaf, or null at the end. */
+  #settle(): LeafFrame | null {
+    for (;;) {
+      if (this.#leaf !== null && !this.#leaf.done) return this.#leaf;
+      this.#leaf = null;
+      const top = this.#branches[this.#branches.length - 1];
+      if (top === undefined) return null;
+      const branch = this.#source.readNode(top.id);
+      top.index++;
+      if (top.index >= branch.childCount) {
+        this.#branches.pop();
+        continue;
+      }
+      this.#descendLeftmost(branch.childAt(top.index));
+    }
+  }
+
+  #descendLeftmost(start: PageId): void {
+    let id = start;
+    let node = this.#source.readNode(id);
+    while (node.kind === 'branch') {
+      this.#branches.push({ id, index: 0 });
+      id = node.childAt(0);
+      node = this.#source.readNode(id);
+    }
+    this.#leaf = new LeafFrame(node, 0);
   }
 }

@@ -26,7 +26,9 @@ export type BTreeErrorCode =
   /** A write was started inside another write's callback, or the callback returned a promise. */
   | 'BTREE_TXN_MISUSE'
   /** Writing or syncing the file failed during a commit; the handle refuses further work (reopen). */
-  | 'BTREE_IO';
+  | 'BTREE_IO'
+  /** The file is a Petrel B-Tree of another format version (an older Petrel wrote it). */
+  | 'BTREE_VERSION';
 
 export type BTreeErrorDisposition = 'skip' | 'fatal';
 
@@ -40,6 +42,7 @@ const DISPOSITION: Readonly<Record<BTreeErrorCode, BTreeErrorDisposition>> = {
   BTREE_READ_ONLY: 'fatal',
   BTREE_TXN_MISUSE: 'fatal',
   BTREE_IO: 'fatal',
+  BTREE_VERSION: 'fatal',
 };
 
 export interface BTreeErrorContext {

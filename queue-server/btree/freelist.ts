@@ -38,6 +38,11 @@ export class Freelist {
     return this.#pageCount;
   }
 
+  /** Pages the open transaction released (durable pages it no longer references). */
+  get released(): readonly PageId[] {
+    return this.#pending;
+  }
+
   get inTransaction(): boolean {
     return this.#snapshot !== null;
   }

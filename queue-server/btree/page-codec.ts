@@ -10,11 +10,16 @@
  *   | u32  | u8   | u8   | u16    | u32      | u32      |                       |
  *   +------+------+------+--------+----------+----------+---------------- ... --+
  *
- * `crc` is CRC-32C of bytes [4, pageSize): a torn, zeroed, misdirected or bit-flipped page fails it (the
- * page id inside the checksummed area catches a correct page written at the wrong offset). Decoding never
- * returns data from a page that fails: it throws `BTREE_CORRUPT` with the page number.
+ * `crc` is CRC-32 (zlib's, ISO-HDLC) of bytes [4, pageSize): a torn, zeroed, misdirected or bit-flipped
+ * page fails it (the page id inside the checksummed area catches a correct page written at the wrong
+ * offset). Decoding never returns data from a page that fails: it throws `BTREE_CORRUPT` with the page
+ * number.
+ *
+ * Two ways in: the records below (`decodePage`, `encodeLeaf`, ...) for the checker, the free list and the
+ * tests; and, for the hot path, `verifyNodePage` plus the offset helpers (`leafLengthsAt`, ...) with which
+ * node.ts reads and edits tree pages in place, in exactly these layouts.
  */
-import { crc32c } from './crc32c.js';
+import { crc32 } from 'node:zlib';
 import { corruptPage } from './errors.js';
 import { KEY_BYTES, asPageId, type PageId, type UrlKey } from './keys.js';
 
@@ -28,7 +33,12 @@ export const META_PAGES = 2;
 export const LEAF_ENTRY_OVERHEAD = KEY_BYTES + 2;
 /** Per-separator bytes in a branch: the key and one more u32 child pointer. */
 export const BRANCH_ENTRY_BYTES = KEY_BYTES + 4;
-export const FORMAT_VERSION = 1;
+/**
+ * Version 2: the page checksum is CRC-32 (zlib, native) instead of version 1's CRC-32C in JavaScript,
+ * about five times faster per page; the layouts are otherwise those of version 1. A version 1 file is
+ * refused with BTREE_VERSION.
+ */
+export const FORMAT_VERSION = 2;
 
 const OFF_CRC = 0;
 const OFF_KIND = 4;
@@ -154,13 +164,99 @@ function newPage(pageSize: number, kind: number, id: number, count: number, next
   return bytes;
 }
 
+/** The checksum of a page: CRC-32 of bytes [4, pageSize). */
+export function pageChecksum(bytes: Uint8Array, pageSize: number = bytes.length): number {
+  return crc32(bytes.subarray(4, pageSize));
+}
+
 function seal(bytes: Uint8Array): Uint8Array {
-  view(bytes).setUint32(OFF_CRC, crc32c(bytes, 4), true);
+  setU32(bytes, OFF_CRC, pageChecksum(bytes));
   return bytes;
 }
 
 function checksumOk(bytes: Uint8Array): boolean {
-  return view(bytes).getUint32(OFF_CRC, true) === crc32c(bytes, 4);
+  return u32(bytes, OFF_CRC) === pageChecksum(bytes);
+}
+
+// ---- in-place access for node.ts: little-endian integers and where each part of a node page starts ----
+
+export function u16(b: Uint8Array, at: number): number {
+  return b[at]! | (b[at + 1]! << 8);
+}
+
+export function u32(b: Uint8Array, at: number): number {
+  return (b[at]! | (b[at + 1]! << 8) | (b[at + 2]! << 16) | (b[at + 3]! << 24)) >>> 0;
+}
+
+export function setU16(b: Uint8Array, at: number, v: number): void {
+  b[at] = v & 0xff;
+  b[at + 1] = (v >>> 8) & 0xff;
+}
+
+export function setU32(b: Uint8Array, at: number, v: number): void {
+  b[at] = v & 0xff;
+  b[at + 1] = (v >>> 8) & 0xff;
+  b[at + 2] = (v >>> 16) & 0xff;
+  b[at + 3] = (v >>> 24) & 0xff;
+}
+
+/** Leaf with n entries: keys start at PAGE_HEADER_BYTES, the u16 lengths here, the values at leafValuesAt. */
+export function leafLengthsAt(n: number): number {
+  return PAGE_HEADER_BYTES + n * KEY_BYTES;
+}
+
+export function leafValuesAt(n: number): number {
+  return PAGE_HEADER_BYTES + n * LEAF_ENTRY_OVERHEAD;
+}
+
+/** Branch with n keys: the n + 1 u32 children start at PAGE_HEADER_BYTES, the keys here. */
+export function branchKeysAt(n: number): number {
+  return PAGE_HEADER_BYTES + 4 * (n + 1);
+}
+
+/**
+ * Finishes a tree page built in place in `bytes` (which may be longer than a page while a node is being
+ * edited): header, zeros from `used` to the end of the page, checksum. Returns the page's bytes.
+ */
+export function sealNode(bytes: Uint8Array, kind: 'leaf' | 'branch', id: PageId, count: number, used: number, pageSize: number): Uint8Array {
+  if (used > pageSize) throw new Error(`bug: ${kind} ${id} of ${used} bytes does not fit ${pageSize}`);
+  const page = bytes.length === pageSize ? bytes : bytes.subarray(0, pageSize);
+  page[OFF_KIND] = kind === 'leaf' ? KIND_LEAF : KIND_BRANCH;
+  page[OFF_KIND + 1] = 0;
+  setU16(page, OFF_COUNT, count);
+  setU32(page, OFF_ID, id);
+  setU32(page, OFF_NEXT, 0);
+  page.fill(0, used);
+  setU32(page, OFF_CRC, pageChecksum(page));
+  return page;
+}
+
+/**
+ * Verifies a tree page read from offset id * pageSize without decoding it (the read path of the cache):
+ * checksum, page id, kind, and that its entries fit. Throws `BTREE_CORRUPT` like `decodePage`.
+ */
+export function verifyNodePage(bytes: Uint8Array, id: PageId): { kind: 'leaf' | 'branch'; count: number; used: number } {
+  const pageSize = bytes.length;
+  if (!checksumOk(bytes)) throw corruptPage(id, 'checksum mismatch (torn or damaged page)');
+  const storedId = u32(bytes, OFF_ID);
+  if (storedId !== id) throw corruptPage(id, `page claims to be page ${storedId} (misdirected write)`);
+  const kind = bytes[OFF_KIND]!;
+  const n = u16(bytes, OFF_COUNT);
+  if (kind === KIND_BRANCH) {
+    const used = branchBytes(n);
+    if (used > pageSize) throw corruptPage(id, `branch count ${n} does not fit the page`);
+    return { kind: 'branch', count: n, used };
+  }
+  if (kind !== KIND_LEAF) {
+    const name = kind === KIND_META ? 'meta' : kind === KIND_FREELIST ? 'freelist' : `kind ${kind}`;
+    throw corruptPage(id, `expected a tree node, found a ${name} page`);
+  }
+  let used = leafValuesAt(n);
+  if (used > pageSize) throw corruptPage(id, `leaf count ${n} does not fit the page`);
+  const lengths = leafLengthsAt(n);
+  for (let i = 0; i < n; i++) used += u16(bytes, lengths + 2 * i);
+  if (used > pageSize) throw corruptPage(id, 'leaf values run past the page end');
+  return { kind: 'leaf', count: n, used };
 }
 
 export function encodeLeaf(id: PageId, rec: Omit<LeafRecord, 'kind'>, pageSize: number): Uint8Array {
@@ -243,6 +339,17 @@ export function probeMetaPageSize(head: Uint8Array): number | null {
   if (dv.getUint32(OFF_VERSION, true) !== FORMAT_VERSION) return null;
   const pageSize = dv.getUint32(OFF_PAGE_SIZE, true);
   return isValidPageSize(pageSize) ? pageSize : null;
+}
+
+/**
+ * The format version a meta page's first `META_PROBE_BYTES` bytes announce, when they carry the magic of
+ * a Petrel B-Tree (of any version); null otherwise. Lets open tell a file of another version from a
+ * damaged one.
+ */
+export function probeMetaVersion(head: Uint8Array): number | null {
+  if (head.length < META_PROBE_BYTES || head[OFF_KIND] !== KIND_META) return null;
+  for (let i = 0; i < META_MAGIC.length; i++) if (head[OFF_MAGIC + i] !== META_MAGIC[i]) return null;
+  return u32(head, OFF_VERSION);
 }
 
 /** Decodes and verifies one page read from offset id * pageSize. Throws `BTREE_CORRUPT` on any doubt. */

@@ -18,6 +18,7 @@ import { asPageId, type PageId } from './keys.js';
 import { BTNode } from './node.js';
 import { PageCache } from './page-cache.js';
 import {
+  FORMAT_VERSION,
   MAX_PAGE_SIZE,
   META_PAGES,
   META_PROBE_BYTES,
@@ -28,6 +29,8 @@ import {
   encodeMeta,
   freelistCapacity,
   probeMetaPageSize,
+  probeMetaVersion,
+  verifyNodePage,
   type MetaFields,
   type PageRecord,
 } from './page-codec.js';
@@ -74,7 +77,7 @@ export class Pager {
     this.#meta = meta;
     this.#chain = chain;
     this.#freelist = new Freelist(freeIds, meta.pageCount);
-    this.#cache = new PageCache(opts.cachePages);
+    this.#cache = new PageCache(opts.cachePages, meta.pageSize);
   }
 
   static open(path: string, opts: PagerOptions): Pager {
@@ -139,15 +142,16 @@ export class Pager {
     return this.#io.size(this.#usableFd());
   }
 
-  /** A tree node, through the cache. Throws `BTREE_CORRUPT` for a damaged page or a non-node page. */
+  /**
+   * A tree node, through the cache. Throws `BTREE_CORRUPT` for a damaged page or a non-node page. The node
+   * is valid until the next page read (node.ts, "Ownership and lifetime").
+   */
   readNode(id: PageId): BTNode {
     const cached = this.#cache.get(id);
     if (cached !== undefined) return cached;
-    const rec = this.readPage(id);
-    if (rec.kind !== 'leaf' && rec.kind !== 'branch') {
-      throw corruptPage(id, `expected a tree node, found a ${rec.kind} page`);
-    }
-    const node = BTNode.fromRecord(id, rec);
+    const buf = this.#readNodePage(id);
+    const { kind, count, used } = verifyOrGiveBack(this.#cache, buf, id);
+    const node = BTNode.fromPage(id, buf, kind, count, used);
     this.#cache.set(id, node);
     return node;
   }
@@ -160,6 +164,40 @@ export class Pager {
   metaCopies(): [MetaFields | null, MetaFields | null] {
     const fd = this.#usableFd();
     return [tryReadMeta(this.#io, fd, 0, this.pageSize), tryReadMeta(this.#io, fd, 1, this.pageSize)];
+  }
+
+  /**
+   * A writable copy of node `id` under page id `copyId`, for a write transaction: copied from the cache
+   * when the page is there, else read straight into the copy's buffer without filling the cache with a
+   * page the commit will release.
+   */
+  copyForWrite(id: PageId, copyId: PageId): BTNode {
+    const cached = this.#cache.get(id);
+    if (cached !== undefined) return cached.cloneAs(copyId, this.#cache);
+    this.#cache.countMiss();
+    const buf = this.#readNodePage(id);
+    const { kind, count, used } = verifyOrGiveBack(this.#cache, buf, id);
+    return BTNode.fromPage(copyId, buf, kind, count, used, this.#cache);
+  }
+
+  /** Where a write transaction gets buffers for its nodes. */
+  get buffers(): PageCache {
+    return this.#cache;
+  }
+
+  #readNodePage(id: PageId): Uint8Array {
+    const fd = this.#usableFd();
+    if (!Number.isInteger(id) || id < META_PAGES || id >= this.#meta.pageCount) {
+      throw corruptPage(id, `page reference out of range [${META_PAGES}, ${this.#meta.pageCount})`);
+    }
+    const buf = this.#cache.take();
+    try {
+      readInto(this.#io, fd, buf, id * this.pageSize, id);
+    } catch (err) {
+      this.#cache.give(buf);
+      throw err;
+    }
+    return buf;
   }
 
   /** Any page, verified, bypassing the cache (the checker uses this so it sees the bytes on disk). */
@@ -208,8 +246,10 @@ export class Pager {
     let writes: Array<{ id: PageId; bytes: Uint8Array }>;
     let next: MetaFields;
     let layout: { chain: PageId[]; ids: PageId[] };
+    let released: readonly PageId[];
     try {
       // Step 0 (memory only): lay out the new free-list chain and encode every page the commit writes.
+      released = this.#freelist.released;
       layout = this.#freelist.layOut(this.#chain, freelistCapacity(pageSize));
       writes = nodes.map((node) => ({ id: node.id, bytes: node.encode(pageSize) }));
       const perPage = freelistCapacity(pageSize);
@@ -254,12 +294,19 @@ export class Pager {
       throw this.#failure;
     }
 
-    // Adopt the new durable state in memory.
+    // Adopt the new durable state in memory. Pages this commit released hold nothing the new meta
+    // references, so their cache entries go (their buffers serve the next transaction); the written
+    // nodes become clean cached pages.
     this.#meta = next;
     this.#chain = layout.chain;
     this.#freelist.finish(layout.ids);
+    this.#cache.sizeSpareFor(nodes.length);
     for (const id of layout.chain) this.#cache.delete(id);
-    for (const node of nodes) this.#cache.set(node.id, node);
+    for (const id of released) this.#cache.delete(id);
+    for (const node of nodes) {
+      node.freeze();
+      this.#cache.set(node.id, node);
+    }
   }
 
   close(): void {
@@ -290,15 +337,31 @@ function describeCause(err: unknown): string {
   return typeof code === 'string' && !message.startsWith(code) ? `${code}: ${message}` : message;
 }
 
+/** Verifies a node page just read; on failure its buffer goes back to the pool before the error is thrown. */
+function verifyOrGiveBack(cache: PageCache, buf: Uint8Array, id: PageId): ReturnType<typeof verifyNodePage> {
+  try {
+    return verifyNodePage(buf, id);
+  } catch (err) {
+    cache.give(buf);
+    throw err;
+  }
+}
+
 function readBytes(io: FileOps, fd: number, position: number, length: number, page: number): Uint8Array {
   const bytes = new Uint8Array(length);
+  readInto(io, fd, bytes, position, page);
+  return bytes;
+}
+
+/** Fills `bytes` from `position`; a file that ends first is a damaged page. */
+function readInto(io: FileOps, fd: number, bytes: Uint8Array, position: number, page: number): void {
+  const length = bytes.length;
   let done = 0;
   while (done < length) {
     const n = io.read(fd, bytes, done, length - done, position + done);
     if (n === 0) throw corruptPage(page, `file ends inside the page (${done} of ${length} bytes)`);
     done += n;
   }
-  return bytes;
 }
 
 /** Writes pages in id order, one write call per run of consecutive ids. */
@@ -381,9 +444,37 @@ function readNewestMeta(io: FileOps, fd: number, path: string): MetaFields {
     if (meta1 !== null && (best === null || meta1.txid > best.txid)) best = meta1;
   }
   if (best === null) {
+    const version = otherFormatVersion(io, fd, head);
+    if (version !== null) {
+      throw new BTreeError(
+        'BTREE_VERSION',
+        `${path} is a Petrel B-Tree of format version ${version}; this Petrel reads version ${FORMAT_VERSION} only ` +
+          `(queue-server/btree/LAYOUT.md). Start with a new data directory, or read the file with the Petrel that wrote it.`,
+      );
+    }
     throw new BTreeError('BTREE_CORRUPT', `${path}: neither meta page (0 or 1) is valid`, { page: 0 });
   }
   return best;
+}
+
+/**
+ * When no meta page is valid: the format version a meta page announces if it has the magic of a Petrel
+ * B-Tree but another version (slot 0, or slot 1 at any legal page size), else null.
+ */
+function otherFormatVersion(io: FileOps, fd: number, head: Uint8Array | null): number | null {
+  const heads: Array<Uint8Array | null> = [head];
+  for (let s = MIN_PAGE_SIZE; s <= MAX_PAGE_SIZE; s *= 2) {
+    try {
+      heads.push(readBytes(io, fd, s, META_PROBE_BYTES, 1));
+    } catch {
+      heads.push(null);
+    }
+  }
+  for (const h of heads) {
+    const version = h === null ? null : probeMetaVersion(h);
+    if (version !== null && version !== FORMAT_VERSION) return version;
+  }
+  return null;
 }
 
 function readFreelist(io: FileOps, fd: number, meta: MetaFields): { chain: PageId[]; ids: PageId[] } {

@@ -15,8 +15,9 @@
  */
 import { BTreeError } from './errors.js';
 import { checkTree, type CheckReport } from './check.js';
-import { Cursor, lookup } from './cursor.js';
-import { copyKey, keyToHex, viewKey, type UrlKey } from './keys.js';
+import { Cursor, lookup, lookupWith } from './cursor.js';
+import { copyKey, keyToHex, viewKey, type PageId, type UrlKey } from './keys.js';
+import type { BTNode } from './node.js';
 import { DEFAULT_PAGE_SIZE, isValidPageSize, maxValueBytes } from './page-codec.js';
 import type { FileOps } from '../storage/file-ops.js';
 import { Pager } from './pager.js';
@@ -72,12 +73,14 @@ export interface EntriesOptions {
 export class BTree {
   readonly #pager: Pager;
   readonly #maxValue: number;
+  readonly #readNode: (id: PageId) => BTNode;
   #closed = false;
   #writing = false;
 
   private constructor(pager: Pager) {
     this.#pager = pager;
     this.#maxValue = maxValueBytes(pager.pageSize);
+    this.#readNode = (id) => pager.readNode(id);
   }
 
   static open(path: string, options: BTreeOpenOptions = {}): BTree {
@@ -102,8 +105,18 @@ export class BTree {
   /** The value stored under `key` (a copy), or null. Reads the last commit. */
   get(key: Uint8Array): Uint8Array | null {
     const pager = this.#pagerOpen();
-    const found = lookup(pager.meta.root, viewKey(key), (id) => pager.readNode(id));
-    return found === null ? null : new Uint8Array(found);
+    return lookup(pager.meta.root, viewKey(key), this.#readNode);
+  }
+
+  /**
+   * The value stored under `key`, handed to `decode` as a view into its page instead of a copy, and
+   * what `decode` returns; null when absent. The view is valid only during the call (it must not be
+   * kept, and `decode` must not use the tree): for readers that turn the bytes into something else at
+   * once, so that no copy is made.
+   */
+  read<T>(key: Uint8Array, decode: (value: Uint8Array) => T): T | null {
+    const pager = this.#pagerOpen();
+    return lookupWith(pager.meta.root, viewKey(key), this.#readNode, decode);
   }
 
   put(key: Uint8Array, value: Uint8Array): void {
@@ -136,7 +149,8 @@ export class BTree {
     const batch: WriteBatch = {
       put: (key, value) => {
         guard();
-        txn.put(copyKey(key), this.#acceptValue(key, value));
+        // Both are copied into the page at once (node.ts), so the caller may reuse its buffers.
+        txn.put(viewKey(key), this.#acceptValue(key, value));
       },
       delete: (key) => {
         guard();
@@ -144,8 +158,7 @@ export class BTree {
       },
       get: (key) => {
         guard();
-        const found = txn.get(viewKey(key));
-        return found === null ? null : new Uint8Array(found);
+        return txn.get(viewKey(key));
       },
     };
     try {
@@ -184,7 +197,7 @@ export class BTree {
   }
 
   /** Entries in unsigned byte order of their keys, from `options.from` inclusive. See cursor.ts for how
-   * the iterator behaves across commits made while it is open. */
+   * the iterator behaves across commits made while it is open. Keys and values are copies. */
   entries(options: EntriesOptions = {}): IterableIterator<[Uint8Array, Uint8Array]> {
     const from: UrlKey | null = options.from === undefined ? null : copyKey(options.from);
     this.#pagerOpen();
@@ -248,6 +261,6 @@ export class BTree {
         `value for key ${keyToHex(key)} has ${value.length} bytes; max at page size ${this.#pager.pageSize} is ${this.#maxValue}`,
       );
     }
-    return new Uint8Array(value);
+    return value;
   }
 }

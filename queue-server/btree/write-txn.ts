@@ -12,7 +12,7 @@
  * shrinks the tree at the top. So at the end of every operation all non-root nodes are at least a quarter
  * full and all leaves are at the same depth.
  */
-import { compareKeys, type PageId, type UrlKey } from './keys.js';
+import type { PageId, UrlKey } from './keys.js';
 import { BTNode } from './node.js';
 import type { Pager } from './pager.js';
 import { lookup } from './cursor.js';
@@ -57,7 +57,7 @@ export class WriteTxn {
     return this.#dirty.values();
   }
 
-  /** The value as this transaction sees it (a view: copy before handing out). */
+  /** The value as this transaction sees it (a copy). */
   get(key: UrlKey): Uint8Array | null {
     return lookup(this.#root, key, (id) => this.#node(id));
   }
@@ -65,7 +65,7 @@ export class WriteTxn {
   put(key: UrlKey, value: Uint8Array): void {
     this.#changed = true;
     if (this.#root === null) {
-      const leaf = this.#fresh(() => BTNode.leaf(this.#pager.allocate()));
+      const leaf = this.#fresh(() => BTNode.emptyLeaf(this.#pager.allocate(), this.#pager.buffers));
       leaf.insertEntry(0, key, value);
       this.#root = leaf.id;
       this.#height = 1;
@@ -90,7 +90,7 @@ export class WriteTxn {
     const node = this.#writable(id);
     if (node.kind === 'leaf') {
       const i = node.lowerBound(key);
-      if (i < node.count && compareKeys(node.keys[i]!, key) === 0) {
+      if (i < node.count && node.compareAt(i, key) === 0) {
         node.replaceValue(i, value);
       } else {
         node.insertEntry(i, key, value);
@@ -98,7 +98,7 @@ export class WriteTxn {
       }
     } else {
       const i = node.childIndex(key);
-      node.setChild(i, this.#putInto(node.children[i]!, key, value));
+      node.setChild(i, this.#putInto(node.childAt(i), key, value));
       this.#settleChild(node, i);
     }
     return node.id;
@@ -108,11 +108,11 @@ export class WriteTxn {
     const node = this.#writable(id);
     if (node.kind === 'leaf') {
       const i = node.lowerBound(key);
-      if (i >= node.count || compareKeys(node.keys[i]!, key) !== 0) throw new Error('bug: deleting absent key');
+      if (i >= node.count || node.compareAt(i, key) !== 0) throw new Error('bug: deleting absent key');
       node.removeEntry(i);
     } else {
       const i = node.childIndex(key);
-      node.setChild(i, this.#deleteFrom(node.children[i]!, key));
+      node.setChild(i, this.#deleteFrom(node.childAt(i), key));
       this.#settleChild(node, i);
     }
     return node.id;
@@ -120,20 +120,20 @@ export class WriteTxn {
 
   /** Child `i` of writable `parent` was just edited: split it if overfull, merge or refill it if underfull. */
   #settleChild(parent: BTNode, i: number): void {
-    const child = this.#node(parent.children[i]!);
+    const child = this.#node(parent.childAt(i));
     if (child.isOverfull(this.#pageSize)) {
       const { separator, right } = child.splitOff(this.#pager.allocate());
       this.#dirty.set(right.id, right);
       parent.insertSplit(i, separator, right.id);
       return;
     }
-    if (!child.isUnderfull(this.#pageSize) || parent.children.length < 2) return;
+    if (!child.isUnderfull(this.#pageSize) || parent.childCount < 2) return;
     const li = i > 0 ? i - 1 : i;
-    const left = this.#writable(parent.children[li]!);
+    const left = this.#writable(parent.childAt(li));
     parent.setChild(li, left.id);
-    const right = this.#writable(parent.children[li + 1]!);
+    const right = this.#writable(parent.childAt(li + 1));
     parent.setChild(li + 1, right.id);
-    left.absorb(right, parent.keys[li]!);
+    left.absorb(right, parent.keyAt(li));
     if (!left.isOverfull(this.#pageSize)) {
       // Merge: the two fit in one page.
       parent.removeSeparator(li);
@@ -153,11 +153,11 @@ export class WriteTxn {
       const { separator, right } = root.splitOff(this.#pager.allocate());
       this.#dirty.set(right.id, right);
       const left = root;
-      root = this.#fresh(() => BTNode.branch(this.#pager.allocate(), [separator], [left.id, right.id]));
+      root = this.#fresh(() => BTNode.newRoot(this.#pager.allocate(), separator, left.id, right.id, this.#pager.buffers));
       this.#height++;
     }
     while (root.kind === 'branch' && root.count === 0) {
-      const only = root.children[0]!;
+      const only = root.childAt(0);
       this.#discard(root.id);
       root = this.#node(only);
       this.#height--;
@@ -179,7 +179,7 @@ export class WriteTxn {
   #writable(id: PageId): BTNode {
     const own = this.#dirty.get(id);
     if (own !== undefined) return own;
-    const copy = this.#pager.readNode(id).cloneAs(this.#pager.allocate());
+    const copy = this.#pager.copyForWrite(id, this.#pager.allocate());
     this.#pager.release(id);
     this.#dirty.set(copy.id, copy);
     return copy;

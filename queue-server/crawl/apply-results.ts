@@ -88,9 +88,10 @@ export class ResultApplier {
   /** Stores the crawl database transition of a URL for `outcome` (a fetch, or a robots.txt denial). */
   settle(entry: QueuedUrl, outcome: FetchOutcome, now: number): CrawlDbRecord {
     const { crawlDb } = this.#parts.stores;
-    const old = crawlDb.get(entry.hash) ?? newCrawlDbRecord(entry.url, entry.depth, 0, now, this.#parts.schedule);
+    const known = crawlDb.get(entry.hash);
+    const old = known ?? newCrawlDbRecord(entry.url, entry.depth, 0, now, this.#parts.schedule);
     const { record } = applyFetch(old, outcome, now, this.#parts.schedule);
-    crawlDb.put(entry.hash, record);
+    crawlDb.put(entry.hash, record, known);
     return record;
   }
 

@@ -34,9 +34,11 @@ export class CrawlDb {
     return this.#tree.get(hash);
   }
 
-  /** Stages a new or changed record and keeps counts and duplicate indexes in step. */
-  put(hash: UrlHash, record: CrawlDbRecord): void {
-    const previous = this.#tree.get(hash);
+  /**
+   * Stages a new or changed record and keeps counts and duplicate indexes in step. `previous`: the record
+   * it replaces (null: none), when the caller has just read it with `get`, which saves reading it again.
+   */
+  put(hash: UrlHash, record: CrawlDbRecord, previous: CrawlDbRecord | null = this.#tree.get(hash)): void {
     const key = urlHashHex(hash);
     if (previous !== null) this.#counts.set(previous.status, (this.#counts.get(previous.status) ?? 1) - 1);
     this.#counts.set(record.status, (this.#counts.get(record.status) ?? 0) + 1);

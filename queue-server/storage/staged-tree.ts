@@ -47,8 +47,7 @@ export class StagedTree<T> {
   get(hash: UrlHash): T | null {
     const staged = this.#staged.get(urlHashHex(hash));
     if (staged !== undefined) return staged.value;
-    const bytes = this.#tree.get(hash);
-    return bytes === null ? null : this.#codec.decode(bytes);
+    return this.#tree.read(hash, this.#codec.decode);
   }
 
   stage(hash: UrlHash, value: T | null): void {

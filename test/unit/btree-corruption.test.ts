@@ -149,6 +149,26 @@ describe('BTree corruption detection', () => {
     expect(err.page).toBe(0);
   });
 
+  it('refuses a file of another format version with BTREE_VERSION, naming both versions, and leaves it as it was', () => {
+    for (const version of [1, 3]) {
+      const file = tempFile();
+      build(file, 4096, 2);
+      // Version 1 files carry the same meta header (magic, then the version at byte 24); their CRC-32C
+      // checksums do not verify as CRC-32, so every page of such a file fails this Petrel's checks.
+      const stamp = new Uint8Array(4);
+      new DataView(stamp.buffer).setUint32(0, version, true);
+      patch(file, 24, stamp);
+      patch(file, 4096 + 24, stamp);
+      const before = fs.readFileSync(file);
+      const err = caught(() => BTree.open(file));
+      expect(err.code).toBe('BTREE_VERSION');
+      expect(err.disposition).toBe('fatal');
+      expect(err.message).toContain(`format version ${version}`);
+      expect(err.message).toContain('reads version 2');
+      expect(fs.readFileSync(file).equals(before)).toBe(true);
+    }
+  });
+
   it('refuses to open a file whose free-list page is damaged, naming the page', () => {
     const file = tempFile();
     build(file, 1024, 4);

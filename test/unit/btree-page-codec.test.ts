@@ -1,6 +1,5 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { crc32c } from '../../queue-server/btree/crc32c.js';
 import { BTreeError } from '../../queue-server/btree/errors.js';
 import { asPageId, type PageId, type UrlKey } from '../../queue-server/btree/keys.js';
 import {
@@ -12,6 +11,7 @@ import {
   encodeMeta,
   freelistCapacity,
   maxValueBytes,
+  pageChecksum,
   probeMetaPageSize,
   type MetaFields,
 } from '../../queue-server/btree/page-codec.js';
@@ -47,20 +47,21 @@ const meta: MetaFields = {
   height: 4,
 };
 
-describe('crc32c', () => {
-  it('matches the published check value and the bit-at-a-time definition', () => {
-    expect(crc32c(text('123456789'))).toBe(0xe3069283);
-    expect(crc32c(new Uint8Array(0))).toBe(0);
+describe('page checksum', () => {
+  it('is CRC-32 of bytes [4, pageSize): the published check value and the bit-at-a-time definition', () => {
+    // A page whose bytes from offset 4 on are "123456789": CRC-32 (ISO-HDLC) check value 0xCBF43926.
+    expect(pageChecksum(new Uint8Array([0, 0, 0, 0, ...text('123456789')]))).toBe(0xcbf43926);
+    expect(pageChecksum(new Uint8Array(4))).toBe(0);
     const slow = (bytes: Uint8Array): number => {
       let c = 0xffffffff;
-      for (const b of bytes) {
+      for (const b of bytes.subarray(4)) {
         c ^= b;
-        for (let i = 0; i < 8; i++) c = c & 1 ? (c >>> 1) ^ 0x82f63b78 : c >>> 1;
+        for (let i = 0; i < 8; i++) c = c & 1 ? (c >>> 1) ^ 0xedb88320 : c >>> 1;
       }
       return (c ^ 0xffffffff) >>> 0;
     };
     fc.assert(
-      fc.property(fc.uint8Array({ maxLength: 100 }), (bytes) => crc32c(bytes) === slow(bytes)),
+      fc.property(fc.uint8Array({ minLength: 4, maxLength: 100 }), (bytes) => pageChecksum(bytes) === slow(bytes)),
       { seed, numRuns: 200 },
     );
   });

@@ -47,6 +47,22 @@ describe('BTree basics', () => {
     tree.close();
   });
 
+  it('read hands the stored bytes to a decoder without copying them and returns what it made, or null', () => {
+    const tree = BTree.open(tempFile(), { pageSize: 1024, cachePages: 2 });
+    tree.write((b) => {
+      for (let i = 0; i < 400; i++) b.put(key(i), text(`value ${i}`));
+    });
+    for (let i = 0; i < 400; i += 7) {
+      expect(tree.read(key(i), (bytes) => new TextDecoder().decode(bytes))).toBe(`value ${i}`);
+      // A view into the cached page (not a copy of its own), matching what get copies out.
+      expect(tree.read(key(i), (bytes) => bytes.byteLength < bytes.buffer.byteLength)).toBe(true);
+      expect(tree.read(key(i), (bytes) => hex(bytes))).toBe(hex(tree.get(key(i))!));
+    }
+    expect(tree.read(key(1000), () => 'called')).toBeNull();
+    expectClean(tree);
+    tree.close();
+  });
+
   it('iterates in unsigned byte order: keys with the high bit set sort after low ones', () => {
     const tree = BTree.open(tempFile());
     const keys = [0xff00000000000000n, 0x8000000000000000n, 0x7fffffffffffffffn, 0n, 1n, 0x00ff000000000000n];

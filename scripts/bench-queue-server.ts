@@ -1,0 +1,508 @@
+/**
+ * bench-queue-server: the queue server's CPU per page, measured on a real `petrel queue-server` process
+ * driven by a synthetic fleet. A benchmark, not a test: it proves nothing by passing; read the figures.
+ *
+ * The fleet is `--fetchers` loops in this process, each with the fetcher's own QueueClient (signed
+ * requests over real HTTP on loopback, as `petrel fetcher` sends them). They claim schedules and post
+ * results made up on the spot, without any web: every page answers 200 with `--links` links (mostly to
+ * its own host, some to the other seed hosts), a title, an excerpt, a signature and a simhash; every
+ * robots.txt answers 404. No connection is made to the URLs in the crawl (127.0.1.x, never contacted):
+ * the only sockets are to the queue server on 127.0.0.1.
+ *
+ * Measured from /proc/PID/stat of the queue server: CPU (user + system) from `listening` until every
+ * simulated fetcher was told `done` (the crawl's work: claims, results, commits), divided by the pages
+ * applied; start-up before `listening` is reported apart. Also its peak RSS (VmHWM), the group commits
+ * (the crawl database's and the cache's B-Tree txid, read from the files afterwards) and this driver's
+ * own CPU, for scale.
+ *
+ *   npm run build && node dist/scripts/bench-queue-server.js [--pages 20000] [--links 50] [--profile] [--json]
+ */
+import { spawn } from 'node:child_process';
+import { setMaxListeners } from 'node:events';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+import { QueueClient } from '../fetcher/queue-client.js';
+import { PROTOCOL_VERSION, type ClaimResponse, type ItemResult, type Schedule } from '../shared/protocol.js';
+import { mulberry32 } from './test-web/prng.js';
+
+/** The build this script belongs to (dist/). */
+const OWN_DIST = fileURLToPath(new URL('..', import.meta.url));
+/** How fetcher/fetcher.ts batches results: this many, or this long after the first one waits, or slot end. */
+const FLUSH_COUNT = 64;
+const FLUSH_DELAY_MS = 200;
+/** Kernel clock ticks per second for /proc/PID/stat (USER_HZ, 100 on Linux). */
+const CLOCK_TICKS = 100;
+
+const USAGE = `Usage: node dist/scripts/bench-queue-server.js [options]
+
+Starts a real petrel queue-server on a fresh data directory and drives it with simulated fetchers
+(signed requests over HTTP on loopback; results generated without any web), then prints the queue
+server's CPU per page from /proc/PID/stat.
+
+Options:
+  --pages N         pages the crawl fetches (--max-pages; default 20000)
+  --links N         links per page (default 50)
+  --hosts N         seed hosts, 127.0.1.1 and up (never contacted; default 20)
+  --fetchers N      simulated fetchers (default 2)
+  --concurrency N   slots one claim asks for (a fetcher's --concurrency; default 16)
+  --batch N         results per post, as the fetcher batches them (default 64)
+  --in-flight N     results posts one simulated fetcher keeps open at once (default 8)
+  --rate N          pages per second the whole fleet "fetches" (results released at that pace and posted
+                    as the fetcher posts them: 64 at a time, 200 ms after the first waits, or when a
+                    slot is done); 0: as fast as the queue server takes them (default 0)
+  --profile         run the queue server under node --cpu-prof and print its top functions by self time
+  --top N           functions in the profile (default 25)
+  --dist DIR        the Petrel build to run (a dist/ directory; default: the one holding this script),
+                    e.g. a copy of an older build to compare against
+  --keep            keep the data directory (and the profile)
+  --json            print the report as JSON only
+  --help            show this help
+`;
+
+interface Options {
+  pages: number;
+  links: number;
+  hosts: number;
+  fetchers: number;
+  concurrency: number;
+  batch: number;
+  inFlight: number;
+  rate: number;
+  profile: boolean;
+  top: number;
+  keep: boolean;
+  json: boolean;
+  dist: string;
+}
+
+function options(): Options | null {
+  const { values } = parseArgs({
+    options: {
+      pages: { type: 'string', default: '20000' },
+      links: { type: 'string', default: '50' },
+      hosts: { type: 'string', default: '20' },
+      fetchers: { type: 'string', default: '2' },
+      concurrency: { type: 'string', default: '16' },
+      batch: { type: 'string', default: '64' },
+      'in-flight': { type: 'string', default: '8' },
+      rate: { type: 'string', default: '0' },
+      profile: { type: 'boolean', default: false },
+      top: { type: 'string', default: '25' },
+      keep: { type: 'boolean', default: false },
+      json: { type: 'boolean', default: false },
+      dist: { type: 'string', default: OWN_DIST },
+      help: { type: 'boolean', default: false },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(USAGE);
+    return null;
+  }
+  const int = (name: string, text: string, max: number): number => {
+    const n = Number(text);
+    if (!Number.isInteger(n) || n < 1 || n > max) throw new Error(`--${name} must be an integer from 1 to ${max}, got ${text}`);
+    return n;
+  };
+  return {
+    pages: int('pages', values.pages, 10_000_000),
+    links: int('links', values.links, 5000),
+    hosts: int('hosts', values.hosts, 250),
+    fetchers: int('fetchers', values.fetchers, 64),
+    concurrency: int('concurrency', values.concurrency, 1024),
+    batch: int('batch', values.batch, 2000),
+    inFlight: int('in-flight', values['in-flight'], 256),
+    rate: values.rate === '0' ? 0 : int('rate', values.rate, 1_000_000),
+    profile: values.profile,
+    top: int('top', values.top, 1000),
+    keep: values.keep,
+    json: values.json,
+    dist: values.dist,
+  };
+}
+
+/** User and system CPU time of a process (utime, stime), ms; null once it has exited. */
+function cpuOf(pid: number): { user: number; system: number } | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    // Fields after the command name, which is in parentheses and may contain spaces.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { user: (Number(fields[11]) * 1000) / CLOCK_TICKS, system: (Number(fields[12]) * 1000) / CLOCK_TICKS };
+  } catch {
+    return null;
+  }
+}
+
+function vmHwmKib(pid: number): number | null {
+  try {
+    const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'latin1'));
+    return match === null ? null : Number(match[1]);
+  } catch {
+    return null;
+  }
+}
+
+/** The made-up web: hosts, and the result of every item a schedule holds. */
+class SyntheticWeb {
+  readonly origins: string[];
+  readonly #links: number;
+  /** Distinct page URLs per host: four times the host's share of the page budget, so the frontier never runs dry. */
+  readonly #space: number;
+  readonly #random = mulberry32(0x5eed);
+
+  constructor(opts: Options) {
+    this.origins = Array.from({ length: opts.hosts }, (_, h) => `http://127.0.1.${h + 1}`);
+    this.#links = opts.links;
+    this.#space = Math.max(100, Math.ceil((4 * opts.pages) / opts.hosts));
+  }
+
+  #int(bound: number): number {
+    return Math.floor(this.#random() * bound);
+  }
+
+  #hex16(): string {
+    return (this.#int(2 ** 32).toString(16).padStart(8, '0') + this.#int(2 ** 32).toString(16).padStart(8, '0')).slice(0, 16);
+  }
+
+  resultsOf(schedule: Schedule, fetchedAt: number): ItemResult[] {
+    const out: ItemResult[] = [];
+    for (const slot of schedule.slots) {
+      for (const item of slot.items) {
+        if (item.kind === 'robots') out.push(this.#robots(slot.slot, item.i, item.url, fetchedAt));
+        else out.push(this.#page(slot.slot, item.i, item.url, new URL(slot.origin).origin, fetchedAt));
+      }
+    }
+    return out;
+  }
+
+  #base(slot: number, i: number, url: string, fetchedAt: number): Omit<ItemResult, 'status' | 'page' | 'links' | 'signature' | 'contentType' | 'bytes' | 'wireBytes'> {
+    return {
+      slot,
+      i,
+      url,
+      fetchedAt,
+      durationMs: 3,
+      error: null,
+      truncated: false,
+      redirectTo: null,
+      retryAfterMs: null,
+      cache: { etag: null, lastModified: null, date: new Date(fetchedAt).toUTCString(), age: null, expires: null, cacheControl: null },
+      robotsTxt: null,
+    };
+  }
+
+  #robots(slot: number, i: number, url: string, fetchedAt: number): ItemResult {
+    return { ...this.#base(slot, i, url, fetchedAt), status: 404, contentType: 'text/html', bytes: 150, wireBytes: 150, signature: null, page: null, links: [] };
+  }
+
+  #page(slot: number, i: number, url: string, origin: string, fetchedAt: number): ItemResult {
+    const links: string[] = [];
+    for (let l = 0; l < this.#links; l++) {
+      // Nine in ten links stay on the page's host, like a documentation site's navigation.
+      const host = this.#int(10) === 0 ? this.origins[this.#int(this.origins.length)]! : origin;
+      links.push(`${host}/p/${this.#int(this.#space)}.html`);
+    }
+    const date = new Date(fetchedAt).toUTCString();
+    const title = `Page ${url.slice(url.lastIndexOf('/') + 1)} of the synthetic documentation`;
+    return {
+      ...this.#base(slot, i, url, fetchedAt),
+      status: 200,
+      contentType: 'text/html; charset=utf-8',
+      bytes: 14_000,
+      wireBytes: 14_000,
+      signature: this.#hex16(),
+      cache: { etag: `"${this.#hex16()}"`, lastModified: date, date, age: null, expires: null, cacheControl: 'max-age=3600' },
+      page: {
+        title,
+        description: 'A page generated by the queue-server benchmark.',
+        language: 'en',
+        excerpt: `${title}. `.repeat(12).slice(0, 500),
+        canonical: null,
+        noindex: false,
+        nofollow: false,
+        outlinks: links.length,
+        simhash: this.#hex16(),
+      },
+      links,
+    };
+  }
+}
+
+interface FleetTally {
+  posts: number;
+  resultsPosted: number;
+  applied: number;
+  duplicates: number;
+}
+
+/** One simulated fetcher: claims, makes the results up, posts them in batches without waiting for acks. */
+async function simulatedFetcher(id: number, client: QueueClient, web: SyntheticWeb, opts: Options, tally: FleetTally): Promise<void> {
+  const fetcherId = `bench-fetcher-${id}`;
+  const stats = { rssBytes: 0, inFlight: 0, pagesFetched: 0, errors: 0, bytesDownloaded: 0 };
+  const open = new Set<Promise<void>>();
+  const post = (scheduleId: string, results: ItemResult[]): void => {
+    const done = client.results({ protocolVersion: PROTOCOL_VERSION, fetcherId, scheduleId, results }).then((response) => {
+      tally.applied += response.applied;
+      tally.duplicates += response.duplicates;
+    });
+    const tracked = done.finally(() => open.delete(tracked));
+    open.add(tracked);
+    tally.posts++;
+    tally.resultsPosted += results.length;
+  };
+  const claim = () => client.claim({ protocolVersion: PROTOCOL_VERSION, fetcherId, name: fetcherId, capacity: opts.concurrency, waitMs: 2000, stats });
+  if (opts.rate === 0) {
+    for (;;) {
+      while (open.size >= opts.inFlight) await Promise.race(open);
+      const answer = await claim();
+      if (answer.kind === 'done') break;
+      if (answer.kind === 'wait') continue;
+      const results = web.resultsOf(answer.schedule, Date.now());
+      for (let at = 0; at < results.length; at += opts.batch) post(answer.schedule.id, results.slice(at, at + opts.batch));
+    }
+    await Promise.all(open);
+    return;
+  }
+  await pacedFetcher(claim, post, web, opts);
+  await Promise.all(open);
+}
+
+/**
+ * The paced fleet member: results of claimed schedules are "fetched" at `--rate / --fetchers` per second
+ * and posted the way fetcher/fetcher.ts posts them (FLUSH_COUNT, FLUSH_DELAY_MS, slot end). It claims
+ * again whenever fewer results than one claim's worth wait to be released.
+ */
+async function pacedFetcher(
+  claim: () => Promise<ClaimResponse>,
+  post: (scheduleId: string, results: ItemResult[]) => void,
+  web: SyntheticWeb,
+  opts: Options,
+): Promise<void> {
+  const perMs = opts.rate / opts.fetchers / 1000;
+  const waiting: { scheduleId: string; slot: number; lastOfSlot: boolean; result: ItemResult }[] = [];
+  const batches = new Map<string, { results: ItemResult[]; since: number }>();
+  let claiming: Promise<ClaimResponse> | null = null;
+  let done = false;
+  let released = 0;
+  const started = performance.now();
+  const flush = (scheduleId: string): void => {
+    const batch = batches.get(scheduleId);
+    if (batch === undefined || batch.results.length === 0) return;
+    batches.delete(scheduleId);
+    post(scheduleId, batch.results);
+  };
+  while (!done || waiting.length > 0 || batches.size > 0) {
+    if (!done && claiming === null && waiting.length < opts.concurrency * 8) {
+      claiming = claim();
+      claiming.then((answer) => {
+        claiming = null;
+        if (answer.kind === 'done') done = true;
+        if (answer.kind !== 'schedule') return;
+        const results = web.resultsOf(answer.schedule, Date.now());
+        let at = 0;
+        for (const slot of answer.schedule.slots) {
+          for (let k = 0; k < slot.items.length; k++, at++) {
+            waiting.push({ scheduleId: answer.schedule.id, slot: slot.slot, lastOfSlot: k === slot.items.length - 1, result: results[at]! });
+          }
+        }
+      }, () => {
+        claiming = null;
+      });
+    }
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    const now = performance.now();
+    const due = Math.floor((now - started) * perMs) - released;
+    for (let k = 0; k < due && waiting.length > 0; k++) {
+      const next = waiting.shift()!;
+      released++;
+      let batch = batches.get(next.scheduleId);
+      if (batch === undefined) batches.set(next.scheduleId, (batch = { results: [], since: now }));
+      batch.results.push(next.result);
+      if (batch.results.length >= FLUSH_COUNT || next.lastOfSlot) flush(next.scheduleId);
+    }
+    if (waiting.length === 0) released = Math.floor((now - started) * perMs); // no backlog to catch up on
+    for (const [scheduleId, batch] of batches) if (now - batch.since >= FLUSH_DELAY_MS || (done && waiting.length === 0)) flush(scheduleId);
+  }
+}
+
+/** Top functions by self time of a .cpuprofile. */
+function topSelfTimes(path: string, top: number): { name: string; ms: number; share: number }[] {
+  const profile = JSON.parse(readFileSync(path, 'utf8')) as {
+    nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number } }[];
+    samples: number[];
+    timeDeltas: number[];
+  };
+  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+  const totals = new Map<string, number>();
+  let all = 0;
+  profile.samples.forEach((id, i) => {
+    const frame = byId.get(id)!.callFrame;
+    const file = frame.url.replace(/^file:\/\//, '').split('/').slice(-2).join('/');
+    const name = `${frame.functionName || '(anonymous)'}${file === '' ? '' : ` ${file}:${frame.lineNumber + 1}`}`;
+    const us = profile.timeDeltas[i] ?? 0;
+    totals.set(name, (totals.get(name) ?? 0) + us);
+    all += us;
+  });
+  return [...totals]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, top)
+    .map(([name, us]) => ({ name, ms: us / 1000, share: all === 0 ? 0 : us / all }));
+}
+
+/** Commits of a B-Tree file (its txid), read with the B-Tree of the build that wrote it. */
+async function txidOf(dist: string, file: string): Promise<number | null> {
+  try {
+    const { BTree } = (await import(pathToFileURL(join(dist, 'queue-server/btree/index.js')).href)) as typeof import('../queue-server/btree/index.js');
+    const tree = BTree.open(file, { create: false, readOnly: true, cachePages: 16 });
+    const txid = tree.stats().txid;
+    tree.close();
+    return txid;
+  } catch {
+    return null;
+  }
+}
+
+async function main(): Promise<number> {
+  const opts = options();
+  if (opts === null) return 0;
+  const log = (text: string): void => {
+    if (!opts.json) process.stderr.write(`${text}\n`);
+  };
+  const dir = mkdtempSync(join(tmpdir(), 'petrel-bench-qs-'));
+  const data = join(dir, 'data');
+  const profileDir = join(dir, 'profile');
+  if (opts.profile) mkdirSync(profileDir);
+  const web = new SyntheticWeb(opts);
+  const args = [
+    ...(opts.profile ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []),
+    join(opts.dist, 'cli/petrel.js'), 'queue-server', '--data', data, '--port', '0', '--once',
+    ...web.origins.flatMap((origin) => ['--seed', `${origin}/index.html`]),
+    '--scope', 'host', '--delay-ms', '0', '--host-concurrency', '16', '--max-pages', String(opts.pages),
+  ];
+  log(`bench-queue-server: ${opts.pages.toLocaleString('en-US')} pages, ${opts.links} links each, ${opts.hosts} hosts, ${opts.fetchers} simulated fetchers, data in ${dir}`);
+  const started = performance.now();
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-20_000)));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const events: Record<string, Record<string, unknown>> = {};
+  let onEvent: (() => void) | null = null;
+  createInterface({ input: child.stdout }).on('line', (line) => {
+    try {
+      const event = JSON.parse(line) as { event?: string };
+      if (typeof event.event === 'string') events[event.event] = event;
+      onEvent?.();
+    } catch {
+      // not an event line
+    }
+  });
+  const listening = await new Promise<Record<string, unknown> | null>((resolve) => {
+    onEvent = () => {
+      if (events.listening !== undefined) resolve(events.listening);
+    };
+    void exited.then(() => resolve(null));
+  });
+  if (listening === null) {
+    process.stderr.write(`bench-queue-server: the queue server exited before listening:\n${stderr}\n`);
+    return 1;
+  }
+  const pid = Number(listening.pid);
+  const startupMs = performance.now() - started;
+  const cpuAtListen = cpuOf(pid) ?? { user: 0, system: 0 };
+  // The queue server exits soon after the last `done`: sample, so the last figures survive it.
+  let lastCpu = cpuAtListen;
+  let peakKib: number | null = null;
+  const sample = (): void => {
+    lastCpu = cpuOf(pid) ?? lastCpu;
+    peakKib = vmHwmKib(pid) ?? peakKib;
+  };
+  const sampler = setInterval(sample, 200);
+  const token = readFileSync(String(listening.tokenFile), 'utf8').trim();
+  const abort = new AbortController();
+  // Every open request listens on it (QueueClient), more than the default of 10 at once.
+  setMaxListeners(0, abort.signal);
+  const client = new QueueClient({ serverUrl: String(listening.url), token, signal: abort.signal, connections: 4 * opts.inFlight });
+  const tally: FleetTally = { posts: 0, resultsPosted: 0, applied: 0, duplicates: 0 };
+  const driverCpu0 = process.cpuUsage();
+  const work0 = performance.now();
+  await Promise.all(Array.from({ length: opts.fetchers }, (_, i) => simulatedFetcher(i, client, web, opts, tally)));
+  const workMs = performance.now() - work0;
+  sample();
+  clearInterval(sampler);
+  const cpuAtDone = lastCpu;
+  const driverCpu = process.cpuUsage(driverCpu0);
+  await client.close();
+  const code = await exited;
+  const finished = events.finished as { summary?: { pagesFetched?: number; requests?: number; urlsDiscovered?: number; robotsRequests?: number } } | undefined;
+  const summary = finished?.summary ?? {};
+  const pages = summary.pagesFetched ?? 0;
+  const crawlDbCommits = await txidOf(opts.dist, join(data, 'crawldb.btree'));
+  const cacheCommits = await txidOf(opts.dist, join(data, 'cache.btree'));
+  const workUserMs = cpuAtDone.user - cpuAtListen.user;
+  const workSystemMs = cpuAtDone.system - cpuAtListen.system;
+  const workCpuMs = workUserMs + workSystemMs;
+  const report = {
+    date: new Date().toISOString(),
+    machine: { cpus: cpus().length, loadavg: loadavg() },
+    options: opts,
+    exit: code,
+    pages,
+    requests: summary.requests ?? null,
+    urlsDiscovered: summary.urlsDiscovered ?? null,
+    resultsPosted: tally.resultsPosted,
+    resultsApplied: tally.applied,
+    duplicates: tally.duplicates,
+    posts: tally.posts,
+    startupMs: Math.round(startupMs),
+    startupCpuMs: cpuAtListen.user + cpuAtListen.system,
+    workMs: Math.round(workMs),
+    workCpuMs,
+    workUserMs,
+    workSystemMs,
+    cpuMsPerPage: pages === 0 ? null : workCpuMs / pages,
+    cpuMsPerResult: tally.applied === 0 ? null : workCpuMs / tally.applied,
+    pagesPerSecond: pages / (workMs / 1000),
+    peakRssMiB: peakKib === null ? null : Math.round((peakKib as number) / 1024),
+    groupCommits: crawlDbCommits,
+    cacheCommits,
+    resultsPerCommit: crawlDbCommits === null || crawlDbCommits === 0 ? null : tally.applied / crawlDbCommits,
+    driverCpuMs: Math.round((driverCpu.user + driverCpu.system) / 1000),
+    profile: [] as { name: string; ms: number; share: number }[],
+  };
+  if (opts.profile) {
+    const files = readdirSync(profileDir).filter((f) => f.endsWith('.cpuprofile'));
+    if (files[0] !== undefined) report.profile = topSelfTimes(join(profileDir, files[0]), opts.top);
+  }
+  if (opts.json) {
+    process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  } else {
+    const f = (n: number | null, digits = 0): string => (n === null ? '-' : n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits }));
+    process.stdout.write(
+      [
+        `pages ${f(pages)} (results applied ${f(tally.applied)}, duplicates ${f(tally.duplicates)}, posts ${f(tally.posts)}), URLs discovered ${f(report.urlsDiscovered)}`,
+        `queue server: ${f(report.cpuMsPerPage, 3)} ms CPU per page (${f(workCpuMs)} ms = ${f(workUserMs)} user + ${f(workSystemMs)} system over ${f(workMs)} ms of work, ${f(report.pagesPerSecond)} pages/s); start-up ${f(startupMs)} ms (${f(report.startupCpuMs)} ms CPU); peak RSS ${f(report.peakRssMiB)} MiB`,
+        `group commits: ${f(crawlDbCommits)} (${f(report.resultsPerCommit, 1)} results each, ${f(crawlDbCommits === null ? null : crawlDbCommits / (workMs / 1000), 1)} per second); driver CPU ${f(report.driverCpuMs)} ms; load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`,
+        ...(opts.profile ? ['', 'queue server profile (self time, whole process):', ...report.profile.map((p) => `  ${f(p.ms).padStart(7)} ms ${f(p.share * 100, 1).padStart(5)} %  ${p.name}`)] : []),
+        '',
+      ].join('\n'),
+    );
+  }
+  if (opts.keep) log(`bench-queue-server: kept ${dir}`);
+  else rmSync(dir, { recursive: true, force: true });
+  if (code !== 0) {
+    process.stderr.write(`bench-queue-server: the queue server exited with ${code}:\n${stderr}\n`);
+    return 1;
+  }
+  return 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    process.stderr.write(`bench-queue-server: ${(error as Error).stack ?? String(error)}\n`);
+    process.exit(1);
+  },
+);
