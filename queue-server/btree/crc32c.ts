@@ -23,10 +23,13 @@ const TABLE: Uint32Array = (() => {
   return t;
 })();
 
-/** CRC-32C of `bytes[start, end)`, as an unsigned 32-bit integer. */
-export function crc32c(bytes: Uint8Array, start = 0, end = bytes.length): number {
+/**
+ * CRC-32C of `bytes[start, end)`, as an unsigned 32-bit integer. Pass the CRC of the bytes before as
+ * `previous` to continue a checksum over data that arrives in pieces (the search index's sections).
+ */
+export function crc32c(bytes: Uint8Array, start = 0, end = bytes.length, previous = 0): number {
   const t = TABLE;
-  let crc = 0xffffffff;
+  let crc = (previous ^ 0xffffffff) >>> 0;
   let i = start;
   for (; end - i >= 8; i += 8) {
     const lo = crc ^ (bytes[i]! | (bytes[i + 1]! << 8) | (bytes[i + 2]! << 16) | (bytes[i + 3]! << 24));

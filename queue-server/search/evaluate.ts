@@ -1,0 +1,452 @@
+/**
+ * Query evaluation over the committed segments: which groups match, and their BM25F scores.
+ *
+ * Term at a time, clause by clause, rarest first. Each clause's postings are read from every segment
+ * and accumulated per GROUP (url-groups.ts) in typed arrays: a group is a page plus the anchor text
+ * of its inlinks, and those live in different docs and often different segments, so matching "all
+ * words" means all words somewhere in the group. After the first clause only groups that matched
+ * every earlier clause are looked at. Phrases are verified per segment doc at a time (positions of
+ * the words in one field of one doc), then accumulated like a term. Excluded clauses remove groups;
+ * a group is a result only if its page doc is live (not gone, not a duplicate, not noindex).
+ *
+ * Cost: the postings of the query's terms, decoded once (doc streams only for words; positions only
+ * for phrases), plus a few typed-array operations per posting. No allocation per posting.
+ */
+import { termOf } from '../../shared/tokenize.js';
+import { ByteReader } from './bytes.js';
+import type { LiveSegment } from './live-segment.js';
+import { langTerm, siteTerm } from './meta-terms.js';
+import type { Clause, ParsedQuery } from './query-parser.js';
+import { FIELD_B, FIELD_WEIGHTS, idf, saturate } from './ranking.js';
+import { FIELD_BODY, FIELD_HEADING, FIELD_TITLE, MAX_POSITIONS } from './segment-format.js';
+import type { TermInfo } from './segment-reader.js';
+import type { UrlGroups } from './url-groups.js';
+
+export interface IndexStats {
+  livePages: number;
+  titleTokens: number;
+  headingTokens: number;
+  bodyTokens: number;
+  anchorTokens: number;
+}
+
+export interface IndexView {
+  readonly segments: readonly LiveSegment[];
+  readonly groups: UrlGroups;
+  readonly stats: Readonly<IndexStats>;
+  readonly stemmers: readonly string[];
+  readonly scratch: Scratch;
+}
+
+/** Per-group accumulators, reused across queries (stamped, so nothing is cleared between queries). */
+export class Scratch {
+  stamp = new Uint32Array(0);
+  mask = new Uint32Array(0);
+  clause = new Int32Array(0);
+  score = new Float64Array(0);
+  tf = new Float64Array(0);
+  #query = 0;
+
+  begin(groups: number): number {
+    if (this.stamp.length < groups) {
+      const n = Math.max(groups, this.stamp.length * 2, 1024);
+      this.stamp = new Uint32Array(n);
+      this.mask = new Uint32Array(n);
+      this.clause = new Int32Array(n).fill(-1);
+      this.score = new Float64Array(n);
+      this.tf = new Float64Array(n);
+      this.#query = 0;
+    }
+    this.#query++;
+    if (this.#query >= 0xffffffff) {
+      this.stamp.fill(0);
+      this.#query = 1;
+    }
+    return this.#query;
+  }
+}
+
+export interface Match {
+  readonly group: number;
+  readonly bm25f: number;
+}
+
+/** One alternative of a clause: a term, or a phrase of terms (under one stemmer). */
+type Alternative = readonly string[];
+
+interface ResolvedClause {
+  readonly alternatives: readonly Alternative[];
+  readonly scored: boolean;
+  df: number;
+}
+
+function alternativesOf(clause: Clause, stemmers: readonly string[]): Alternative[] {
+  const seen = new Map<string, Alternative>();
+  if (clause.kind === 'site') return [[siteTerm(clause.host)]];
+  if (clause.kind === 'lang') return [[langTerm(clause.language)]];
+  const words = clause.kind === 'word' ? [clause.word] : clause.words;
+  for (const stemmer of stemmers.length === 0 ? ['english'] : stemmers) {
+    const terms = words.map((w) => termOf(w, stemmer));
+    seen.set(terms.join('\u0000'), terms);
+  }
+  return [...seen.values()];
+}
+
+/** Term lookups of one query, cached per segment (each is a dictionary block read). */
+class Lookups {
+  readonly #cache = new Map<string, TermInfo | null>();
+  get(segment: LiveSegment, term: string): TermInfo | null {
+    const key = `${segment.id}\u0000${term}`;
+    let info = this.#cache.get(key);
+    if (info === undefined) {
+      info = segment.reader.lookup(term);
+      this.#cache.set(key, info);
+    }
+    return info;
+  }
+}
+
+/** Matching groups with live pages and their BM25F scores (unordered), and the count. */
+export function evaluate(view: IndexView, query: ParsedQuery): Match[] {
+  const { segments, groups, stats, scratch } = view;
+  const q = scratch.begin(groups.size);
+  const lookups = new Lookups();
+  const resolve = (clause: Clause): ResolvedClause => {
+    const alternatives = alternativesOf(clause, view.stemmers);
+    let df = 0;
+    for (const segment of segments) {
+      for (const alternative of alternatives) {
+        // A phrase is at most as common as its rarest word.
+        let rarest = Number.POSITIVE_INFINITY;
+        for (const term of alternative) {
+          const info = lookups.get(segment, term);
+          rarest = Math.min(rarest, info === null ? 0 : info.pageDf + info.anchorDf);
+        }
+        df += rarest;
+      }
+    }
+    return { alternatives, scored: clause.kind === 'word' || clause.kind === 'phrase', df };
+  };
+  const required = query.required.map(resolve).sort((a, b) => a.df - b.df);
+  const avg = {
+    title: stats.livePages > 0 ? stats.titleTokens / stats.livePages : 1,
+    heading: stats.livePages > 0 ? stats.headingTokens / stats.livePages : 1,
+    body: stats.livePages > 0 ? stats.bodyTokens / stats.livePages : 1,
+    anchor: stats.livePages > 0 ? stats.anchorTokens / stats.livePages : 1,
+  };
+  const context: Context = { view, q, lookups, avg, prevBits: 0, clauseIndex: 0, touched: [], prune: false, removing: false, phraseMatches: 0 };
+
+  let survivors: number[] = [];
+  let bits = 0;
+  for (let c = 0; c < required.length; c++) {
+    const clause = required[c]!;
+    context.clauseIndex = c;
+    context.prune = c > 0;
+    context.prevBits = bits;
+    context.touched = [];
+    context.phraseMatches = 0;
+    accumulateClause(context, clause);
+    const bit = c === 31 ? 0x80000000 : 1 << c;
+    const isPhrase = clause.alternatives.some((a) => a.length > 1);
+    const weight = clause.scored ? idf(stats.livePages, isPhrase ? context.phraseMatches : clause.df) : 0;
+    for (const g of context.touched) {
+      if (clause.scored) scratch.score[g] = scratch.score[g]! + weight * saturate(scratch.tf[g]!);
+      scratch.mask[g] = (scratch.mask[g]! | bit) >>> 0;
+      scratch.tf[g] = 0;
+    }
+    bits = (bits | bit) >>> 0;
+    survivors = context.touched;
+    if (survivors.length === 0) return [];
+  }
+
+  context.removing = true;
+  context.prune = false;
+  for (const clause of query.excluded.map(resolve)) {
+    context.touched = [];
+    accumulateClause(context, clause);
+    for (const g of context.touched) scratch.mask[g] = 0;
+  }
+
+  const byId = new Map(segments.map((s) => [s.id, s]));
+  const out: Match[] = [];
+  for (const g of survivors) {
+    if (scratch.mask[g] !== bits) continue;
+    const segment = byId.get(groups.entrySegment[g]!);
+    if (segment === undefined) continue;
+    const entry = groups.entryIndex[g]!;
+    const page = segment.pageOf(entry);
+    if (page < 0 || segment.pageDeleted[page] === 1) continue;
+    out.push({ group: g, bm25f: scratch.score[g]! });
+  }
+  return out;
+}
+
+interface Context {
+  readonly view: IndexView;
+  readonly q: number;
+  readonly lookups: Lookups;
+  readonly avg: { title: number; heading: number; body: number; anchor: number };
+  prevBits: number;
+  clauseIndex: number;
+  touched: number[];
+  prune: boolean;
+  /** Excluded clauses: only mark groups (no scoring), no pruning. */
+  removing: boolean;
+  phraseMatches: number;
+}
+
+/** Adds one doc's contribution to group g (tf~ for this clause), marking g as touched by the clause. */
+function credit(ctx: Context, g: number, tf: number): void {
+  const s = ctx.view.scratch;
+  if (ctx.removing) {
+    if (s.stamp[g] === ctx.q && s.clause[g] !== -2 - ctx.clauseIndex) {
+      s.clause[g] = -2 - ctx.clauseIndex;
+      ctx.touched.push(g);
+    }
+    return;
+  }
+  if (ctx.prune) {
+    if (s.stamp[g] !== ctx.q || (s.mask[g]! & ctx.prevBits) !== ctx.prevBits) return;
+  } else if (s.stamp[g] !== ctx.q) {
+    s.stamp[g] = ctx.q;
+    s.mask[g] = 0;
+    s.score[g] = 0;
+    s.tf[g] = 0;
+    s.clause[g] = -1;
+  }
+  if (s.clause[g] !== ctx.clauseIndex) {
+    s.clause[g] = ctx.clauseIndex;
+    ctx.touched.push(g);
+  }
+  s.tf[g] = s.tf[g]! + tf;
+}
+
+function accumulateClause(ctx: Context, clause: ResolvedClause): void {
+  for (const segment of ctx.view.segments) {
+    for (const alternative of clause.alternatives) {
+      if (alternative.length === 1) accumulateTerm(ctx, segment, alternative[0]!);
+      else accumulatePhrase(ctx, segment, alternative);
+    }
+  }
+}
+
+function accumulateTerm(ctx: Context, segment: LiveSegment, term: string): void {
+  const info = ctx.lookups.get(segment, term);
+  if (info === null) return;
+  const { avg } = ctx;
+  const groups = ctx.view.groups;
+  const cols = segment.reader.columns;
+  if (info.pageDf > 0) {
+    const bytes = segment.reader.pageDocs(info);
+    const deleted = segment.pageDeleted;
+    const pageGroup = segment.pageGroup;
+    cursor = 0;
+    let doc = -1;
+    for (let i = 0; i < info.pageDf; i++) {
+      const head = nextVarint(bytes);
+      doc += Math.floor(head / 16);
+      const mask = head & 15;
+      const ft = mask & FIELD_TITLE ? nextVarint(bytes) : 0;
+      const fh = mask & FIELD_HEADING ? nextVarint(bytes) : 0;
+      const fb = mask & FIELD_BODY ? nextVarint(bytes) : 0;
+      if (deleted[doc] === 1) continue;
+      let tf = 0;
+      if (ft > 0) tf += (FIELD_WEIGHTS.title * ft) / (1 - FIELD_B.title + (FIELD_B.title * cols.pageTitleLength[doc]!) / avg.title);
+      if (fh > 0) tf += (FIELD_WEIGHTS.heading * fh) / (1 - FIELD_B.heading + (FIELD_B.heading * cols.pageHeadingLength[doc]!) / avg.heading);
+      if (fb > 0) tf += (FIELD_WEIGHTS.body * fb) / (1 - FIELD_B.body + (FIELD_B.body * cols.pageBodyLength[doc]!) / avg.body);
+      credit(ctx, pageGroup[doc]!, tf);
+    }
+  }
+  if (info.anchorDf > 0) {
+    const bytes = segment.reader.anchorDocs(info);
+    const reader = new ByteReader(bytes);
+    let doc = -1;
+    for (let i = 0; i < info.anchorDf; i++) {
+      doc += reader.varint();
+      const freq = reader.varint();
+      if (segment.anchorDeleted[doc] === 1) continue;
+      const g = groups.canonical(segment.anchorTarget[doc]!);
+      const tf = (FIELD_WEIGHTS.anchor * freq) / (1 - FIELD_B.anchor + (FIELD_B.anchor * groups.groupAnchorLength[g]!) / avg.anchor);
+      credit(ctx, g, tf);
+    }
+  }
+}
+
+/** Read position of nextVarint: module state so the posting loop allocates nothing (single-threaded). */
+let cursor = 0;
+
+/** The varint at `cursor` in bytes (bounds are the dictionary's lengths; check verifies them). */
+function nextVarint(bytes: Uint8Array): number {
+  let b = bytes[cursor++]!;
+  let value = b & 0x7f;
+  for (let scale = 0x80; b >= 0x80; scale *= 0x80) {
+    b = bytes[cursor++]!;
+    value += (b & 0x7f) * scale;
+  }
+  return value;
+}
+
+/** A term's page postings with positions, decoded: per posting its doc and, per field, a range of `positions`. */
+interface DecodedPostings {
+  readonly docs: Int32Array;
+  /** 3 per posting (title, heading, body): start index into positions, or -1 when the field is absent. */
+  readonly starts: Int32Array;
+  readonly counts: Int32Array;
+  readonly positions: Int32Array;
+}
+
+function decodePagePositions(docBytes: Uint8Array, posBytes: Uint8Array, df: number): DecodedPostings {
+  const docs = new Int32Array(df);
+  const starts = new Int32Array(df * 3).fill(-1);
+  const counts = new Int32Array(df * 3);
+  const positionsList: number[] = [];
+  const d = new ByteReader(docBytes);
+  const p = new ByteReader(posBytes);
+  let doc = -1;
+  const freqs = [0, 0, 0];
+  for (let i = 0; i < df; i++) {
+    const head = d.varint();
+    doc += Math.floor(head / 16);
+    docs[i] = doc;
+    const mask = head & 15;
+    const fields: number[] = [];
+    if (mask & FIELD_TITLE) fields.push(0);
+    if (mask & FIELD_HEADING) fields.push(1);
+    if (mask & FIELD_BODY) fields.push(2);
+    for (let k = 0; k < fields.length; k++) freqs[k] = d.varint();
+    for (let k = 0; k < fields.length; k++) {
+      const n = Math.min(freqs[k]!, MAX_POSITIONS);
+      starts[i * 3 + fields[k]!] = positionsList.length;
+      counts[i * 3 + fields[k]!] = n;
+      let position = 0;
+      for (let c = 0; c < n; c++) {
+        position = c === 0 ? p.varint() : position + p.varint();
+        positionsList.push(position);
+      }
+    }
+  }
+  return { docs, starts, counts, positions: Int32Array.from(positionsList) };
+}
+
+function decodeAnchorPositions(docBytes: Uint8Array, posBytes: Uint8Array, df: number): DecodedPostings {
+  const docs = new Int32Array(df);
+  const starts = new Int32Array(df);
+  const counts = new Int32Array(df);
+  const positionsList: number[] = [];
+  const d = new ByteReader(docBytes);
+  const p = new ByteReader(posBytes);
+  let doc = -1;
+  for (let i = 0; i < df; i++) {
+    doc += d.varint();
+    docs[i] = doc;
+    const n = Math.min(d.varint(), MAX_POSITIONS);
+    starts[i] = positionsList.length;
+    counts[i] = n;
+    let position = 0;
+    for (let c = 0; c < n; c++) {
+      position = c === 0 ? p.varint() : position + p.varint();
+      positionsList.push(position);
+    }
+  }
+  return { docs, starts, counts, positions: Int32Array.from(positionsList) };
+}
+
+function contains(list: Int32Array, start: number, count: number, value: number): boolean {
+  let lo = start;
+  let hi = start + count - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    const v = list[mid]!;
+    if (v === value) return true;
+    if (v < value) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return false;
+}
+
+/** Occurrences of the phrase in one field of one doc: positions p of word 0 with word i at p + i. */
+function phraseCount(lists: readonly DecodedPostings[], at: readonly number[], slots: number, field: number): number {
+  const first = lists[0]!;
+  const s0 = first.starts[at[0]! * slots + field]!;
+  if (s0 < 0) return 0;
+  for (let w = 1; w < lists.length; w++) if (lists[w]!.starts[at[w]! * slots + field]! < 0) return 0;
+  let count = 0;
+  const n0 = first.counts[at[0]! * slots + field]!;
+  outer: for (let k = 0; k < n0; k++) {
+    const p = first.positions[s0 + k]!;
+    for (let w = 1; w < lists.length; w++) {
+      const list = lists[w]!;
+      const slot = at[w]! * slots + field;
+      if (!contains(list.positions, list.starts[slot]!, list.counts[slot]!, p + w)) continue outer;
+    }
+    count++;
+  }
+  return count;
+}
+
+/** Docs where every list has the same doc: calls visit(doc, index of that doc in each list). */
+function intersect(lists: readonly DecodedPostings[], visit: (doc: number, at: readonly number[]) => void): void {
+  const at = lists.map(() => 0);
+  for (;;) {
+    let max = -1;
+    for (let w = 0; w < lists.length; w++) {
+      if (at[w]! >= lists[w]!.docs.length) return;
+      max = Math.max(max, lists[w]!.docs[at[w]!]!);
+    }
+    let aligned = true;
+    for (let w = 0; w < lists.length; w++) {
+      const docs = lists[w]!.docs;
+      while (at[w]! < docs.length && docs[at[w]!]! < max) at[w]!++;
+      if (at[w]! >= docs.length) return;
+      if (docs[at[w]!] !== max) aligned = false;
+    }
+    if (!aligned) continue;
+    visit(max, at);
+    for (let w = 0; w < lists.length; w++) at[w]!++;
+  }
+}
+
+function accumulatePhrase(ctx: Context, segment: LiveSegment, terms: readonly string[]): void {
+  const infos: TermInfo[] = [];
+  for (const term of terms) {
+    const info = ctx.lookups.get(segment, term);
+    if (info === null) return;
+    infos.push(info);
+  }
+  const { avg } = ctx;
+  const cols = segment.reader.columns;
+  const groups = ctx.view.groups;
+  if (infos.every((i) => i.pageDf > 0)) {
+    const lists = infos.map((info) => {
+      const p = segment.reader.postings(info);
+      return decodePagePositions(p.pageDocs, p.pagePositions, p.pageDf);
+    });
+    intersect(lists, (doc, at) => {
+      if (segment.pageDeleted[doc] === 1) return;
+      const ft = phraseCount(lists, at, 3, 0);
+      const fh = phraseCount(lists, at, 3, 1);
+      const fb = phraseCount(lists, at, 3, 2);
+      if (ft + fh + fb === 0) return;
+      ctx.phraseMatches++;
+      let tf = 0;
+      if (ft > 0) tf += (FIELD_WEIGHTS.title * ft) / (1 - FIELD_B.title + (FIELD_B.title * cols.pageTitleLength[doc]!) / avg.title);
+      if (fh > 0) tf += (FIELD_WEIGHTS.heading * fh) / (1 - FIELD_B.heading + (FIELD_B.heading * cols.pageHeadingLength[doc]!) / avg.heading);
+      if (fb > 0) tf += (FIELD_WEIGHTS.body * fb) / (1 - FIELD_B.body + (FIELD_B.body * cols.pageBodyLength[doc]!) / avg.body);
+      credit(ctx, segment.pageGroup[doc]!, tf);
+    });
+  }
+  if (infos.every((i) => i.anchorDf > 0)) {
+    const lists = infos.map((info) => {
+      const p = segment.reader.postings(info);
+      return decodeAnchorPositions(p.anchorDocs, p.anchorPositions, p.anchorDf);
+    });
+    intersect(lists, (doc, at) => {
+      if (segment.anchorDeleted[doc] === 1) return;
+      const f = phraseCount(lists, at, 1, 0);
+      if (f === 0) return;
+      ctx.phraseMatches++;
+      const g = groups.canonical(segment.anchorTarget[doc]!);
+      credit(ctx, g, (FIELD_WEIGHTS.anchor * f) / (1 - FIELD_B.anchor + (FIELD_B.anchor * groups.groupAnchorLength[g]!) / avg.anchor));
+    });
+  }
+}
