@@ -8,6 +8,7 @@ import { btreeCommand } from './btree-command.js';
 import { crawlCommand } from './crawl-command.js';
 import { dbCommand } from './db-command.js';
 import { exportCommand } from './export-command.js';
+import { indexCommand, searchCommand } from './index-command.js';
 import { packageVersion } from './options.js';
 import { queueServerCommand } from './queue-server-command.js';
 import { startCommand } from './start-command.js';
@@ -23,6 +24,8 @@ const program = new Command('petrel')
   .addCommand(fetcherCommand(version))
   .addCommand(exportCommand())
   .addCommand(btreeCommand())
-  .addCommand(dbCommand());
+  .addCommand(dbCommand())
+  .addCommand(indexCommand())
+  .addCommand(searchCommand());
 
 await program.parseAsync(process.argv);

@@ -128,7 +128,7 @@ export class SegmentBuilder {
 
   readonly #storeBlocks: StoreBlock[] = [];
   #storeBytes = 0;
-  readonly #record = new ByteWriter(STORE_BLOCK_BYTES + 4096);
+  readonly #record = new ByteWriter(1024);
   #recordCount = 0;
 
   get entries(): number {

@@ -8,6 +8,7 @@
  *   crawldb.btree   the crawl database, one record per known URL (crawldb/), 16 KiB pages
  *   robots/         robots.txt fetches per origin (robots-store.ts)
  *   pass.json       the current crawl pass of one-shot crawls (crawl-pass.ts)
+ *   index/          the search index: segments, deletion files, MANIFEST (search/LAYOUT.md)
  *   LOCK            the pid of the queue server using the directory; a second one refuses to start
  *
  * Directory and files are private to the user (0700 / 0600).
@@ -23,6 +24,7 @@ export const DATA_FILES = {
   crawlDb: 'crawldb.btree',
   robots: 'robots',
   pass: 'pass.json',
+  index: 'index',
   lock: 'LOCK',
 } as const;
 
