@@ -36,7 +36,7 @@ export class ByteWriter {
   }
 
   varint(value: number): void {
-    this.#ensure(8);
+    if (this.#length + 8 > this.#bytes.length) this.#ensure(8);
     const bytes = this.#bytes;
     let at = this.#length;
     let v = value;
@@ -70,11 +70,28 @@ export class ByteWriter {
     this.#length += value.length;
   }
 
+  /** Appends source[start, end) (a loop for short ranges: cheaper than making a view to copy). */
+  range(source: Uint8Array, start: number, end: number): void {
+    const n = end - start;
+    this.#ensure(n);
+    if (n < 64) {
+      const bytes = this.#bytes;
+      let at = this.#length;
+      for (let i = start; i < end; i++) bytes[at++] = source[i]!;
+    } else this.#bytes.set(source.subarray(start, end), this.#length);
+    this.#length += n;
+  }
+
   /** A length-prefixed UTF-8 string. */
   string(value: string): void {
     const encoded = Buffer.from(value, 'utf8');
     this.varint(encoded.length);
     this.bytes(encoded);
+  }
+
+  /** The backing array (valid up to `length`, until the next write): for copying without a view object. */
+  get raw(): Uint8Array {
+    return this.#bytes;
   }
 
   /** A view of the bytes written so far (valid until the next write). */
@@ -166,4 +183,11 @@ export function hashHalves(hash: bigint): [number, number] {
 
 export function hashHex(hi: number, lo: number): string {
   return hi.toString(16).padStart(8, '0') + lo.toString(16).padStart(8, '0');
+}
+
+/** Bytes as either a finished array or a writer's contents (the writer avoids a view object per term). */
+export type Bytes = Uint8Array | ByteWriter;
+
+export function rawBytes(bytes: Bytes): Uint8Array {
+  return bytes instanceof ByteWriter ? bytes.raw : bytes;
 }

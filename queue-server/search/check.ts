@@ -21,11 +21,10 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { inflateRawSync } from 'node:zlib';
 import { ByteReader, hashHex } from './bytes.js';
 import { IndexError } from './errors.js';
 import { decodeDeletions, readManifest, type Manifest } from './manifest.js';
-import { decodeStoredDocument } from './segment-builder.js';
+import { blockRecords, decodeHead } from './doc-store.js';
 import { FIELD_BODY, FIELD_HEADING, FIELD_META, FIELD_TITLE, MAX_POSITIONS, NO_PAGE } from './segment-format.js';
 import { SegmentReader } from './segment-reader.js';
 
@@ -240,18 +239,24 @@ function checkAnchorPostings(reader: SegmentReader, df: number, docBytes: Uint8A
 }
 
 function checkStore(reader: SegmentReader, fault: (code: IndexFaultCode, message: string) => void): void {
-  let records = 0;
-  for (let b = 0; b < reader.storeBlocks.length; b++) {
-    const ref = reader.storeBlocks[b]!;
-    if (ref.firstRecord !== records) fault('STORE_INVALID', `store block ${b} starts at record ${ref.firstRecord}, expected ${records}`);
-    try {
-      const bytes = new ByteReader(inflateRawSync(reader.storeBlockBytes(b)));
-      for (let r = 0; r < ref.records; r++) decodeStoredDocument(bytes);
-      if (!bytes.done) fault('STORE_INVALID', `store block ${b} has bytes after its ${ref.records} records`);
-    } catch (error) {
-      fault('STORE_INVALID', `store block ${b}: ${(error as Error).message}`);
+  for (const kind of ['head', 'text'] as const) {
+    let records = 0;
+    const blocks = reader.storeBlocks(kind);
+    for (let b = 0; b < blocks.length; b++) {
+      const ref = blocks[b]!;
+      if (ref.firstRecord !== records) fault('STORE_INVALID', `${kind} block ${b} starts at record ${ref.firstRecord}, expected ${records}`);
+      try {
+        const bytes = new ByteReader(blockRecords(reader.storeBlockBytes(kind, b), `${kind} block ${b}`));
+        for (let r = 0; r < ref.records; r++) {
+          if (kind === 'head') decodeHead(bytes);
+          else bytes.string();
+        }
+        if (!bytes.done) fault('STORE_INVALID', `${kind} block ${b} has bytes after its ${ref.records} records`);
+      } catch (error) {
+        fault('STORE_INVALID', `${kind} block ${b}: ${(error as Error).message}`);
+      }
+      records += ref.records;
     }
-    records += ref.records;
+    if (records !== reader.footer.pages) fault('STORE_INVALID', `${records} ${kind} records for ${reader.footer.pages} pages`);
   }
-  if (records !== reader.footer.pages) fault('STORE_INVALID', `${records} stored documents for ${reader.footer.pages} pages`);
 }

@@ -56,10 +56,11 @@ export function workerRunner(): MergeRunner {
       if (pending !== null) return Promise.reject(new Error('one merge at a time'));
       if (worker === null) {
         const w = new Worker(WORKER_URL);
-        w.unref();
         w.on('message', (answer: Answer) => {
           const p = pending;
           pending = null;
+          // Idle, the worker must not keep the process alive (listening refs it: unref after).
+          w.unref();
           if (p === null) return;
           if (answer.ok) p.resolve(answer.result);
           else p.reject(new IndexError(answer.code, answer.message));
@@ -70,6 +71,8 @@ export function workerRunner(): MergeRunner {
       }
       return new Promise((resolve, reject) => {
         pending = { resolve, reject };
+        // A merge in flight keeps the process alive, so whoever awaits it (idle()) gets its answer.
+        worker!.ref();
         worker!.postMessage(job);
       });
     },

@@ -14,13 +14,12 @@
  * remap tables (4 bytes per input doc).
  */
 import { join } from 'node:path';
-import { deflateRawSync } from 'node:zlib';
 import { ByteReader, ByteWriter } from './bytes.js';
 import { IndexError } from './errors.js';
-import { decodeStoredDocument, encodeStoredDocument } from './segment-builder.js';
-import { MAX_POSITIONS, NO_PAGE, POSITIONED_FIELDS, STORE_ZLIB_LEVEL, type Columns } from './segment-format.js';
-import { SegmentReader, type TermInfo } from './segment-reader.js';
-import { writeSegment, type StoreBlock, type TermPostings } from './segment-writer.js';
+import { blockRecords, CODEC_DEFLATE, decodeHead, encodeBlock, encodeHead, type StoreBlock } from './doc-store.js';
+import { MAX_POSITIONS, NO_PAGE, POSITIONED_FIELDS, type Columns } from './segment-format.js';
+import { SegmentReader, type StoreKind, type TermInfo } from './segment-reader.js';
+import { writeSegment, type TermPostings } from './segment-writer.js';
 
 export interface MergeInput {
   readonly id: number;
@@ -100,7 +99,8 @@ export function mergeSegments(job: MergeJob): MergeResult {
       columns,
       stemmers,
       terms: mergedTerms(inputs),
-      storeBlocks: mergedStore(inputs),
+      headBlocks: mergedStore(inputs, 'head'),
+      textBlocks: mergedStore(inputs, 'text'),
     });
     return { outputId: job.outputId, outputFile: job.outputFile, entries, pages, anchors, bytes: written.bytes, terms: written.terms };
   } finally {
@@ -191,16 +191,16 @@ function* mergedTerms(inputs: readonly Input[]): Generator<TermPostings> {
     yield {
       term,
       pageDf: state.pageDf,
-      pageDocs: pageDocs.view(),
-      pagePositions: pagePositions.view(),
+      pageDocs,
+      pagePositions,
       anchorDf: state.anchorDf,
-      anchorDocs: anchorDocs.view(),
-      anchorPositions: anchorPositions.view(),
+      anchorDocs,
+      anchorPositions,
     };
   }
 }
 
-function remapPagePostings(p: TermPostings, map: Int32Array, docsOut: ByteWriter, positionsOut: ByteWriter, state: { lastPage: number; pageDf: number }): void {
+function remapPagePostings(p: TermPostings<Uint8Array>, map: Int32Array, docsOut: ByteWriter, positionsOut: ByteWriter, state: { lastPage: number; pageDf: number }): void {
   if (p.pageDf === 0) return;
   const docs = new ByteReader(p.pageDocs);
   const positions = new ByteReader(p.pagePositions);
@@ -219,13 +219,13 @@ function remapPagePostings(p: TermPostings, map: Int32Array, docsOut: ByteWriter
     if (target < 0) continue;
     docsOut.varint((target - state.lastPage) * 16 + mask);
     for (let k = 0; k < n; k++) docsOut.varint(freqs[k]!);
-    positionsOut.bytes(p.pagePositions.subarray(start, positions.pos));
+    positionsOut.bytes((p.pagePositions).subarray(start, positions.pos));
     state.lastPage = target;
     state.pageDf++;
   }
 }
 
-function remapAnchorPostings(p: TermPostings, map: Int32Array, docsOut: ByteWriter, positionsOut: ByteWriter, state: { lastAnchor: number; anchorDf: number }): void {
+function remapAnchorPostings(p: TermPostings<Uint8Array>, map: Int32Array, docsOut: ByteWriter, positionsOut: ByteWriter, state: { lastAnchor: number; anchorDf: number }): void {
   if (p.anchorDf === 0) return;
   const docs = new ByteReader(p.anchorDocs);
   const positions = new ByteReader(p.anchorPositions);
@@ -240,30 +240,42 @@ function remapAnchorPostings(p: TermPostings, map: Int32Array, docsOut: ByteWrit
     if (target < 0) continue;
     docsOut.varint(target - state.lastAnchor);
     docsOut.varint(freq);
-    positionsOut.bytes(p.anchorPositions.subarray(start, positions.pos));
+    positionsOut.bytes((p.anchorPositions).subarray(start, positions.pos));
     state.lastAnchor = target;
     state.anchorDf++;
   }
 }
 
-function* mergedStore(inputs: readonly Input[]): Generator<StoreBlock> {
+/**
+ * The store blocks of the output: a compressed block whose pages all survive is copied as it is;
+ * any other block (raw, from a commit, or with a dropped page) is rewritten compressed.
+ */
+function* mergedStore(inputs: readonly Input[], kind: StoreKind): Generator<StoreBlock> {
   for (const { reader, pageMap } of inputs) {
-    for (let b = 0; b < reader.storeBlocks.length; b++) {
-      const ref = reader.storeBlocks[b]!;
+    const blocks = reader.storeBlocks(kind);
+    for (let b = 0; b < blocks.length; b++) {
+      const ref = blocks[b]!;
       let kept = 0;
       for (let r = ref.firstRecord; r < ref.firstRecord + ref.records; r++) if (pageMap[r]! >= 0) kept++;
       if (kept === 0) continue;
-      if (kept === ref.records) {
-        yield { compressed: reader.storeBlockBytes(b), records: ref.records };
+      const bytes = reader.storeBlockBytes(kind, b);
+      if (kept === ref.records && bytes[0] === CODEC_DEFLATE) {
+        yield { bytes, records: ref.records };
         continue;
       }
-      const records = new ByteReader(reader.storeBlock(b));
+      const records = new ByteReader(blockRecords(bytes, `${reader.path}: ${kind} block ${b}`));
       const out = new ByteWriter(records.end);
       for (let r = ref.firstRecord; r < ref.firstRecord + ref.records; r++) {
-        const doc = decodeStoredDocument(records);
-        if (pageMap[r]! >= 0) encodeStoredDocument(out, doc);
+        if (kind === 'head') {
+          const head = decodeHead(records);
+          if (pageMap[r]! >= 0) encodeHead(out, head);
+        } else {
+          const start = records.pos;
+          records.take(records.varint());
+          if (pageMap[r]! >= 0) out.bytes(records.bytes.subarray(start, records.pos));
+        }
       }
-      yield { compressed: deflateRawSync(out.view(), { level: STORE_ZLIB_LEVEL }), records: kept };
+      yield { bytes: encodeBlock(out.view(), true), records: kept };
     }
   }
 }

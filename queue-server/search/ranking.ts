@@ -17,7 +17,7 @@
  * Link authority: the crawl's OPIC cash of the URL (crawldb `score`; OPIC rather than PageRank because
  * the crawl already keeps it per URL, updated as links are found, with no separate iteration over the
  * link graph). It is handed in per URL (`authorityOf`), so the index stores none. The best
- * AUTHORITY_WINDOW results by BM25F are rescored:
+ * AUTHORITY_WINDOW (100) results by BM25F are rescored (a crawl database read each):
  *   final = bm25f * (1 + AUTHORITY_WEIGHT * ln(1 + cash) / ln(1 + max cash in the window))
  * so authority reorders pages of comparable relevance and never lifts an irrelevant one far; ties
  * break by URL hash, so a ranking is deterministic.
@@ -26,7 +26,7 @@ export const K1 = 1.2;
 export const FIELD_WEIGHTS = { title: 4, heading: 2, body: 1, anchor: 3 } as const;
 export const FIELD_B = { title: 0.4, heading: 0.5, body: 0.75, anchor: 0.6 } as const;
 export const AUTHORITY_WEIGHT = 0.25;
-export const AUTHORITY_WINDOW = 1000;
+export const AUTHORITY_WINDOW = 100;
 
 export function idf(livePages: number, df: number): number {
   const n = Math.max(livePages, 1);

@@ -48,6 +48,7 @@ import { inlineRunner, workerAvailable, workerRunner, type MergeMode, type Merge
 import { pageMetaTerms } from './meta-terms.js';
 import { parseQuery, type ParsedQuery } from './query-parser.js';
 import { AUTHORITY_WINDOW, withAuthority } from './ranking.js';
+import { PostingPool } from './posting-pool.js';
 import { SegmentBuilder, type StagedAnchor } from './segment-builder.js';
 import { writeSegment } from './segment-writer.js';
 import { buildSnippet } from './snippet.js';
@@ -146,7 +147,9 @@ export class SearchIndex {
   #manifest: Manifest;
   readonly #stats: IndexStats = { livePages: 0, titleTokens: 0, headingTokens: 0, bodyTokens: 0, anchorTokens: 0 };
 
-  #builder = new SegmentBuilder();
+  /** Posting blocks reused by each staging buffer in turn (posting-pool.ts). */
+  readonly #pool = new PostingPool();
+  #builder = new SegmentBuilder(this.#pool);
   #pending: Pending[] = [];
   readonly #staged = new Map<number, Staged>();
   #nextSegmentId: number;
@@ -245,7 +248,7 @@ export class SearchIndex {
       if (staged.holder === builder) this.#staged.set(group, { holder: pending, entry: staged.entry });
     }
     this.#pending.push(pending);
-    this.#builder = new SegmentBuilder();
+    this.#builder = new SegmentBuilder(this.#pool);
   }
 
   /**
@@ -462,10 +465,22 @@ export class SearchIndex {
 
   // ---- searching --------------------------------------------------------------------------
 
+  /** What queries see; rebuilt only when the list of segments changes. */
+  #viewCache: { segments: readonly LiveSegment[]; view: IndexView; byId: Map<number, LiveSegment> } | null = null;
+
   #view(): IndexView {
-    const stemmers = new Set<string>();
-    for (const s of this.#segments) for (const st of s.reader.meta.stemmers) stemmers.add(st);
-    return { segments: this.#segments, groups: this.#groups, stats: this.#stats, stemmers: [...stemmers].sort(), scratch: this.#scratch };
+    if (this.#viewCache?.segments !== this.#segments) {
+      const stemmers = new Set<string>();
+      for (const s of this.#segments) for (const st of s.reader.meta.stemmers) stemmers.add(st);
+      const view = { segments: this.#segments, groups: this.#groups, stats: this.#stats, stemmers: [...stemmers].sort(), scratch: this.#scratch };
+      this.#viewCache = { segments: this.#segments, view, byId: new Map(this.#segments.map((s) => [s.id, s])) };
+    }
+    return this.#viewCache.view;
+  }
+
+  #segmentsById(): Map<number, LiveSegment> {
+    this.#view();
+    return this.#viewCache!.byId;
   }
 
   /** The matching groups and their BM25F scores, unordered (search without ranking: the model tests). */
@@ -484,30 +499,36 @@ export class SearchIndex {
     const parsed = typeof query === 'string' ? parseQuery(query) : query;
     const matches = evaluate(this.#view(), parsed);
     const groups = this.#groups;
-    const window = topByScore(matches, Math.max(AUTHORITY_WINDOW, offset + limit));
-    const hex = window.map((m) => hashHex(groups.hashHi[m.group]!, groups.hashLo[m.group]!));
+    // Without authority only the page asked for needs ordering; with it, the rescoring window.
+    const window = topByScore(matches, options.authorityOf === undefined ? offset + limit : Math.max(AUTHORITY_WINDOW, offset + limit));
     let scores = window.map((m) => m.bm25f);
     if (options.authorityOf !== undefined) {
-      const cash = hex.map((h) => Math.max(0, options.authorityOf!(h) || 0));
+      const cash = window.map((m) => Math.max(0, options.authorityOf!(hashHex(groups.hashHi[m.group]!, groups.hashLo[m.group]!)) || 0));
       const max = Math.max(0, ...cash);
       scores = window.map((m, i) => withAuthority(m.bm25f, cash[i]!, max));
     }
-    const order = window.map((_, i) => i).sort((a, b) => scores[b]! - scores[a]! || (hex[a]! < hex[b]! ? -1 : 1));
-    const byId = new Map(this.#segments.map((s) => [s.id, s]));
+    const order = window.map((_, i) => i).sort((a, b) => {
+      if (scores[b] !== scores[a]) return scores[b]! - scores[a]!;
+      const ga = window[a]!.group;
+      const gb = window[b]!.group;
+      return groups.hashHi[ga]! - groups.hashHi[gb]! || groups.hashLo[ga]! - groups.hashLo[gb]!;
+    });
+    const byId = this.#segmentsById();
     const results: SearchResult[] = [];
     for (const i of order.slice(offset, offset + limit)) {
       const group = window[i]!.group;
       const segment = byId.get(groups.entrySegment[group]!)!;
-      const doc = segment.reader.document(segment.pageOf(groups.entryIndex[group]!));
-      const language = doc.language === '' ? null : doc.language;
+      const page = segment.pageOf(groups.entryIndex[group]!);
+      const head = segment.reader.head(page);
+      const language = head.language === '' ? null : head.language;
       results.push({
-        url: doc.url,
-        title: doc.title,
-        snippet: options.snippets === false ? '' : buildSnippet(doc.text, parsed.highlight, stemmerFor(language)),
+        url: head.url,
+        title: head.title,
+        snippet: options.snippets === false ? '' : buildSnippet(segment.reader.text(page), parsed.highlight, stemmerFor(language)),
         score: Math.round(scores[i]! * 1e4) / 1e4,
-        fetchedAt: doc.fetchedAt,
+        fetchedAt: head.fetchedAt,
         language,
-        urlHash: hex[i]!,
+        urlHash: hashHex(groups.hashHi[group]!, groups.hashLo[group]!),
       });
     }
     return { total: matches.length, results };

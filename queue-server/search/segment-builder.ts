@@ -8,19 +8,17 @@
  * URL of its original. Entries are the unit of replacement: re-staging a URL deletes its previous
  * entry whole, wherever it is.
  *
- * Postings are kept per term in one growable byte buffer per kind, records interleaved:
- *   page:   varint(docDelta * 16 + fieldMask), varint(freq) per positioned field in the mask,
- *           then per positioned field min(freq, 256) position deltas
- *   anchor: varint(docDelta), varint(freq), min(freq, 256) position deltas
- * and split into the file's separate doc and position streams when the segment is written. Doc ids
- * only grow, so deltas are >= 1 (the first is doc + 1).
+ * Postings are kept per term already in the file's format (LAYOUT.md), in growable byte buffers: a
+ * doc stream and a position stream for page postings, the same two for anchor postings (created when
+ * first needed). Doc ids only grow, so deltas are >= 1 (the first is doc + 1).
  *
  * Memory: `bytes` estimates what the buffer holds (posting bytes allocated, about 160 bytes per
  * distinct term, compressed stored documents, the columns); the index flushes it at its bound.
  */
-import { deflateRawSync } from 'node:zlib';
 import type { IndexData } from '../../shared/index-data.js';
-import { ByteReader, ByteWriter } from './bytes.js';
+import { ByteWriter } from './bytes.js';
+import { PostingPool } from './posting-pool.js';
+import { BlockSink, encodeHead, HEAD_BLOCK_BYTES, TEXT_BLOCK_BYTES } from './doc-store.js';
 import { IndexError } from './errors.js';
 import {
   ENTRY_ALIAS,
@@ -30,11 +28,9 @@ import {
   FIELD_TITLE,
   MAX_POSITIONS,
   NO_PAGE,
-  STORE_BLOCK_BYTES,
-  STORE_ZLIB_LEVEL,
   type Columns,
 } from './segment-format.js';
-import type { SegmentContent, StoreBlock, TermPostings } from './segment-writer.js';
+import type { SegmentContent, TermPostings } from './segment-writer.js';
 
 export interface StagedPage {
   readonly url: string;
@@ -51,16 +47,15 @@ export interface StagedAnchor {
   readonly terms: readonly string[];
 }
 
-interface TermBuffer {
-  page: ByteWriter | null;
-  lastPage: number;
-  pageDf: number;
-  anchor: ByteWriter | null;
-  lastAnchor: number;
-  anchorDf: number;
-}
+/** Estimated bytes per distinct term beyond its postings: the map entry and the per-term integers. */
+const PER_TERM_BYTES = 120;
 
-const PER_TERM_BYTES = 160;
+/** A term of a page's title or headings, gathered to be written with the body's in one posting. */
+interface SmallTerm {
+  mask: number;
+  readonly frequencies: [number, number, number];
+  readonly deltas: [readonly number[] | null, readonly number[] | null, readonly number[] | null];
+}
 const POSITIONED: ReadonlyArray<readonly [number, 'title' | 'heading' | 'body']> = [
   [FIELD_TITLE, 'title'],
   [FIELD_HEADING, 'heading'],
@@ -101,13 +96,40 @@ class Growable8 {
   }
 }
 
+function grownInt32(array: Int32Array<ArrayBuffer>, need: number, fill: number): Int32Array<ArrayBuffer> {
+  if (need <= array.length) return array;
+  let size = array.length * 2;
+  while (size < need) size *= 2;
+  const out = new Int32Array(size).fill(fill);
+  out.set(array);
+  return out;
+}
+
 export class SegmentBuilder {
-  readonly #terms = new Map<string, TermBuffer>();
+  /** term -> term id; per term id its four streams in the pool (-1: none yet) and counters. */
+  readonly #terms = new Map<string, number>();
+  readonly #termList: string[] = [];
+  readonly #pool: PostingPool;
+  #pageDocs = new Int32Array(1024).fill(-1);
+  #pagePositions = new Int32Array(1024).fill(-1);
+  #anchorDocs = new Int32Array(1024).fill(-1);
+  #anchorPositions = new Int32Array(1024).fill(-1);
+  #lastPage = new Int32Array(1024).fill(-1);
+  #pageDf = new Int32Array(1024);
+  /** Stamp of the last page that listed the term (duplicate detection). */
+  #mark = new Int32Array(1024).fill(-1);
+  #lastAnchor = new Int32Array(1024).fill(-1);
+  #anchorDf = new Int32Array(1024);
+
+  /** `pool`: blocks to reuse (the index passes one pool to each builder in turn); reset here. */
+  constructor(pool: PostingPool = new PostingPool()) {
+    this.#pool = pool;
+    pool.reset();
+  }
   readonly #stemmers = new Set<string>();
   #entries = 0;
   #pages = 0;
   #anchors = 0;
-  #postingBytes = 0;
   readonly #deleted: number[] = [];
 
   readonly #entrySourceHi = new Growable32();
@@ -126,10 +148,9 @@ export class SegmentBuilder {
   readonly #anchorTargetLo = new Growable32();
   readonly #anchorLength = new Growable8();
 
-  readonly #storeBlocks: StoreBlock[] = [];
-  #storeBytes = 0;
-  readonly #record = new ByteWriter(1024);
-  #recordCount = 0;
+  /** Stored documents, raw: compressing is left to merges, off the event loop (doc-store.ts). */
+  readonly #heads = new BlockSink(HEAD_BLOCK_BYTES, false);
+  readonly #texts = new BlockSink(TEXT_BLOCK_BYTES, false);
 
   get entries(): number {
     return this.#entries;
@@ -145,7 +166,7 @@ export class SegmentBuilder {
 
   /** Estimated bytes held. */
   get bytes(): number {
-    return this.#postingBytes + this.#terms.size * PER_TERM_BYTES + this.#storeBytes + this.#record.capacity + (this.#entries * 29 + this.#pages * 10 + this.#anchors * 9) * 2;
+    return this.#pool.usedBytes + this.#terms.size * PER_TERM_BYTES + this.#heads.bytes + this.#texts.bytes + (this.#entries * 29 + this.#pages * 10 + this.#anchors * 9) * 2;
   }
 
   /** Entries staged here and then replaced before the flush: written as the segment's first deletions. */
@@ -173,68 +194,129 @@ export class SegmentBuilder {
     return entry;
   }
 
-  #term(term: string): TermBuffer {
-    let buffer = this.#terms.get(term);
-    if (buffer === undefined) {
-      buffer = { page: null, lastPage: -1, pageDf: 0, anchor: null, lastAnchor: -1, anchorDf: 0 };
-      this.#terms.set(term, buffer);
+  #term(term: string): number {
+    let id = this.#terms.get(term);
+    if (id === undefined) {
+      id = this.#termList.length;
+      this.#termList.push(term);
+      this.#terms.set(term, id);
+      const n = id + 1;
+      if (n > this.#lastPage.length) {
+        this.#pageDocs = grownInt32(this.#pageDocs, n, -1);
+        this.#pagePositions = grownInt32(this.#pagePositions, n, -1);
+        this.#anchorDocs = grownInt32(this.#anchorDocs, n, -1);
+        this.#anchorPositions = grownInt32(this.#anchorPositions, n, -1);
+        this.#lastPage = grownInt32(this.#lastPage, n, -1);
+        this.#pageDf = grownInt32(this.#pageDf, n, 0);
+        this.#mark = grownInt32(this.#mark, n, -1);
+        this.#lastAnchor = grownInt32(this.#lastAnchor, n, -1);
+        this.#anchorDf = grownInt32(this.#anchorDf, n, 0);
+      }
     }
-    return buffer;
+    return id;
   }
 
+  #marks = 0;
+
   #addPage(entry: number, page: StagedPage): void {
-    const doc = this.#pages++;
     const { data } = page;
-    this.#stemmers.add(data.stemmer);
+    const bad = (message: string): never => {
+      throw new IndexError('INDEX_BAD_DATA', `${page.url}: ${message}`);
+    };
+    const checkPositions = (term: string, field: string, frequency: number, deltas: readonly number[]): void => {
+      if (deltas.length !== Math.min(frequency, MAX_POSITIONS) || frequency < 1) bad(`term ${JSON.stringify(term)} in ${field} has ${deltas.length} positions for frequency ${frequency}`);
+      for (let k = 1; k < deltas.length; k++) if (!(deltas[k]! >= 1)) bad(`positions of ${JSON.stringify(term)} in ${field} do not increase`);
+    };
+    // Everything is checked before anything is written, so a refused page leaves the buffer as it was.
+    const mark = ++this.#marks;
     const lengths = { title: 0, heading: 0, body: 0 };
-    // One posting per (term, doc): gather the term's fields first.
-    const byTerm = new Map<string, { mask: number; fields: Array<readonly [number, readonly number[]] | null> }>();
-    for (let f = 0; f < POSITIONED.length; f++) {
+    const small = new Map<string, SmallTerm>();
+    for (let f = 0; f < 2; f++) {
       const [bit, name] = POSITIONED[f]!;
       for (const [term, frequency, deltas] of data.fields[name]) {
+        checkPositions(term, name, frequency, deltas);
         lengths[name] += frequency;
-        let gathered = byTerm.get(term);
+        let gathered = small.get(term);
         if (gathered === undefined) {
-          gathered = { mask: 0, fields: [null, null, null] };
-          byTerm.set(term, gathered);
+          gathered = { mask: 0, frequencies: [0, 0, 0], deltas: [null, null, null] };
+          small.set(term, gathered);
         }
-        if ((gathered.mask & bit) !== 0) throw new IndexError('INDEX_BAD_DATA', `${page.url}: term ${JSON.stringify(term)} listed twice in ${name}`);
-        if (deltas.length !== Math.min(frequency, MAX_POSITIONS)) throw new IndexError('INDEX_BAD_DATA', `${page.url}: term ${JSON.stringify(term)} in ${name} has ${deltas.length} positions for frequency ${frequency}`);
-        for (let k = 1; k < deltas.length; k++) {
-          if (deltas[k]! < 1) throw new IndexError('INDEX_BAD_DATA', `${page.url}: positions of ${JSON.stringify(term)} in ${name} do not increase`);
-        }
+        if ((gathered.mask & bit) !== 0) bad(`term ${JSON.stringify(term)} listed twice in ${name}`);
         gathered.mask |= bit;
-        gathered.fields[f] = [frequency, deltas];
+        gathered.frequencies[f] = frequency;
+        gathered.deltas[f] = deltas;
       }
+    }
+    const body = data.fields.body;
+    const bodyTerms = new Int32Array(body.length).fill(-1);
+    for (let i = 0; i < body.length; i++) {
+      const [term, frequency, deltas] = body[i]!;
+      checkPositions(term, 'body', frequency, deltas);
+      lengths.body += frequency;
+      const gathered = small.get(term);
+      if (gathered !== undefined) {
+        if ((gathered.mask & FIELD_BODY) !== 0) bad(`term ${JSON.stringify(term)} listed twice in body`);
+        gathered.mask |= FIELD_BODY;
+        gathered.frequencies[2] = frequency;
+        gathered.deltas[2] = deltas;
+        continue;
+      }
+      const id = this.#term(term);
+      if (this.#mark[id] === mark) bad(`term ${JSON.stringify(term)} listed twice in body`);
+      this.#mark[id] = mark;
+      bodyTerms[i] = id;
+    }
+
+    const doc = this.#pages++;
+    this.#stemmers.add(data.stemmer);
+    for (let i = 0; i < body.length; i++) {
+      const id = bodyTerms[i]!;
+      if (id < 0) continue;
+      const entry = body[i]!;
+      this.#writePagePosting(id, doc, FIELD_BODY, entry[1], 0, 0, null, null, entry[2]);
+    }
+    for (const [term, g] of small) {
+      this.#writePagePosting(this.#term(term), doc, g.mask, g.frequencies[0], g.frequencies[1], g.frequencies[2], g.deltas[0], g.deltas[1], g.deltas[2]);
     }
     for (const term of page.metaTerms) {
-      let gathered = byTerm.get(term);
-      if (gathered === undefined) {
-        gathered = { mask: 0, fields: [null, null, null] };
-        byTerm.set(term, gathered);
-      }
-      gathered.mask |= FIELD_META;
-    }
-    for (const [term, gathered] of byTerm) {
-      const buffer = this.#term(term);
-      let out = buffer.page;
-      if (out === null) {
-        out = buffer.page = new ByteWriter(8);
-        this.#postingBytes += out.capacity;
-      }
-      const before = out.capacity;
-      out.varint((doc - buffer.lastPage) * 16 + gathered.mask);
-      for (const field of gathered.fields) if (field !== null) out.varint(field[0]);
-      for (const field of gathered.fields) if (field !== null) for (const d of field[1]) out.varint(d);
-      this.#postingBytes += out.capacity - before;
-      buffer.lastPage = doc;
-      buffer.pageDf++;
+      const id = this.#term(term);
+      if (this.#lastPage[id] === doc) continue;
+      this.#writePagePosting(id, doc, FIELD_META, 0, 0, 0, null, null, null);
     }
     this.#pageEntry.push(doc, entry);
     this.#pageTitle.push(doc, Math.min(lengths.title, 0xffff));
     this.#pageHeading.push(doc, Math.min(lengths.heading, 0xffff));
     this.#pageBody.push(doc, Math.min(lengths.body, 0xffff));
     this.#storeRecord(page);
+  }
+
+  /**
+   * One page posting: varint(docDelta * 16 + mask), the frequencies of the positioned fields in the
+   * mask, then (position stream) their positions. For a body-only posting pass the body frequency as
+   * `ft` and its deltas as `db` (the one positioned field present).
+   */
+  #writePagePosting(id: number, doc: number, mask: number, ft: number, fh: number, fb: number, dt: readonly number[] | null, dh: readonly number[] | null, db: readonly number[] | null): void {
+    const pool = this.#pool;
+    let docs = this.#pageDocs[id]!;
+    let positions = this.#pagePositions[id]!;
+    if (docs < 0) {
+      docs = this.#pageDocs[id] = pool.newStream();
+      positions = this.#pagePositions[id] = pool.newStream();
+    }
+    pool.varint(docs, (doc - this.#lastPage[id]!) * 16 + mask);
+    if (mask === FIELD_BODY) {
+      pool.varint(docs, ft);
+      for (const d of db!) pool.varint(positions, d);
+    } else {
+      if (mask & FIELD_TITLE) pool.varint(docs, ft);
+      if (mask & FIELD_HEADING) pool.varint(docs, fh);
+      if (mask & FIELD_BODY) pool.varint(docs, fb);
+      if (dt !== null) for (const d of dt) pool.varint(positions, d);
+      if (dh !== null) for (const d of dh) pool.varint(positions, d);
+      if (db !== null) for (const d of db) pool.varint(positions, d);
+    }
+    this.#lastPage[id] = doc;
+    this.#pageDf[id]!++;
   }
 
   #addAnchor(anchor: StagedAnchor): void {
@@ -249,44 +331,41 @@ export class SegmentBuilder {
       if (list === undefined) positions.set(term, [i]);
       else list.push(i);
     }
+    const pool = this.#pool;
     for (const [term, list] of positions) {
-      const buffer = this.#term(term);
-      let out = buffer.anchor;
-      if (out === null) {
-        out = buffer.anchor = new ByteWriter(8);
-        this.#postingBytes += out.capacity;
+      const id = this.#term(term);
+      let docs = this.#anchorDocs[id]!;
+      let out = this.#anchorPositions[id]!;
+      if (docs < 0) {
+        docs = this.#anchorDocs[id] = pool.newStream();
+        out = this.#anchorPositions[id] = pool.newStream();
       }
-      const before = out.capacity;
-      out.varint(doc - buffer.lastAnchor);
-      out.varint(list.length);
+      pool.varint(docs, doc - this.#lastAnchor[id]!);
+      pool.varint(docs, list.length);
       const kept = Math.min(list.length, MAX_POSITIONS);
-      for (let k = 0; k < kept; k++) out.varint(k === 0 ? list[0]! : list[k]! - list[k - 1]!);
-      this.#postingBytes += out.capacity - before;
-      buffer.lastAnchor = doc;
-      buffer.anchorDf++;
+      for (let k = 0; k < kept; k++) pool.varint(out, k === 0 ? list[0]! : list[k]! - list[k - 1]!);
+      this.#lastAnchor[id] = doc;
+      this.#anchorDf[id]!++;
     }
   }
 
   #storeRecord(page: StagedPage): void {
-    encodeStoredDocument(this.#record, { url: page.url, title: page.data.title ?? '', text: page.data.text, language: page.data.language ?? '', fetchedAt: page.fetchedAt });
-    this.#recordCount++;
-    if (this.#record.length >= STORE_BLOCK_BYTES) this.#sealBlock();
-  }
-
-  #sealBlock(): void {
-    if (this.#recordCount === 0) return;
-    const compressed = deflateRawSync(this.#record.view(), { level: STORE_ZLIB_LEVEL });
-    this.#storeBlocks.push({ compressed, records: this.#recordCount });
-    this.#storeBytes += compressed.length;
-    this.#record.reset();
-    this.#recordCount = 0;
+    encodeHead(this.#heads.current, { url: page.url, title: page.data.title ?? '', language: page.data.language ?? '', fetchedAt: page.fetchedAt });
+    this.#heads.recordDone();
+    this.#texts.current.string(page.data.text);
+    this.#texts.recordDone();
   }
 
   /** The segment to write. Consumes the builder: call once. */
   content(): SegmentContent {
-    this.#sealBlock();
-    const terms = [...this.#terms.keys()].sort();
-    const map = this.#terms;
+    this.#heads.seal();
+    this.#texts.seal();
+    const order = [...this.#terms.keys()].sort().map((t) => this.#terms.get(t)!);
+    const termList = this.#termList;
+    const pool = this.#pool;
+    const streams = { pageDocs: this.#pageDocs, pagePositions: this.#pagePositions, anchorDocs: this.#anchorDocs, anchorPositions: this.#anchorPositions };
+    const pageDf = this.#pageDf;
+    const anchorDf = this.#anchorDf;
     const columns: Columns = {
       entrySourceHi: this.#entrySourceHi.array, entrySourceLo: this.#entrySourceLo.array, entryPage: this.#entryPage.array,
       entryAnchorFirst: this.#entryAnchorFirst.array, entryAnchorCount: this.#entryAnchorCount.array,
@@ -301,79 +380,21 @@ export class SegmentBuilder {
       anchors: this.#anchors,
       columns,
       stemmers: [...this.#stemmers],
-      storeBlocks: this.#storeBlocks,
+      headBlocks: this.#heads.blocks,
+      textBlocks: this.#texts.blocks,
       terms: (function* (): Generator<TermPostings> {
-        for (const term of terms) {
-          const buffer = map.get(term)!;
-          const page = buffer.page === null ? EMPTY_SPLIT : splitPagePostings(buffer.page.view(), buffer.pageDf);
-          const anchor = buffer.anchor === null ? EMPTY_SPLIT : splitAnchorPostings(buffer.anchor.view(), buffer.anchorDf);
-          yield { term, pageDf: buffer.pageDf, pageDocs: page.docs, pagePositions: page.positions, anchorDf: buffer.anchorDf, anchorDocs: anchor.docs, anchorPositions: anchor.positions };
+        // Four writers reused term after term: the segment writer copies each before asking for the next.
+        const out = { pageDocs: new ByteWriter(1 << 12), pagePositions: new ByteWriter(1 << 12), anchorDocs: new ByteWriter(1 << 10), anchorPositions: new ByteWriter(1 << 10) };
+        for (const id of order) {
+          for (const kind of ['pageDocs', 'pagePositions', 'anchorDocs', 'anchorPositions'] as const) {
+            out[kind].reset();
+            const stream = streams[kind][id]!;
+            if (stream >= 0) pool.copyTo(stream, out[kind]);
+          }
+          yield { term: termList[id]!, pageDf: pageDf[id]!, anchorDf: anchorDf[id]!, ...out };
         }
       })(),
     };
   }
 }
 
-const EMPTY_SPLIT = { docs: new Uint8Array(0), positions: new Uint8Array(0) };
-
-function splitPagePostings(interleaved: Uint8Array, df: number): { docs: Uint8Array; positions: Uint8Array } {
-  const reader = new ByteReader(interleaved);
-  const docs = new ByteWriter(interleaved.length);
-  const positions = new ByteWriter(interleaved.length);
-  const freqs = [0, 0, 0];
-  for (let i = 0; i < df; i++) {
-    const head = reader.varint();
-    docs.varint(head);
-    const mask = head % 16;
-    let n = 0;
-    for (const [bit] of POSITIONED) {
-      if ((mask & bit) === 0) continue;
-      const f = reader.varint();
-      docs.varint(f);
-      freqs[n++] = f;
-    }
-    for (let k = 0; k < n; k++) {
-      const kept = Math.min(freqs[k]!, MAX_POSITIONS);
-      for (let p = 0; p < kept; p++) positions.varint(reader.varint());
-    }
-  }
-  return { docs: docs.toBytes(), positions: positions.toBytes() };
-}
-
-function splitAnchorPostings(interleaved: Uint8Array, df: number): { docs: Uint8Array; positions: Uint8Array } {
-  const reader = new ByteReader(interleaved);
-  const docs = new ByteWriter(interleaved.length);
-  const positions = new ByteWriter(interleaved.length);
-  for (let i = 0; i < df; i++) {
-    docs.varint(reader.varint());
-    const f = reader.varint();
-    docs.varint(f);
-    const kept = Math.min(f, MAX_POSITIONS);
-    for (let p = 0; p < kept; p++) positions.varint(reader.varint());
-  }
-  return { docs: docs.toBytes(), positions: positions.toBytes() };
-}
-
-export interface StoredDocument {
-  readonly url: string;
-  /** Empty when the page had no title. */
-  readonly title: string;
-  readonly text: string;
-  /** Empty when unknown. */
-  readonly language: string;
-  /** ms since epoch. */
-  readonly fetchedAt: number;
-}
-
-/** A stored document record: url, title, text, language as length-prefixed UTF-8, then fetchedAt. */
-export function encodeStoredDocument(out: ByteWriter, doc: StoredDocument): void {
-  out.string(doc.url);
-  out.string(doc.title);
-  out.string(doc.text);
-  out.string(doc.language);
-  out.varint(Math.max(0, Math.floor(doc.fetchedAt)));
-}
-
-export function decodeStoredDocument(reader: ByteReader): StoredDocument {
-  return { url: reader.string(), title: reader.string(), text: reader.string(), language: reader.string(), fetchedAt: reader.varint() };
-}

@@ -22,10 +22,6 @@ export type SectionName = (typeof SECTIONS)[number];
 
 /** Terms per dictionary block (front-coded within a block; the block index holds each block's first term). */
 export const DICTIONARY_BLOCK_TERMS = 32;
-/** Uncompressed bytes of document records per store block before it is compressed (zlib deflate-raw). */
-export const STORE_BLOCK_BYTES = 32 * 1024;
-/** zlib level of store blocks: measured in the bench (README), 1 compresses 3x faster than 6 and 10 % larger. */
-export const STORE_ZLIB_LEVEL = 1;
 
 /** Field bits of a page posting. Page docs carry title, heading, body and meta; anchor docs only anchor text. */
 export const FIELD_TITLE = 1;

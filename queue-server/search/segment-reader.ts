@@ -9,11 +9,10 @@
  */
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { endianness } from 'node:os';
-import { inflateRawSync } from 'node:zlib';
 import { crc32c } from '../btree/crc32c.js';
 import { ByteReader } from './bytes.js';
 import { IndexError } from './errors.js';
-import { decodeStoredDocument, type StoredDocument } from './segment-builder.js';
+import { blockRecords, decodeHead, type StoredDocument, type StoredHead } from './doc-store.js';
 import {
   checkHeader,
   columnLayout,
@@ -42,7 +41,9 @@ export interface TermInfo {
   readonly anchorPositionsLength: number;
 }
 
-interface StoreBlockRef {
+export type StoreKind = 'head' | 'text';
+
+export interface StoreBlockRef {
   readonly offset: number;
   readonly length: number;
   readonly firstRecord: number;
@@ -59,9 +60,9 @@ export class SegmentReader {
   readonly #blockFirstTerms: string[];
   readonly #blockOffsets: number[];
   readonly #blockPostings: number[];
-  readonly #store: StoreBlockRef[];
+  readonly #store: Record<StoreKind, StoreBlockRef[]>;
   /** The last few decompressed store blocks (results pages read neighbours). */
-  readonly #storeCache = new Map<number, Uint8Array>();
+  readonly #storeCache = new Map<string, Uint8Array>();
   #closed = false;
 
   private constructor(path: string, fd: number, fileBytes: number, footer: Footer) {
@@ -100,10 +101,12 @@ export class SegmentReader {
     }
 
     const storeIndex = new ByteReader(this.#section('storeIndex', true));
-    const storeBlocks = storeIndex.varint();
-    this.#store = [];
-    for (let b = 0; b < storeBlocks; b++) {
-      this.#store.push({ offset: storeIndex.varint(), length: storeIndex.varint(), firstRecord: storeIndex.varint(), records: storeIndex.varint() });
+    this.#store = { head: [], text: [] };
+    for (const kind of ['head', 'text'] as const) {
+      const count = storeIndex.varint();
+      for (let b = 0; b < count; b++) {
+        this.#store[kind].push({ offset: storeIndex.varint(), length: storeIndex.varint(), firstRecord: storeIndex.varint(), records: storeIndex.varint() });
+      }
     }
   }
 
@@ -170,11 +173,11 @@ export class SegmentReader {
       if (firsts[mid]! <= term) lo = mid;
       else hi = mid - 1;
     }
-    for (const info of this.#blockTerms(lo)) {
-      if (info.term === term) return info;
-      if (info.term > term) return null;
-    }
-    return null;
+    const dict = this.footer.sections.dictionary;
+    const start = this.#blockOffsets[lo]!;
+    const end = lo + 1 < this.#blockOffsets.length ? this.#blockOffsets[lo + 1]! : dict.length;
+    if (start > end || end > dict.length) throw this.#corrupt(`dictionary block ${lo} out of bounds`);
+    return findInBlock(this.read(dict.offset + start, end - start), Buffer.from(term, 'utf8'), term, this.#blockPostings[lo]!, this.footer.sections.postings.offset, (m) => this.#corrupt(`dictionary block ${lo}: ${m}`));
   }
 
   /** The terms of block `b` with their postings locations. */
@@ -197,7 +200,7 @@ export class SegmentReader {
   }
 
   /** The bytes of a term's postings: page docs + positions, anchor docs + positions. */
-  postings(info: TermInfo): TermPostings {
+  postings(info: TermInfo): TermPostings<Uint8Array> {
     const total = info.pageDocsLength + info.pagePositionsLength + info.anchorDocsLength + info.anchorPositionsLength;
     const first = info.pageDf > 0 ? info.pageDocsAt : info.anchorDocsAt;
     const bytes = this.read(first, total);
@@ -223,37 +226,32 @@ export class SegmentReader {
     return this.read(info.anchorDocsAt, info.anchorDocsLength);
   }
 
-  get storeBlocks(): readonly StoreBlockRef[] {
-    return this.#store;
+  storeBlocks(kind: StoreKind): readonly StoreBlockRef[] {
+    return this.#store[kind];
   }
 
-  /** The raw (compressed) bytes of store block b. */
-  storeBlockBytes(b: number): Uint8Array {
-    const ref = this.#store[b]!;
+  /** The raw bytes (codec byte and payload) of a store block. */
+  storeBlockBytes(kind: StoreKind, b: number): Uint8Array {
+    const ref = this.#store[kind][b]!;
     const section = this.footer.sections.storeBlocks;
-    if (ref.offset + ref.length > section.length) throw this.#corrupt(`store block ${b} out of bounds`);
+    if (ref.offset + ref.length > section.length || ref.length < 1) throw this.#corrupt(`${kind} block ${b} out of bounds`);
     return this.read(section.offset + ref.offset, ref.length);
   }
 
-  /** Decompressed records of store block b. */
-  storeBlock(b: number): Uint8Array {
-    const cached = this.#storeCache.get(b);
+  /** The records of a store block, decompressed. */
+  storeBlock(kind: StoreKind, b: number): Uint8Array {
+    const key = `${kind}${b}`;
+    const cached = this.#storeCache.get(key);
     if (cached !== undefined) return cached;
-    let bytes: Uint8Array;
-    try {
-      bytes = inflateRawSync(this.storeBlockBytes(b));
-    } catch (error) {
-      if (error instanceof IndexError) throw error;
-      throw this.#corrupt(`store block ${b} does not decompress`);
-    }
+    const bytes = blockRecords(this.storeBlockBytes(kind, b), `${this.path}: ${kind} block ${b}`);
     if (this.#storeCache.size >= 16) this.#storeCache.delete(this.#storeCache.keys().next().value!);
-    this.#storeCache.set(b, bytes);
+    this.#storeCache.set(key, bytes);
     return bytes;
   }
 
-  /** The stored document of page doc `page`. */
-  document(page: number): StoredDocument {
-    const blocks = this.#store;
+  /** A reader positioned at page `page`'s record in its block of the given kind. */
+  #record(kind: StoreKind, page: number): ByteReader {
+    const blocks = this.#store[kind];
     let lo = 0;
     let hi = blocks.length - 1;
     while (lo < hi) {
@@ -262,10 +260,27 @@ export class SegmentReader {
       else hi = mid - 1;
     }
     const ref = blocks[lo];
-    if (ref === undefined || page < ref.firstRecord || page >= ref.firstRecord + ref.records) throw this.#corrupt(`no stored document for page ${page}`);
-    const reader = new ByteReader(this.storeBlock(lo));
-    for (let r = ref.firstRecord; r < page; r++) decodeStoredDocument(reader);
-    return decodeStoredDocument(reader);
+    if (ref === undefined || page < ref.firstRecord || page >= ref.firstRecord + ref.records) throw this.#corrupt(`no ${kind} record for page ${page}`);
+    const reader = new ByteReader(this.storeBlock(kind, lo));
+    for (let r = ref.firstRecord; r < page; r++) {
+      if (kind === 'head') decodeHead(reader);
+      else reader.take(reader.varint());
+    }
+    return reader;
+  }
+
+  /** URL, title, language and fetch time of page doc `page` (no text decompressed). */
+  head(page: number): StoredHead {
+    return decodeHead(this.#record('head', page));
+  }
+
+  /** The stored text of page doc `page`. */
+  text(page: number): string {
+    return this.#record('text', page).string();
+  }
+
+  document(page: number): StoredDocument {
+    return { ...this.head(page), text: this.text(page) };
   }
 
   close(): void {
@@ -282,6 +297,38 @@ function readFully(fd: number, into: Uint8Array, position: number): void {
     if (n === 0) throw new IndexError('INDEX_CORRUPT', `unexpected end of file at ${position + done}`);
     done += n;
   }
+}
+
+/** The previous term of a block scan, rebuilt in place (terms are at most 64 UTF-16 units: 256 bytes). */
+const scanTerm = Buffer.alloc(1024);
+
+/** Looks a term up in one dictionary block by comparing bytes: no string is made for the others. */
+function findInBlock(bytes: Uint8Array, target: Buffer, term: string, postingsBase: number, postingsSectionOffset: number, corrupt: (message: string) => IndexError): TermInfo | null {
+  const reader = new ByteReader(bytes);
+  const count = reader.varint();
+  let length = 0;
+  let at = postingsSectionOffset + postingsBase;
+  for (let i = 0; i < count; i++) {
+    const prefix = reader.varint();
+    const suffixLength = reader.varint();
+    if (prefix > length || prefix + suffixLength > scanTerm.length) throw corrupt(`term ${i} does not fit`);
+    const suffix = reader.take(suffixLength);
+    scanTerm.set(suffix, prefix);
+    length = prefix + suffixLength;
+    const pageDf = reader.varint();
+    const anchorDf = reader.varint();
+    const pageDocsLength = pageDf > 0 ? reader.varint() : 0;
+    const pagePositionsLength = pageDf > 0 ? reader.varint() : 0;
+    const anchorDocsLength = anchorDf > 0 ? reader.varint() : 0;
+    const anchorPositionsLength = anchorDf > 0 ? reader.varint() : 0;
+    const pageDocsAt = at;
+    const anchorDocsAt = at + pageDocsLength + pagePositionsLength;
+    at = anchorDocsAt + anchorDocsLength + anchorPositionsLength;
+    if (length === target.length && target.compare(scanTerm, 0, length) === 0) {
+      return { term, pageDf, pageDocsAt, pageDocsLength, pagePositionsLength, anchorDf, anchorDocsAt, anchorDocsLength, anchorPositionsLength };
+    }
+  }
+  return null;
 }
 
 function decodeBlock(bytes: Uint8Array, postingsBase: number, postingsSectionOffset: number, corrupt: (message: string) => IndexError): TermInfo[] {

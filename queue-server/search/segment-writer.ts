@@ -9,7 +9,8 @@
  */
 import { closeSync, fsyncSync, openSync, writeSync } from 'node:fs';
 import { crc32c } from '../btree/crc32c.js';
-import { ByteWriter } from './bytes.js';
+import { ByteWriter, rawBytes, type Bytes } from './bytes.js';
+import type { StoreBlock } from './doc-store.js';
 import {
   DICTIONARY_BLOCK_TERMS,
   encodeColumns,
@@ -23,20 +24,14 @@ import {
 } from './segment-format.js';
 
 /** One term's postings in a segment: page postings (docs, positions) and anchor postings. */
-export interface TermPostings {
+export interface TermPostings<B extends Bytes = Bytes> {
   readonly term: string;
   readonly pageDf: number;
-  readonly pageDocs: Uint8Array;
-  readonly pagePositions: Uint8Array;
+  readonly pageDocs: B;
+  readonly pagePositions: B;
   readonly anchorDf: number;
-  readonly anchorDocs: Uint8Array;
-  readonly anchorPositions: Uint8Array;
-}
-
-export interface StoreBlock {
-  /** deflate-raw of the block's concatenated document records. */
-  readonly compressed: Uint8Array;
-  readonly records: number;
+  readonly anchorDocs: B;
+  readonly anchorPositions: B;
 }
 
 export interface SegmentContent {
@@ -48,7 +43,10 @@ export interface SegmentContent {
   readonly stemmers: readonly string[];
   /** In strictly ascending order of the terms (JavaScript string order: UTF-16 code units). */
   readonly terms: Iterable<TermPostings>;
-  readonly storeBlocks: Iterable<StoreBlock>;
+  /** Head records (URL, title, language, fetch time) of the page docs, in page order (doc-store.ts). */
+  readonly headBlocks: Iterable<StoreBlock>;
+  /** Text records of the page docs, in page order. */
+  readonly textBlocks: Iterable<StoreBlock>;
 }
 
 export interface SegmentMeta {
@@ -73,18 +71,24 @@ class SectionFile {
     return this.#offset;
   }
 
-  write(bytes: Uint8Array): void {
-    this.#crc = crc32c(bytes, 0, bytes.length, this.#crc);
-    this.#offset += bytes.length;
-    if (bytes.length > this.#buffer.length - this.#buffered) {
+  write(source: Bytes): void {
+    const length = source.length;
+    const bytes = rawBytes(source);
+    this.#crc = crc32c(bytes, 0, length, this.#crc);
+    this.#offset += length;
+    if (length > this.#buffer.length - this.#buffered) {
       this.flush();
-      if (bytes.length > this.#buffer.length) {
-        writeAll(this.#fd, bytes);
+      if (length > this.#buffer.length) {
+        writeAll(this.#fd, bytes.subarray(0, length));
         return;
       }
     }
-    this.#buffer.set(bytes, this.#buffered);
-    this.#buffered += bytes.length;
+    const buffer = this.#buffer;
+    let at = this.#buffered;
+    // Most postings are a few bytes: a loop beats creating a view to copy them.
+    if (length < 64) for (let i = 0; i < length; i++) buffer[at++] = bytes[i]!;
+    else buffer.set(bytes.subarray(0, length), at);
+    this.#buffered += length;
   }
 
   beginSection(): void {
@@ -186,26 +190,28 @@ export function writeSegment(path: string, content: SegmentContent): { bytes: nu
     refs.columns = out.endSection();
 
     out.beginSection();
-    const storeIndex = new ByteWriter(1 << 10);
-    let storeBlocks = 0;
-    let records = 0;
     const storeStart = out.offset;
-    const storeEntries = new ByteWriter(1 << 10);
-    for (const b of content.storeBlocks) {
-      storeEntries.varint(out.offset - storeStart);
-      storeEntries.varint(b.compressed.length);
-      storeEntries.varint(records);
-      storeEntries.varint(b.records);
-      out.write(b.compressed);
-      records += b.records;
-      storeBlocks++;
+    const storeIndex = new ByteWriter(1 << 10);
+    for (const [kind, blocks] of [['head', content.headBlocks], ['text', content.textBlocks]] as const) {
+      const entries = new ByteWriter(1 << 10);
+      let count = 0;
+      let records = 0;
+      for (const b of blocks) {
+        entries.varint(out.offset - storeStart);
+        entries.varint(b.bytes.length);
+        entries.varint(records);
+        entries.varint(b.records);
+        out.write(b.bytes);
+        records += b.records;
+        count++;
+      }
+      if (records !== content.pages) throw new Error(`segment store holds ${records} ${kind} records for ${content.pages} pages`);
+      storeIndex.varint(count);
+      storeIndex.bytes(entries.view());
     }
     refs.storeBlocks = out.endSection();
-    if (records !== content.pages) throw new Error(`segment store holds ${records} records for ${content.pages} pages`);
 
     out.beginSection();
-    storeIndex.varint(storeBlocks);
-    storeIndex.bytes(storeEntries.view());
     out.write(storeIndex.view());
     refs.storeIndex = out.endSection();
 

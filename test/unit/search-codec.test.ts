@@ -13,6 +13,7 @@ import { decodeDeletions, encodeDeletions } from '../../queue-server/search/mani
 import { mergeSegments } from '../../queue-server/search/merge.js';
 import { levelOf, MERGE_FACTOR, MIN_ENTRIES, planMerge } from '../../queue-server/search/merge-policy.js';
 import { pageMetaTerms } from '../../queue-server/search/meta-terms.js';
+import { PostingPool } from '../../queue-server/search/posting-pool.js';
 import { SegmentBuilder, type StagedAnchor, type StagedPage } from '../../queue-server/search/segment-builder.js';
 import { MAX_POSITIONS, NO_PAGE, POSITIONED_FIELDS } from '../../queue-server/search/segment-format.js';
 import { SegmentReader } from '../../queue-server/search/segment-reader.js';
@@ -121,6 +122,30 @@ describe('search index codec', () => {
     const out = new ByteWriter();
     out.varint(300);
     expect(() => new ByteReader(out.view(), 0, 1).varint()).toThrow(/past the end/);
+  });
+
+  it('keeps interleaved streams of the posting pool apart, across slices, blocks and a reset', () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.nat(20), fc.maxSafeNat()), { maxLength: 30_000 }), (writes) => {
+        const pool = new PostingPool();
+        for (let round = 0; round < 2; round++) {
+          pool.reset();
+          const streams = Array.from({ length: 21 }, () => pool.newStream());
+          const expected = streams.map(() => new ByteWriter());
+          for (const [s, value] of writes) {
+            pool.varint(streams[s]!, value + round);
+            expected[s]!.varint(value + round);
+          }
+          streams.forEach((stream, s) => {
+            const out = new ByteWriter();
+            pool.copyTo(stream, out);
+            expect(Buffer.from(out.view()).equals(Buffer.from(expected[s]!.view()))).toBe(true);
+            expect(pool.length(stream)).toBe(expected[s]!.length);
+          });
+        }
+      }),
+      { seed, numRuns: 30 },
+    );
   });
 
   it('reads back every posting, position, column and stored document a segment was built with', () => {

@@ -71,4 +71,15 @@ describe('tokenize', () => {
       { seed, numRuns: 3000 },
     );
   });
+
+  it('finds exactly the words Intl.Segmenter finds, for random ASCII text (the char-code path)', () => {
+    const alphabet = [...'abzAZ09_.,;:\'-!?()"/@#$%&*+=<>[]{}|~` \t\n'];
+    fc.assert(
+      fc.property(fc.array(fc.constantFrom(...alphabet), { maxLength: 60 }), (chars) => {
+        const text = chars.join('');
+        expect(petrelWords(text)).toEqual(icuWords(text));
+      }),
+      { seed, numRuns: 3000 },
+    );
+  });
 });
