@@ -286,106 +286,120 @@ function nextVarint(bytes: Uint8Array): number {
   return value;
 }
 
-/** A term's page postings with positions, decoded: per posting its doc and, per field, a range of `positions`. */
-interface DecodedPostings {
+/**
+ * A term's postings for phrase matching: the doc stream decoded (docs, field frequencies, where each
+ * posting's positions start, counted in varints), the position stream left as bytes and read forward
+ * only for the docs every word of the phrase has. Skipping positions is a scan for varint
+ * terminators, without decoding numbers, so a phrase of a rare and a common word costs little more
+ * than the doc stream of the common one.
+ */
+class PhraseList {
   readonly docs: Int32Array;
-  /** 3 per posting (title, heading, body): start index into positions, or -1 when the field is absent. */
-  readonly starts: Int32Array;
+  /** 3 per posting: kept positions of title, heading, body (0 when the field is absent). */
   readonly counts: Int32Array;
-  readonly positions: Int32Array;
-}
+  /** Varint index in the position stream where each posting's positions start. */
+  readonly starts: Float64Array;
+  readonly #positions: Uint8Array;
+  #byte = 0;
+  #index = 0;
 
-function decodePagePositions(docBytes: Uint8Array, posBytes: Uint8Array, df: number): DecodedPostings {
-  const docs = new Int32Array(df);
-  const starts = new Int32Array(df * 3).fill(-1);
-  const counts = new Int32Array(df * 3);
-  const positionsList: number[] = [];
-  const d = new ByteReader(docBytes);
-  const p = new ByteReader(posBytes);
-  let doc = -1;
-  const freqs = [0, 0, 0];
-  for (let i = 0; i < df; i++) {
-    const head = d.varint();
-    doc += Math.floor(head / 16);
-    docs[i] = doc;
-    const mask = head & 15;
-    const fields: number[] = [];
-    if (mask & FIELD_TITLE) fields.push(0);
-    if (mask & FIELD_HEADING) fields.push(1);
-    if (mask & FIELD_BODY) fields.push(2);
-    for (let k = 0; k < fields.length; k++) freqs[k] = d.varint();
-    for (let k = 0; k < fields.length; k++) {
-      const n = Math.min(freqs[k]!, MAX_POSITIONS);
-      starts[i * 3 + fields[k]!] = positionsList.length;
-      counts[i * 3 + fields[k]!] = n;
-      let position = 0;
-      for (let c = 0; c < n; c++) {
-        position = c === 0 ? p.varint() : position + p.varint();
-        positionsList.push(position);
+  constructor(docBytes: Uint8Array, positions: Uint8Array, df: number, anchor: boolean) {
+    this.docs = new Int32Array(df);
+    this.counts = new Int32Array(df * 3);
+    this.starts = new Float64Array(df);
+    this.#positions = positions;
+    const d = new ByteReader(docBytes);
+    let doc = -1;
+    let index = 0;
+    for (let i = 0; i < df; i++) {
+      this.starts[i] = index;
+      if (anchor) {
+        doc += d.varint();
+        const n = Math.min(d.varint(), MAX_POSITIONS);
+        this.counts[i * 3 + 2] = n;
+        index += n;
+      } else {
+        const head = d.varint();
+        doc += Math.floor(head / 16);
+        const mask = head & 15;
+        for (let f = 0; f < 3; f++) {
+          if ((mask & (1 << f)) === 0) continue;
+          const n = Math.min(d.varint(), MAX_POSITIONS);
+          this.counts[i * 3 + f] = n;
+          index += n;
+        }
       }
+      this.docs[i] = doc;
     }
   }
-  return { docs, starts, counts, positions: Int32Array.from(positionsList) };
-}
 
-function decodeAnchorPositions(docBytes: Uint8Array, posBytes: Uint8Array, df: number): DecodedPostings {
-  const docs = new Int32Array(df);
-  const starts = new Int32Array(df);
-  const counts = new Int32Array(df);
-  const positionsList: number[] = [];
-  const d = new ByteReader(docBytes);
-  const p = new ByteReader(posBytes);
-  let doc = -1;
-  for (let i = 0; i < df; i++) {
-    doc += d.varint();
-    docs[i] = doc;
-    const n = Math.min(d.varint(), MAX_POSITIONS);
-    starts[i] = positionsList.length;
-    counts[i] = n;
+  /** Decodes the positions of posting i in field slot f (0 title, 1 heading, 2 body) into `out`; returns how many. Postings must be asked in ascending order. */
+  positions(i: number, f: number, out: Int32Array): number {
+    const n = this.counts[i * 3 + f]!;
+    if (n === 0) return 0;
+    let target = this.starts[i]!;
+    for (let k = 0; k < f; k++) target += this.counts[i * 3 + k]!;
+    const bytes = this.#positions;
+    let at = this.#byte;
+    for (let skip = target - this.#index; skip > 0; at++) if (bytes[at]! < 0x80) skip--;
     let position = 0;
     for (let c = 0; c < n; c++) {
-      position = c === 0 ? p.varint() : position + p.varint();
-      positionsList.push(position);
+      let b = bytes[at++]!;
+      let value = b & 0x7f;
+      for (let scale = 0x80; b >= 0x80; scale *= 0x80) {
+        b = bytes[at++]!;
+        value += (b & 0x7f) * scale;
+      }
+      position = c === 0 ? value : position + value;
+      out[c] = position;
     }
+    this.#byte = at;
+    this.#index = target + n;
+    return n;
   }
-  return { docs, starts, counts, positions: Int32Array.from(positionsList) };
 }
 
-function contains(list: Int32Array, start: number, count: number, value: number): boolean {
-  let lo = start;
-  let hi = start + count - 1;
-  while (lo <= hi) {
-    const mid = (lo + hi) >> 1;
-    const v = list[mid]!;
-    if (v === value) return true;
-    if (v < value) lo = mid + 1;
-    else hi = mid - 1;
-  }
-  return false;
-}
+const phraseScratch = Array.from({ length: 32 }, () => new Int32Array(MAX_POSITIONS));
 
-/** Occurrences of the phrase in one field of one doc: positions p of word 0 with word i at p + i. */
-function phraseCount(lists: readonly DecodedPostings[], at: readonly number[], slots: number, field: number): number {
-  const first = lists[0]!;
-  const s0 = first.starts[at[0]! * slots + field]!;
-  if (s0 < 0) return 0;
-  for (let w = 1; w < lists.length; w++) if (lists[w]!.starts[at[w]! * slots + field]! < 0) return 0;
+const phraseLengths = new Int32Array(32);
+
+/** Occurrences of the phrase in field f of the doc at `at` in each list: positions p of word 0 with word w at p + w. */
+function phraseCount(lists: readonly PhraseList[], at: readonly number[], f: number): number {
+  const words = lists.length;
+  for (let w = 0; w < words; w++) if (lists[w]!.counts[at[w]! * 3 + f] === 0) return 0;
+  // A word repeated in the phrase ("new new york") shares its list: decode its positions once.
+  for (let w = 0; w < words; w++) {
+    const first = lists.indexOf(lists[w]!);
+    if (first < w) {
+      phraseScratch[w]!.set(phraseScratch[first]!.subarray(0, phraseLengths[first]!));
+      phraseLengths[w] = phraseLengths[first]!;
+    } else phraseLengths[w] = lists[w]!.positions(at[w]!, f, phraseScratch[w]!);
+  }
+  // Word w must be at p + w: walk each list's sorted positions forward once (a merge, not a search).
+  const cursors = phraseCursors;
+  for (let w = 0; w < words; w++) cursors[w] = 0;
   let count = 0;
-  const n0 = first.counts[at[0]! * slots + field]!;
-  outer: for (let k = 0; k < n0; k++) {
-    const p = first.positions[s0 + k]!;
-    for (let w = 1; w < lists.length; w++) {
-      const list = lists[w]!;
-      const slot = at[w]! * slots + field;
-      if (!contains(list.positions, list.starts[slot]!, list.counts[slot]!, p + w)) continue outer;
+  const first = phraseScratch[0]!;
+  outer: for (let k = 0; k < phraseLengths[0]!; k++) {
+    const p = first[k]!;
+    for (let w = 1; w < words; w++) {
+      const list = phraseScratch[w]!;
+      const n = phraseLengths[w]!;
+      let c = cursors[w]!;
+      while (c < n && list[c]! < p + w) c++;
+      cursors[w] = c;
+      if (c >= n) break outer;
+      if (list[c] !== p + w) continue outer;
     }
     count++;
   }
   return count;
 }
 
+const phraseCursors = new Int32Array(32);
+
 /** Docs where every list has the same doc: calls visit(doc, index of that doc in each list). */
-function intersect(lists: readonly DecodedPostings[], visit: (doc: number, at: readonly number[]) => void): void {
+function intersect(lists: readonly PhraseList[], visit: (doc: number, at: readonly number[]) => void): void {
   const at = lists.map(() => 0);
   for (;;) {
     let max = -1;
@@ -406,6 +420,19 @@ function intersect(lists: readonly DecodedPostings[], visit: (doc: number, at: r
   }
 }
 
+/** One PhraseList per distinct term of the phrase (the same object where a word repeats). */
+function sharedLists(infos: readonly TermInfo[], make: (info: TermInfo) => PhraseList): PhraseList[] {
+  const byTerm = new Map<string, PhraseList>();
+  return infos.map((info) => {
+    let list = byTerm.get(info.term);
+    if (list === undefined) {
+      list = make(info);
+      byTerm.set(info.term, list);
+    }
+    return list;
+  });
+}
+
 function accumulatePhrase(ctx: Context, segment: LiveSegment, terms: readonly string[]): void {
   const infos: TermInfo[] = [];
   for (const term of terms) {
@@ -417,15 +444,15 @@ function accumulatePhrase(ctx: Context, segment: LiveSegment, terms: readonly st
   const cols = segment.reader.columns;
   const groups = ctx.view.groups;
   if (infos.every((i) => i.pageDf > 0)) {
-    const lists = infos.map((info) => {
+    const lists = sharedLists(infos, (info) => {
       const p = segment.reader.postings(info);
-      return decodePagePositions(p.pageDocs, p.pagePositions, p.pageDf);
+      return new PhraseList(p.pageDocs, p.pagePositions, p.pageDf, false);
     });
     intersect(lists, (doc, at) => {
       if (segment.pageDeleted[doc] === 1) return;
-      const ft = phraseCount(lists, at, 3, 0);
-      const fh = phraseCount(lists, at, 3, 1);
-      const fb = phraseCount(lists, at, 3, 2);
+      const ft = phraseCount(lists, at, 0);
+      const fh = phraseCount(lists, at, 1);
+      const fb = phraseCount(lists, at, 2);
       if (ft + fh + fb === 0) return;
       ctx.phraseMatches++;
       let tf = 0;
@@ -436,13 +463,13 @@ function accumulatePhrase(ctx: Context, segment: LiveSegment, terms: readonly st
     });
   }
   if (infos.every((i) => i.anchorDf > 0)) {
-    const lists = infos.map((info) => {
+    const lists = sharedLists(infos, (info) => {
       const p = segment.reader.postings(info);
-      return decodeAnchorPositions(p.anchorDocs, p.anchorPositions, p.anchorDf);
+      return new PhraseList(p.anchorDocs, p.anchorPositions, p.anchorDf, true);
     });
     intersect(lists, (doc, at) => {
       if (segment.anchorDeleted[doc] === 1) return;
-      const f = phraseCount(lists, at, 1, 0);
+      const f = phraseCount(lists, at, 2);
       if (f === 0) return;
       ctx.phraseMatches++;
       const g = groups.canonical(segment.anchorTarget[doc]!);
