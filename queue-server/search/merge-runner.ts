@@ -20,6 +20,15 @@ export type MergeMode = 'worker' | 'inline' | 'off';
 
 const WORKER_URL = new URL('./merge-worker.js', import.meta.url);
 
+/**
+ * The merge worker's JS heap bound. A merge's big data (postings, columns, remap tables, store blocks)
+ * lives in typed arrays outside the JS heap; what is inside is per-term bookkeeping and the set of
+ * deleted entries (passed as typed arrays). Without a bound V8 lets the worker's heap grow with the
+ * garbage of merge after merge; with it the worker collects early.
+ * A merge that needed more would fail with ERR_WORKER_OUT_OF_MEMORY, reported in stats().lastMergeError.
+ */
+const WORKER_LIMITS = { maxOldGenerationSizeMb: 64, maxYoungGenerationSizeMb: 8 };
+
 /** Whether the compiled worker exists (false when running from the .ts sources). */
 export function workerAvailable(): boolean {
   return existsSync(fileURLToPath(WORKER_URL));
@@ -55,7 +64,7 @@ export function workerRunner(): MergeRunner {
     run(job) {
       if (pending !== null) return Promise.reject(new Error('one merge at a time'));
       if (worker === null) {
-        const w = new Worker(WORKER_URL);
+        const w = new Worker(WORKER_URL, { resourceLimits: WORKER_LIMITS });
         w.on('message', (answer: Answer) => {
           const p = pending;
           pending = null;

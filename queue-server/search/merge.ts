@@ -24,8 +24,8 @@ import { writeSegment, type TermPostings } from './segment-writer.js';
 export interface MergeInput {
   readonly id: number;
   readonly file: string;
-  /** Entries deleted when the merge was planned (ascending). */
-  readonly deleted: readonly number[];
+  /** Entries deleted when the merge was planned (ascending; a typed array: no JS heap in the worker). */
+  readonly deleted: ArrayLike<number>;
 }
 
 export interface MergeJob {
@@ -47,6 +47,7 @@ export interface MergeResult {
 
 interface Input {
   readonly reader: SegmentReader;
+  readonly deletedEntry: Uint8Array;
   readonly pageMap: Int32Array;
   readonly anchorMap: Int32Array;
   readonly pagesDropped: number;
@@ -69,7 +70,7 @@ export function mergeSegments(job: MergeJob): MergeResult {
       }
       const { footer, columns } = reader;
       const deletedEntry = new Uint8Array(footer.entries);
-      for (const e of spec.deleted) deletedEntry[e] = 1;
+      for (let k = 0; k < spec.deleted.length; k++) deletedEntry[spec.deleted[k]!] = 1;
       const pageMap = new Int32Array(footer.pages).fill(-1);
       const anchorMap = new Int32Array(footer.anchors).fill(-1);
       let pagesDropped = 0;
@@ -87,10 +88,10 @@ export function mergeSegments(job: MergeJob): MergeResult {
         if (page !== NO_PAGE) pageMap[page] = pages++;
         for (let a = first; a < first + count; a++) anchorMap[a] = anchors++;
       }
-      inputs.push({ reader, pageMap, anchorMap, pagesDropped, anchorsDropped });
+      inputs.push({ reader, deletedEntry, pageMap, anchorMap, pagesDropped, anchorsDropped });
     }
 
-    const columns = mergeColumns(inputs, job.inputs, entries, pages, anchors);
+    const columns = mergeColumns(inputs, entries, pages, anchors);
     const stemmers = [...new Set(inputs.flatMap((i) => i.reader.meta.stemmers))];
     const written = writeSegment(join(job.dir, job.outputFile), {
       entries,
@@ -108,7 +109,7 @@ export function mergeSegments(job: MergeJob): MergeResult {
   }
 }
 
-function mergeColumns(inputs: readonly Input[], specs: readonly MergeInput[], entries: number, pages: number, anchors: number): Columns {
+function mergeColumns(inputs: readonly Input[], entries: number, pages: number, anchors: number): Columns {
   const out: Columns = {
     entrySourceHi: new Uint32Array(entries), entrySourceLo: new Uint32Array(entries), entryPage: new Uint32Array(entries),
     entryAnchorFirst: new Uint32Array(entries), entryAnchorCount: new Uint32Array(entries),
@@ -121,9 +122,9 @@ function mergeColumns(inputs: readonly Input[], specs: readonly MergeInput[], en
   for (let i = 0; i < inputs.length; i++) {
     const { reader, pageMap, anchorMap } = inputs[i]!;
     const c = reader.columns;
-    const deleted = new Set(specs[i]!.deleted);
+    const deleted = inputs[i]!.deletedEntry;
     for (let e = 0; e < reader.footer.entries; e++) {
-      if (deleted.has(e)) continue;
+      if (deleted[e] === 1) continue;
       out.entrySourceHi[e2] = c.entrySourceHi[e]!;
       out.entrySourceLo[e2] = c.entrySourceLo[e]!;
       out.entryAliasHi[e2] = c.entryAliasHi[e]!;

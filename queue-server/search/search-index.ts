@@ -389,7 +389,7 @@ export class SearchIndex {
     const outputId = this.#nextSegmentId++;
     const job: MergeJob = {
       dir: this.dir,
-      inputs: inputs.map((s, i) => ({ id: s.id, file: s.file, deleted: snapshot[i]! })),
+      inputs: inputs.map((s, i) => ({ id: s.id, file: s.file, deleted: Uint32Array.from(snapshot[i]!) })),
       outputId,
       outputFile: segmentFileName(outputId),
     };
