@@ -14,7 +14,7 @@
  * in a worker thread and are installed with a manifest of their own. Searches see the last commit.
  *
  * Memory (resident, whatever the staging bound): per segment its columns and groups (~15 bytes per
- * page doc and per entry, ~10 per anchor doc), per URL met about 40 bytes (url-groups.ts), the query
+ * page doc and per entry, ~10 per anchor doc), per URL met about 55 bytes (url-groups.ts), the query
  * scratch arrays (28 bytes per URL), plus the staging buffer up to `bufferBytes` (32 MiB by default;
  * past it the buffer is written as a segment that becomes part of the next commit).
  *

@@ -8,12 +8,13 @@
  * URL of its original. Entries are the unit of replacement: re-staging a URL deletes its previous
  * entry whole, wherever it is.
  *
- * Postings are kept per term already in the file's format (LAYOUT.md), in growable byte buffers: a
- * doc stream and a position stream for page postings, the same two for anchor postings (created when
- * first needed). Doc ids only grow, so deltas are >= 1 (the first is doc + 1).
+ * Postings are kept per term already in the file's format (LAYOUT.md), in streams of the posting pool
+ * (posting-pool.ts): a doc stream and a position stream for page postings, the same two for anchor
+ * postings (created when first needed); a term is a number indexing typed arrays. Doc ids only grow,
+ * so deltas are >= 1 (the first is doc + 1).
  *
- * Memory: `bytes` estimates what the buffer holds (posting bytes allocated, about 160 bytes per
- * distinct term, compressed stored documents, the columns); the index flushes it at its bound.
+ * Memory: `bytes` estimates what the buffer holds (posting bytes in the pool, about 120 bytes per
+ * distinct term, the stored documents (raw), the columns); the index flushes it at its bound.
  */
 import type { IndexData } from '../../shared/index-data.js';
 import { ByteWriter } from './bytes.js';

@@ -9,7 +9,7 @@
  * Per group: the hash (8 bytes), where its live entry is (segment id and entry number, -1 when the URL
  * has none), its original when it is a duplicate (one hop: aliases are not followed further), and its
  * anchor-text length (its own inlinks, and the group's total with its duplicates' inlinks). With the
- * hash table (open addressing over two Uint32Arrays at most 70 % full) that is about 40 bytes per URL.
+ * hash table (open addressing over three Uint32Arrays at most 70 % full) that is about 55 bytes per URL.
  */
 export class UrlGroups {
   #slotsHi: Uint32Array;
