@@ -287,71 +287,97 @@ function nextVarint(bytes: Uint8Array): number {
 }
 
 /**
- * A term's postings for phrase matching: the doc stream decoded (docs, field frequencies, where each
- * posting's positions start, counted in varints), the position stream left as bytes and read forward
- * only for the docs every word of the phrase has. Skipping positions is a scan for varint
- * terminators, without decoding numbers, so a phrase of a rare and a common word costs little more
- * than the doc stream of the common one.
+ * A cursor over a term's postings for phrase matching: the doc stream is decoded one posting at a
+ * time as the intersection advances (nothing is materialized), the position stream is read forward
+ * only for the docs every word of the phrase has; skipping positions is a scan for varint
+ * terminators, without decoding numbers.
  */
 class PhraseList {
-  readonly docs: Int32Array;
-  /** 3 per posting: kept positions of title, heading, body (0 when the field is absent). */
-  readonly counts: Int32Array;
-  /** Varint index in the position stream where each posting's positions start. */
-  readonly starts: Float64Array;
+  doc = -1;
+  /** Kept positions of title, heading, body of the current posting (0: field absent). */
+  readonly counts = new Int32Array(3);
+  readonly #docs: Uint8Array;
   readonly #positions: Uint8Array;
+  readonly #df: number;
+  readonly #anchor: boolean;
+  #i = 0;
+  #docAt = 0;
+  /** Varint index in the position stream where the current posting's positions start. */
+  #start = 0;
+  #next = 0;
+  /** Read position in the position stream: byte offset and varint index. */
   #byte = 0;
   #index = 0;
 
   constructor(docBytes: Uint8Array, positions: Uint8Array, df: number, anchor: boolean) {
-    this.docs = new Int32Array(df);
-    this.counts = new Int32Array(df * 3);
-    this.starts = new Float64Array(df);
+    this.#docs = docBytes;
     this.#positions = positions;
-    const d = new ByteReader(docBytes);
-    let doc = -1;
-    let index = 0;
-    for (let i = 0; i < df; i++) {
-      this.starts[i] = index;
-      if (anchor) {
-        doc += d.varint();
-        const n = Math.min(d.varint(), MAX_POSITIONS);
-        this.counts[i * 3 + 2] = n;
-        index += n;
-      } else {
-        const head = d.varint();
-        doc += Math.floor(head / 16);
-        const mask = head & 15;
-        for (let f = 0; f < 3; f++) {
-          if ((mask & (1 << f)) === 0) continue;
-          const n = Math.min(d.varint(), MAX_POSITIONS);
-          this.counts[i * 3 + f] = n;
-          index += n;
-        }
-      }
-      this.docs[i] = doc;
-    }
+    this.#df = df;
+    this.#anchor = anchor;
   }
 
-  /** Decodes the positions of posting i in field slot f (0 title, 1 heading, 2 body) into `out`; returns how many. Postings must be asked in ascending order. */
-  positions(i: number, f: number, out: Int32Array): number {
-    const n = this.counts[i * 3 + f]!;
+  #varint(): number {
+    const bytes = this.#docs;
+    let b = bytes[this.#docAt++]!;
+    let value = b & 0x7f;
+    for (let scale = 0x80; b >= 0x80; scale *= 0x80) {
+      b = bytes[this.#docAt++]!;
+      value += (b & 0x7f) * scale;
+    }
+    return value;
+  }
+
+  /** Moves to the next posting; false (doc = +Infinity) when there is none. */
+  next(): boolean {
+    if (this.#i >= this.#df) {
+      this.doc = Number.POSITIVE_INFINITY;
+      return false;
+    }
+    this.#i++;
+    this.#start = this.#next;
+    const c = this.counts;
+    if (this.#anchor) {
+      this.doc += this.#varint();
+      c[0] = 0;
+      c[1] = 0;
+      c[2] = Math.min(this.#varint(), MAX_POSITIONS);
+    } else {
+      const head = this.#varint();
+      this.doc += Math.floor(head / 16);
+      c[0] = head & FIELD_TITLE ? Math.min(this.#varint(), MAX_POSITIONS) : 0;
+      c[1] = head & FIELD_HEADING ? Math.min(this.#varint(), MAX_POSITIONS) : 0;
+      c[2] = head & FIELD_BODY ? Math.min(this.#varint(), MAX_POSITIONS) : 0;
+    }
+    this.#next = this.#start + c[0]! + c[1]! + c[2]!;
+    return true;
+  }
+
+  /** Moves to the first posting with doc >= target. */
+  advanceTo(target: number): boolean {
+    while (this.doc < target) if (!this.next()) return false;
+    return true;
+  }
+
+  /** Decodes the current posting's positions in field slot f (0 title, 1 heading, 2 body) into `out`; returns how many. Fields must be asked in ascending order. */
+  positions(f: number, out: Int32Array): number {
+    const c = this.counts;
+    const n = c[f]!;
     if (n === 0) return 0;
-    let target = this.starts[i]!;
-    for (let k = 0; k < f; k++) target += this.counts[i * 3 + k]!;
+    let target = this.#start;
+    for (let k = 0; k < f; k++) target += c[k]!;
     const bytes = this.#positions;
     let at = this.#byte;
     for (let skip = target - this.#index; skip > 0; at++) if (bytes[at]! < 0x80) skip--;
     let position = 0;
-    for (let c = 0; c < n; c++) {
+    for (let k = 0; k < n; k++) {
       let b = bytes[at++]!;
       let value = b & 0x7f;
       for (let scale = 0x80; b >= 0x80; scale *= 0x80) {
         b = bytes[at++]!;
         value += (b & 0x7f) * scale;
       }
-      position = c === 0 ? value : position + value;
-      out[c] = position;
+      position = k === 0 ? value : position + value;
+      out[k] = position;
     }
     this.#byte = at;
     this.#index = target + n;
@@ -360,34 +386,33 @@ class PhraseList {
 }
 
 const phraseScratch = Array.from({ length: 32 }, () => new Int32Array(MAX_POSITIONS));
-
 const phraseLengths = new Int32Array(32);
+const phraseCursors = new Int32Array(32);
 
-/** Occurrences of the phrase in field f of the doc at `at` in each list: positions p of word 0 with word w at p + w. */
-function phraseCount(lists: readonly PhraseList[], at: readonly number[], f: number): number {
+/** Occurrences of the phrase in field f of the current doc: positions p of word 0 with word w at p + w. */
+function phraseCount(lists: readonly PhraseList[], f: number): number {
   const words = lists.length;
-  for (let w = 0; w < words; w++) if (lists[w]!.counts[at[w]! * 3 + f] === 0) return 0;
+  for (let w = 0; w < words; w++) if (lists[w]!.counts[f] === 0) return 0;
   // A word repeated in the phrase ("new new york") shares its list: decode its positions once.
   for (let w = 0; w < words; w++) {
     const first = lists.indexOf(lists[w]!);
     if (first < w) {
       phraseScratch[w]!.set(phraseScratch[first]!.subarray(0, phraseLengths[first]!));
       phraseLengths[w] = phraseLengths[first]!;
-    } else phraseLengths[w] = lists[w]!.positions(at[w]!, f, phraseScratch[w]!);
+    } else phraseLengths[w] = lists[w]!.positions(f, phraseScratch[w]!);
   }
   // Word w must be at p + w: walk each list's sorted positions forward once (a merge, not a search).
-  const cursors = phraseCursors;
-  for (let w = 0; w < words; w++) cursors[w] = 0;
+  for (let w = 0; w < words; w++) phraseCursors[w] = 0;
   let count = 0;
-  const first = phraseScratch[0]!;
+  const firstPositions = phraseScratch[0]!;
   outer: for (let k = 0; k < phraseLengths[0]!; k++) {
-    const p = first[k]!;
+    const p = firstPositions[k]!;
     for (let w = 1; w < words; w++) {
       const list = phraseScratch[w]!;
       const n = phraseLengths[w]!;
-      let c = cursors[w]!;
+      let c = phraseCursors[w]!;
       while (c < n && list[c]! < p + w) c++;
-      cursors[w] = c;
+      phraseCursors[w] = c;
       if (c >= n) break outer;
       if (list[c] !== p + w) continue outer;
     }
@@ -396,27 +421,21 @@ function phraseCount(lists: readonly PhraseList[], at: readonly number[], f: num
   return count;
 }
 
-const phraseCursors = new Int32Array(32);
-
-/** Docs where every list has the same doc: calls visit(doc, index of that doc in each list). */
-function intersect(lists: readonly PhraseList[], visit: (doc: number, at: readonly number[]) => void): void {
-  const at = lists.map(() => 0);
+/** Docs every list has (leapfrog over the distinct cursors): calls visit(doc) with each cursor on it. */
+function intersect(lists: readonly PhraseList[], visit: (doc: number) => void): void {
+  const cursors = [...new Set(lists)];
+  for (const c of cursors) if (!c.next()) return;
   for (;;) {
     let max = -1;
-    for (let w = 0; w < lists.length; w++) {
-      if (at[w]! >= lists[w]!.docs.length) return;
-      max = Math.max(max, lists[w]!.docs[at[w]!]!);
-    }
+    for (const c of cursors) if (c.doc > max) max = c.doc;
     let aligned = true;
-    for (let w = 0; w < lists.length; w++) {
-      const docs = lists[w]!.docs;
-      while (at[w]! < docs.length && docs[at[w]!]! < max) at[w]!++;
-      if (at[w]! >= docs.length) return;
-      if (docs[at[w]!] !== max) aligned = false;
+    for (const c of cursors) {
+      if (!c.advanceTo(max)) return;
+      if (c.doc !== max) aligned = false;
     }
     if (!aligned) continue;
-    visit(max, at);
-    for (let w = 0; w < lists.length; w++) at[w]!++;
+    visit(max);
+    for (const c of cursors) if (!c.next()) return;
   }
 }
 
@@ -448,11 +467,11 @@ function accumulatePhrase(ctx: Context, segment: LiveSegment, terms: readonly st
       const p = segment.reader.postings(info);
       return new PhraseList(p.pageDocs, p.pagePositions, p.pageDf, false);
     });
-    intersect(lists, (doc, at) => {
+    intersect(lists, (doc) => {
       if (segment.pageDeleted[doc] === 1) return;
-      const ft = phraseCount(lists, at, 0);
-      const fh = phraseCount(lists, at, 1);
-      const fb = phraseCount(lists, at, 2);
+      const ft = phraseCount(lists, 0);
+      const fh = phraseCount(lists, 1);
+      const fb = phraseCount(lists, 2);
       if (ft + fh + fb === 0) return;
       ctx.phraseMatches++;
       let tf = 0;
@@ -467,9 +486,9 @@ function accumulatePhrase(ctx: Context, segment: LiveSegment, terms: readonly st
       const p = segment.reader.postings(info);
       return new PhraseList(p.anchorDocs, p.anchorPositions, p.anchorDf, true);
     });
-    intersect(lists, (doc, at) => {
+    intersect(lists, (doc) => {
       if (segment.anchorDeleted[doc] === 1) return;
-      const f = phraseCount(lists, at, 2);
+      const f = phraseCount(lists, 2);
       if (f === 0) return;
       ctx.phraseMatches++;
       const g = groups.canonical(segment.anchorTarget[doc]!);
