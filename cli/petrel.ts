@@ -42,6 +42,8 @@ const COMMANDS = {
   btree: async () => (await import('./btree-command.js')).btreeCommand(),
   db: async () => (await import('./db-command.js')).dbCommand(),
   warc: async () => (await import('./warc-command.js')).warcCommand(),
+  index: async () => (await import('./index-command.js')).indexCommand(),
+  search: async () => (await import('./index-command.js')).searchCommand(),
 } as const satisfies Record<string, (version: string) => Promise<Command>>;
 
 type CommandName = keyof typeof COMMANDS;

@@ -11,6 +11,7 @@
  *   crawl.json      the crawl's settings (seeds, scope, ...), so a restart keeps them (crawl/saved-settings.ts)
  *   warc/           the web archive: petrel-<timestamp>-<serial>.warc.gz files, index.cdxj (warc/)
  *   warc-digests.btree  payload digest -> first stored response, for identical-payload revisits (warc/digest-index.ts)
+ *   index/          the search index: segments, deletion files, MANIFEST (search/LAYOUT.md)
  *   LOCK            the pid of the queue server using the directory; a second one refuses to start
  *
  * Directory and files are private to the user (0700 / 0600).
@@ -34,6 +35,7 @@ export const DATA_FILES = {
   settings: 'crawl.json',
   warc: 'warc',
   warcDigests: 'warc-digests.btree',
+  index: 'index',
   lock: 'LOCK',
 } as const;
 

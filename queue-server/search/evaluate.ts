@@ -1,0 +1,498 @@
+/**
+ * Query evaluation over the committed segments: which groups match, and their BM25F scores.
+ *
+ * Term at a time, clause by clause, rarest first. Each clause's postings are read from every segment
+ * and accumulated per GROUP (url-groups.ts) in typed arrays: a group is a page plus the anchor text
+ * of its inlinks, and those live in different docs and often different segments, so matching "all
+ * words" means all words somewhere in the group. After the first clause only groups that matched
+ * every earlier clause are looked at. Phrases are verified per segment doc at a time (positions of
+ * the words in one field of one doc), then accumulated like a term. Excluded clauses remove groups;
+ * a group is a result only if its page doc is live (not gone, not a duplicate, not noindex).
+ *
+ * Cost: the postings of the query's terms, decoded once (doc streams only for words; positions only
+ * for phrases), plus a few typed-array operations per posting. No allocation per posting.
+ */
+import { termOf } from '../../shared/tokenize.js';
+import { ByteReader } from './bytes.js';
+import type { LiveSegment } from './live-segment.js';
+import { langTerm, siteTerm } from './meta-terms.js';
+import type { Clause, ParsedQuery } from './query-parser.js';
+import { FIELD_B, FIELD_WEIGHTS, idf, saturate } from './ranking.js';
+import { FIELD_BODY, FIELD_HEADING, FIELD_TITLE, MAX_POSITIONS } from './segment-format.js';
+import type { TermInfo } from './segment-reader.js';
+import type { UrlGroups } from './url-groups.js';
+
+export interface IndexStats {
+  livePages: number;
+  titleTokens: number;
+  headingTokens: number;
+  bodyTokens: number;
+  anchorTokens: number;
+}
+
+export interface IndexView {
+  readonly segments: readonly LiveSegment[];
+  readonly groups: UrlGroups;
+  readonly stats: Readonly<IndexStats>;
+  readonly stemmers: readonly string[];
+  readonly scratch: Scratch;
+}
+
+/** Per-group accumulators, reused across queries (stamped, so nothing is cleared between queries). */
+export class Scratch {
+  stamp = new Uint32Array(0);
+  mask = new Uint32Array(0);
+  clause = new Int32Array(0);
+  score = new Float64Array(0);
+  tf = new Float64Array(0);
+  #query = 0;
+
+  begin(groups: number): number {
+    if (this.stamp.length < groups) {
+      const n = Math.max(groups, this.stamp.length * 2, 1024);
+      this.stamp = new Uint32Array(n);
+      this.mask = new Uint32Array(n);
+      this.clause = new Int32Array(n).fill(-1);
+      this.score = new Float64Array(n);
+      this.tf = new Float64Array(n);
+      this.#query = 0;
+    }
+    this.#query++;
+    if (this.#query >= 0xffffffff) {
+      this.stamp.fill(0);
+      this.#query = 1;
+    }
+    return this.#query;
+  }
+}
+
+export interface Match {
+  readonly group: number;
+  readonly bm25f: number;
+}
+
+/** One alternative of a clause: a term, or a phrase of terms (under one stemmer). */
+type Alternative = readonly string[];
+
+interface ResolvedClause {
+  readonly alternatives: readonly Alternative[];
+  readonly scored: boolean;
+  df: number;
+}
+
+function alternativesOf(clause: Clause, stemmers: readonly string[]): Alternative[] {
+  const seen = new Map<string, Alternative>();
+  if (clause.kind === 'site') return [[siteTerm(clause.host)]];
+  if (clause.kind === 'lang') return [[langTerm(clause.language)]];
+  const words = clause.kind === 'word' ? [clause.word] : clause.words;
+  for (const stemmer of stemmers.length === 0 ? ['english'] : stemmers) {
+    const terms = words.map((w) => termOf(w, stemmer));
+    seen.set(terms.join('\u0000'), terms);
+  }
+  return [...seen.values()];
+}
+
+/** Term lookups of one query, cached per segment (each is a dictionary block read). */
+class Lookups {
+  readonly #cache = new Map<string, TermInfo | null>();
+  get(segment: LiveSegment, term: string): TermInfo | null {
+    const key = `${segment.id}\u0000${term}`;
+    let info = this.#cache.get(key);
+    if (info === undefined) {
+      info = segment.reader.lookup(term);
+      this.#cache.set(key, info);
+    }
+    return info;
+  }
+}
+
+/** Matching groups with live pages and their BM25F scores (unordered), and the count. */
+export function evaluate(view: IndexView, query: ParsedQuery): Match[] {
+  const { segments, groups, stats, scratch } = view;
+  const q = scratch.begin(groups.size);
+  const lookups = new Lookups();
+  const resolve = (clause: Clause): ResolvedClause => {
+    const alternatives = alternativesOf(clause, view.stemmers);
+    let df = 0;
+    for (const segment of segments) {
+      for (const alternative of alternatives) {
+        // A phrase is at most as common as its rarest word.
+        let rarest = Number.POSITIVE_INFINITY;
+        for (const term of alternative) {
+          const info = lookups.get(segment, term);
+          rarest = Math.min(rarest, info === null ? 0 : info.pageDf + info.anchorDf);
+        }
+        df += rarest;
+      }
+    }
+    return { alternatives, scored: clause.kind === 'word' || clause.kind === 'phrase', df };
+  };
+  const required = query.required.map(resolve).sort((a, b) => a.df - b.df);
+  const avg = {
+    title: stats.livePages > 0 ? stats.titleTokens / stats.livePages : 1,
+    heading: stats.livePages > 0 ? stats.headingTokens / stats.livePages : 1,
+    body: stats.livePages > 0 ? stats.bodyTokens / stats.livePages : 1,
+    anchor: stats.livePages > 0 ? stats.anchorTokens / stats.livePages : 1,
+  };
+  const context: Context = { view, q, lookups, avg, prevBits: 0, clauseIndex: 0, touched: [], prune: false, removing: false, phraseMatches: 0 };
+
+  let survivors: number[] = [];
+  let bits = 0;
+  for (let c = 0; c < required.length; c++) {
+    const clause = required[c]!;
+    context.clauseIndex = c;
+    context.prune = c > 0;
+    context.prevBits = bits;
+    context.touched = [];
+    context.phraseMatches = 0;
+    accumulateClause(context, clause);
+    const bit = c === 31 ? 0x80000000 : 1 << c;
+    const isPhrase = clause.alternatives.some((a) => a.length > 1);
+    const weight = clause.scored ? idf(stats.livePages, isPhrase ? context.phraseMatches : clause.df) : 0;
+    for (const g of context.touched) {
+      if (clause.scored) scratch.score[g] = scratch.score[g]! + weight * saturate(scratch.tf[g]!);
+      scratch.mask[g] = (scratch.mask[g]! | bit) >>> 0;
+      scratch.tf[g] = 0;
+    }
+    bits = (bits | bit) >>> 0;
+    survivors = context.touched;
+    if (survivors.length === 0) return [];
+  }
+
+  context.removing = true;
+  context.prune = false;
+  for (const clause of query.excluded.map(resolve)) {
+    context.touched = [];
+    accumulateClause(context, clause);
+    for (const g of context.touched) scratch.mask[g] = 0;
+  }
+
+  const byId = new Map(segments.map((s) => [s.id, s]));
+  const out: Match[] = [];
+  for (const g of survivors) {
+    if (scratch.mask[g] !== bits) continue;
+    const segment = byId.get(groups.entrySegment[g]!);
+    if (segment === undefined) continue;
+    const entry = groups.entryIndex[g]!;
+    const page = segment.pageOf(entry);
+    if (page < 0 || segment.pageDeleted[page] === 1) continue;
+    out.push({ group: g, bm25f: scratch.score[g]! });
+  }
+  return out;
+}
+
+interface Context {
+  readonly view: IndexView;
+  readonly q: number;
+  readonly lookups: Lookups;
+  readonly avg: { title: number; heading: number; body: number; anchor: number };
+  prevBits: number;
+  clauseIndex: number;
+  touched: number[];
+  prune: boolean;
+  /** Excluded clauses: only mark groups (no scoring), no pruning. */
+  removing: boolean;
+  phraseMatches: number;
+}
+
+/** Adds one doc's contribution to group g (tf~ for this clause), marking g as touched by the clause. */
+function credit(ctx: Context, g: number, tf: number): void {
+  const s = ctx.view.scratch;
+  if (ctx.removing) {
+    if (s.stamp[g] === ctx.q && s.clause[g] !== -2 - ctx.clauseIndex) {
+      s.clause[g] = -2 - ctx.clauseIndex;
+      ctx.touched.push(g);
+    }
+    return;
+  }
+  if (ctx.prune) {
+    if (s.stamp[g] !== ctx.q || (s.mask[g]! & ctx.prevBits) !== ctx.prevBits) return;
+  } else if (s.stamp[g] !== ctx.q) {
+    s.stamp[g] = ctx.q;
+    s.mask[g] = 0;
+    s.score[g] = 0;
+    s.tf[g] = 0;
+    s.clause[g] = -1;
+  }
+  if (s.clause[g] !== ctx.clauseIndex) {
+    s.clause[g] = ctx.clauseIndex;
+    ctx.touched.push(g);
+  }
+  s.tf[g] = s.tf[g]! + tf;
+}
+
+function accumulateClause(ctx: Context, clause: ResolvedClause): void {
+  for (const segment of ctx.view.segments) {
+    for (const alternative of clause.alternatives) {
+      if (alternative.length === 1) accumulateTerm(ctx, segment, alternative[0]!);
+      else accumulatePhrase(ctx, segment, alternative);
+    }
+  }
+}
+
+function accumulateTerm(ctx: Context, segment: LiveSegment, term: string): void {
+  const info = ctx.lookups.get(segment, term);
+  if (info === null) return;
+  const { avg } = ctx;
+  const groups = ctx.view.groups;
+  const cols = segment.reader.columns;
+  if (info.pageDf > 0) {
+    const bytes = segment.reader.pageDocs(info);
+    const deleted = segment.pageDeleted;
+    const pageGroup = segment.pageGroup;
+    cursor = 0;
+    let doc = -1;
+    for (let i = 0; i < info.pageDf; i++) {
+      const head = nextVarint(bytes);
+      doc += Math.floor(head / 16);
+      const mask = head & 15;
+      const ft = mask & FIELD_TITLE ? nextVarint(bytes) : 0;
+      const fh = mask & FIELD_HEADING ? nextVarint(bytes) : 0;
+      const fb = mask & FIELD_BODY ? nextVarint(bytes) : 0;
+      if (deleted[doc] === 1) continue;
+      let tf = 0;
+      if (ft > 0) tf += (FIELD_WEIGHTS.title * ft) / (1 - FIELD_B.title + (FIELD_B.title * cols.pageTitleLength[doc]!) / avg.title);
+      if (fh > 0) tf += (FIELD_WEIGHTS.heading * fh) / (1 - FIELD_B.heading + (FIELD_B.heading * cols.pageHeadingLength[doc]!) / avg.heading);
+      if (fb > 0) tf += (FIELD_WEIGHTS.body * fb) / (1 - FIELD_B.body + (FIELD_B.body * cols.pageBodyLength[doc]!) / avg.body);
+      credit(ctx, pageGroup[doc]!, tf);
+    }
+  }
+  if (info.anchorDf > 0) {
+    const bytes = segment.reader.anchorDocs(info);
+    const reader = new ByteReader(bytes);
+    let doc = -1;
+    for (let i = 0; i < info.anchorDf; i++) {
+      doc += reader.varint();
+      const freq = reader.varint();
+      if (segment.anchorDeleted[doc] === 1) continue;
+      const g = groups.canonical(segment.anchorTarget[doc]!);
+      const tf = (FIELD_WEIGHTS.anchor * freq) / (1 - FIELD_B.anchor + (FIELD_B.anchor * groups.groupAnchorLength[g]!) / avg.anchor);
+      credit(ctx, g, tf);
+    }
+  }
+}
+
+/** Read position of nextVarint: module state so the posting loop allocates nothing (single-threaded). */
+let cursor = 0;
+
+/** The varint at `cursor` in bytes (bounds are the dictionary's lengths; check verifies them). */
+function nextVarint(bytes: Uint8Array): number {
+  let b = bytes[cursor++]!;
+  let value = b & 0x7f;
+  for (let scale = 0x80; b >= 0x80; scale *= 0x80) {
+    b = bytes[cursor++]!;
+    value += (b & 0x7f) * scale;
+  }
+  return value;
+}
+
+/**
+ * A cursor over a term's postings for phrase matching: the doc stream is decoded one posting at a
+ * time as the intersection advances (nothing is materialized), the position stream is read forward
+ * only for the docs every word of the phrase has; skipping positions is a scan for varint
+ * terminators, without decoding numbers.
+ */
+class PhraseList {
+  doc = -1;
+  /** Kept positions of title, heading, body of the current posting (0: field absent). */
+  readonly counts = new Int32Array(3);
+  readonly #docs: Uint8Array;
+  readonly #positions: Uint8Array;
+  readonly #df: number;
+  readonly #anchor: boolean;
+  #i = 0;
+  #docAt = 0;
+  /** Varint index in the position stream where the current posting's positions start. */
+  #start = 0;
+  #next = 0;
+  /** Read position in the position stream: byte offset and varint index. */
+  #byte = 0;
+  #index = 0;
+
+  constructor(docBytes: Uint8Array, positions: Uint8Array, df: number, anchor: boolean) {
+    this.#docs = docBytes;
+    this.#positions = positions;
+    this.#df = df;
+    this.#anchor = anchor;
+  }
+
+  #varint(): number {
+    const bytes = this.#docs;
+    let b = bytes[this.#docAt++]!;
+    let value = b & 0x7f;
+    for (let scale = 0x80; b >= 0x80; scale *= 0x80) {
+      b = bytes[this.#docAt++]!;
+      value += (b & 0x7f) * scale;
+    }
+    return value;
+  }
+
+  /** Moves to the next posting; false (doc = +Infinity) when there is none. */
+  next(): boolean {
+    if (this.#i >= this.#df) {
+      this.doc = Number.POSITIVE_INFINITY;
+      return false;
+    }
+    this.#i++;
+    this.#start = this.#next;
+    const c = this.counts;
+    if (this.#anchor) {
+      this.doc += this.#varint();
+      c[0] = 0;
+      c[1] = 0;
+      c[2] = Math.min(this.#varint(), MAX_POSITIONS);
+    } else {
+      const head = this.#varint();
+      this.doc += Math.floor(head / 16);
+      c[0] = head & FIELD_TITLE ? Math.min(this.#varint(), MAX_POSITIONS) : 0;
+      c[1] = head & FIELD_HEADING ? Math.min(this.#varint(), MAX_POSITIONS) : 0;
+      c[2] = head & FIELD_BODY ? Math.min(this.#varint(), MAX_POSITIONS) : 0;
+    }
+    this.#next = this.#start + c[0]! + c[1]! + c[2]!;
+    return true;
+  }
+
+  /** Moves to the first posting with doc >= target. */
+  advanceTo(target: number): boolean {
+    while (this.doc < target) if (!this.next()) return false;
+    return true;
+  }
+
+  /** Decodes the current posting's positions in field slot f (0 title, 1 heading, 2 body) into `out`; returns how many. Fields must be asked in ascending order. */
+  positions(f: number, out: Int32Array): number {
+    const c = this.counts;
+    const n = c[f]!;
+    if (n === 0) return 0;
+    let target = this.#start;
+    for (let k = 0; k < f; k++) target += c[k]!;
+    const bytes = this.#positions;
+    let at = this.#byte;
+    for (let skip = target - this.#index; skip > 0; at++) if (bytes[at]! < 0x80) skip--;
+    let position = 0;
+    for (let k = 0; k < n; k++) {
+      let b = bytes[at++]!;
+      let value = b & 0x7f;
+      for (let scale = 0x80; b >= 0x80; scale *= 0x80) {
+        b = bytes[at++]!;
+        value += (b & 0x7f) * scale;
+      }
+      position = k === 0 ? value : position + value;
+      out[k] = position;
+    }
+    this.#byte = at;
+    this.#index = target + n;
+    return n;
+  }
+}
+
+const phraseScratch = Array.from({ length: 32 }, () => new Int32Array(MAX_POSITIONS));
+const phraseLengths = new Int32Array(32);
+const phraseCursors = new Int32Array(32);
+
+/** Occurrences of the phrase in field f of the current doc: positions p of word 0 with word w at p + w. */
+function phraseCount(lists: readonly PhraseList[], f: number): number {
+  const words = lists.length;
+  for (let w = 0; w < words; w++) if (lists[w]!.counts[f] === 0) return 0;
+  // A word repeated in the phrase ("new new york") shares its list: decode its positions once.
+  for (let w = 0; w < words; w++) {
+    const first = lists.indexOf(lists[w]!);
+    if (first < w) {
+      phraseScratch[w]!.set(phraseScratch[first]!.subarray(0, phraseLengths[first]!));
+      phraseLengths[w] = phraseLengths[first]!;
+    } else phraseLengths[w] = lists[w]!.positions(f, phraseScratch[w]!);
+  }
+  // Word w must be at p + w: walk each list's sorted positions forward once (a merge, not a search).
+  for (let w = 0; w < words; w++) phraseCursors[w] = 0;
+  let count = 0;
+  const firstPositions = phraseScratch[0]!;
+  outer: for (let k = 0; k < phraseLengths[0]!; k++) {
+    const p = firstPositions[k]!;
+    for (let w = 1; w < words; w++) {
+      const list = phraseScratch[w]!;
+      const n = phraseLengths[w]!;
+      let c = phraseCursors[w]!;
+      while (c < n && list[c]! < p + w) c++;
+      phraseCursors[w] = c;
+      if (c >= n) break outer;
+      if (list[c] !== p + w) continue outer;
+    }
+    count++;
+  }
+  return count;
+}
+
+/** Docs every list has (leapfrog over the distinct cursors): calls visit(doc) with each cursor on it. */
+function intersect(lists: readonly PhraseList[], visit: (doc: number) => void): void {
+  const cursors = [...new Set(lists)];
+  for (const c of cursors) if (!c.next()) return;
+  for (;;) {
+    let max = -1;
+    for (const c of cursors) if (c.doc > max) max = c.doc;
+    let aligned = true;
+    for (const c of cursors) {
+      if (!c.advanceTo(max)) return;
+      if (c.doc !== max) aligned = false;
+    }
+    if (!aligned) continue;
+    visit(max);
+    for (const c of cursors) if (!c.next()) return;
+  }
+}
+
+/** One PhraseList per distinct term of the phrase (the same object where a word repeats). */
+function sharedLists(infos: readonly TermInfo[], make: (info: TermInfo) => PhraseList): PhraseList[] {
+  const byTerm = new Map<string, PhraseList>();
+  return infos.map((info) => {
+    let list = byTerm.get(info.term);
+    if (list === undefined) {
+      list = make(info);
+      byTerm.set(info.term, list);
+    }
+    return list;
+  });
+}
+
+function accumulatePhrase(ctx: Context, segment: LiveSegment, terms: readonly string[]): void {
+  const infos: TermInfo[] = [];
+  for (const term of terms) {
+    const info = ctx.lookups.get(segment, term);
+    if (info === null) return;
+    infos.push(info);
+  }
+  const { avg } = ctx;
+  const cols = segment.reader.columns;
+  const groups = ctx.view.groups;
+  if (infos.every((i) => i.pageDf > 0)) {
+    const lists = sharedLists(infos, (info) => {
+      const p = segment.reader.postings(info);
+      return new PhraseList(p.pageDocs, p.pagePositions, p.pageDf, false);
+    });
+    intersect(lists, (doc) => {
+      if (segment.pageDeleted[doc] === 1) return;
+      const ft = phraseCount(lists, 0);
+      const fh = phraseCount(lists, 1);
+      const fb = phraseCount(lists, 2);
+      if (ft + fh + fb === 0) return;
+      ctx.phraseMatches++;
+      let tf = 0;
+      if (ft > 0) tf += (FIELD_WEIGHTS.title * ft) / (1 - FIELD_B.title + (FIELD_B.title * cols.pageTitleLength[doc]!) / avg.title);
+      if (fh > 0) tf += (FIELD_WEIGHTS.heading * fh) / (1 - FIELD_B.heading + (FIELD_B.heading * cols.pageHeadingLength[doc]!) / avg.heading);
+      if (fb > 0) tf += (FIELD_WEIGHTS.body * fb) / (1 - FIELD_B.body + (FIELD_B.body * cols.pageBodyLength[doc]!) / avg.body);
+      credit(ctx, segment.pageGroup[doc]!, tf);
+    });
+  }
+  if (infos.every((i) => i.anchorDf > 0)) {
+    const lists = sharedLists(infos, (info) => {
+      const p = segment.reader.postings(info);
+      return new PhraseList(p.anchorDocs, p.anchorPositions, p.anchorDf, true);
+    });
+    intersect(lists, (doc) => {
+      if (segment.anchorDeleted[doc] === 1) return;
+      const f = phraseCount(lists, 2);
+      if (f === 0) return;
+      ctx.phraseMatches++;
+      const g = groups.canonical(segment.anchorTarget[doc]!);
+      credit(ctx, g, (FIELD_WEIGHTS.anchor * f) / (1 - FIELD_B.anchor + (FIELD_B.anchor * groups.groupAnchorLength[g]!) / avg.anchor));
+    });
+  }
+}

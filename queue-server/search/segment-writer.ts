@@ -1,0 +1,249 @@
+/**
+ * Writes one immutable segment file from a SegmentContent, streaming: postings go to the file term by
+ * term as they come (from the staging buffer, or from a k-way merge of other segments), the small
+ * sections follow, the footer last, then one fsync. The file is created exclusively (`wx`) under a
+ * name no manifest references yet, so a crash mid-write leaves an orphan that the next open removes.
+ *
+ * Memory: the write buffer (1 MiB), the dictionary of the segment being written (about 12 bytes per
+ * term plus the term) and its block index; postings and stored documents pass through.
+ */
+import { closeSync, fsyncSync, openSync, writeSync } from 'node:fs';
+import { crc32c } from './crc32c.js';
+import { ByteWriter, rawBytes, type Bytes } from './bytes.js';
+import type { StoreBlock } from './doc-store.js';
+import {
+  DICTIONARY_BLOCK_TERMS,
+  encodeColumns,
+  encodeFooter,
+  encodeHeader,
+  HEADER_BYTES,
+  SECTIONS,
+  type Columns,
+  type SectionName,
+  type SectionRef,
+} from './segment-format.js';
+
+/** One term's postings in a segment: page postings (docs, positions) and anchor postings. */
+export interface TermPostings<B extends Bytes = Bytes> {
+  readonly term: string;
+  readonly pageDf: number;
+  readonly pageDocs: B;
+  readonly pagePositions: B;
+  readonly anchorDf: number;
+  readonly anchorDocs: B;
+  readonly anchorPositions: B;
+}
+
+export interface SegmentContent {
+  readonly entries: number;
+  readonly pages: number;
+  readonly anchors: number;
+  readonly columns: Columns;
+  /** Snowball algorithms the segment's terms were stemmed with (queries expand words over them). */
+  readonly stemmers: readonly string[];
+  /** In strictly ascending order of the terms (JavaScript string order: UTF-16 code units). */
+  readonly terms: Iterable<TermPostings>;
+  /** Head records (URL, title, language, fetch time) of the page docs, in page order (doc-store.ts). */
+  readonly headBlocks: Iterable<StoreBlock>;
+  /** Text records of the page docs, in page order. */
+  readonly textBlocks: Iterable<StoreBlock>;
+}
+
+export interface SegmentMeta {
+  readonly stemmers: string[];
+  /** Sum of the page docs' field lengths (tokens), for BM25's average lengths. */
+  readonly lengthSums: { title: number; heading: number; body: number; anchor: number };
+}
+
+class SectionFile {
+  readonly #fd: number;
+  readonly #buffer = Buffer.allocUnsafe(1 << 20);
+  #buffered = 0;
+  #offset = 0;
+  #sectionStart = 0;
+  #crc = 0;
+
+  constructor(fd: number) {
+    this.#fd = fd;
+  }
+
+  get offset(): number {
+    return this.#offset;
+  }
+
+  write(source: Bytes): void {
+    const length = source.length;
+    const bytes = rawBytes(source);
+    this.#crc = crc32c(bytes, 0, length, this.#crc);
+    this.#offset += length;
+    if (length > this.#buffer.length - this.#buffered) {
+      this.flush();
+      if (length > this.#buffer.length) {
+        writeAll(this.#fd, bytes.subarray(0, length));
+        return;
+      }
+    }
+    const buffer = this.#buffer;
+    let at = this.#buffered;
+    // Most postings are a few bytes: a loop beats creating a view to copy them.
+    if (length < 64) for (let i = 0; i < length; i++) buffer[at++] = bytes[i]!;
+    else buffer.set(bytes.subarray(0, length), at);
+    this.#buffered += length;
+  }
+
+  beginSection(): void {
+    this.#sectionStart = this.#offset;
+    this.#crc = 0;
+  }
+
+  endSection(): SectionRef {
+    return { offset: this.#sectionStart, length: this.#offset - this.#sectionStart, crc: this.#crc };
+  }
+
+  flush(): void {
+    if (this.#buffered > 0) writeAll(this.#fd, this.#buffer.subarray(0, this.#buffered));
+    this.#buffered = 0;
+  }
+}
+
+function writeAll(fd: number, bytes: Uint8Array): void {
+  let done = 0;
+  while (done < bytes.length) done += writeSync(fd, bytes, done, bytes.length - done);
+}
+
+/** Writes the segment to `path` (which must not exist), fsyncs it, and returns its size and term count. */
+export function writeSegment(path: string, content: SegmentContent): { bytes: number; terms: number } {
+  const fd = openSync(path, 'wx', 0o600);
+  try {
+    const out = new SectionFile(fd);
+    const refs = {} as Record<SectionName, SectionRef>;
+    out.write(encodeHeader());
+
+    const dictionary = new ByteWriter(1 << 16);
+    const blockIndex = new ByteWriter(1 << 12);
+    const block = new ByteWriter(1 << 12);
+    let blocks = 0;
+    let inBlock = 0;
+    let previous: Buffer | null = null;
+    let previousTerm: string | null = null;
+    let terms = 0;
+    const flushBlock = (): void => {
+      if (inBlock === 0) return;
+      dictionary.varint(inBlock);
+      dictionary.bytes(block.view());
+      block.reset();
+      inBlock = 0;
+    };
+
+    out.beginSection();
+    for (const t of content.terms) {
+      if (previousTerm !== null && !(previousTerm < t.term)) throw new Error(`segment terms out of order: ${JSON.stringify(previousTerm)} then ${JSON.stringify(t.term)}`);
+      if (t.pageDf === 0 && t.anchorDf === 0) continue;
+      const encoded = Buffer.from(t.term, 'utf8');
+      if (inBlock === DICTIONARY_BLOCK_TERMS) flushBlock();
+      if (inBlock === 0) {
+        blocks++;
+        blockIndex.string(t.term);
+        blockIndex.varint(dictionary.length);
+        blockIndex.varint(out.offset - HEADER_BYTES);
+        previous = null;
+      }
+      const prefix = previous === null ? 0 : sharedPrefix(previous, encoded);
+      block.varint(prefix);
+      block.varint(encoded.length - prefix);
+      block.bytes(encoded.subarray(prefix));
+      block.varint(t.pageDf);
+      block.varint(t.anchorDf);
+      if (t.pageDf > 0) {
+        block.varint(t.pageDocs.length);
+        block.varint(t.pagePositions.length);
+        out.write(t.pageDocs);
+        out.write(t.pagePositions);
+      }
+      if (t.anchorDf > 0) {
+        block.varint(t.anchorDocs.length);
+        block.varint(t.anchorPositions.length);
+        out.write(t.anchorDocs);
+        out.write(t.anchorPositions);
+      }
+      inBlock++;
+      terms++;
+      previous = encoded;
+      previousTerm = t.term;
+    }
+    flushBlock();
+    refs.postings = out.endSection();
+
+    out.beginSection();
+    out.write(dictionary.view());
+    refs.dictionary = out.endSection();
+
+    out.beginSection();
+    const indexHead = new ByteWriter(8);
+    indexHead.varint(blocks);
+    out.write(indexHead.view());
+    out.write(blockIndex.view());
+    refs.dictionaryIndex = out.endSection();
+
+    out.beginSection();
+    out.write(encodeColumns(content.columns, content.entries, content.pages, content.anchors));
+    refs.columns = out.endSection();
+
+    out.beginSection();
+    const storeStart = out.offset;
+    const storeIndex = new ByteWriter(1 << 10);
+    for (const [kind, blocks] of [['head', content.headBlocks], ['text', content.textBlocks]] as const) {
+      const entries = new ByteWriter(1 << 10);
+      let count = 0;
+      let records = 0;
+      for (const b of blocks) {
+        entries.varint(out.offset - storeStart);
+        entries.varint(b.bytes.length);
+        entries.varint(records);
+        entries.varint(b.records);
+        out.write(b.bytes);
+        records += b.records;
+        count++;
+      }
+      if (records !== content.pages) throw new Error(`segment store holds ${records} ${kind} records for ${content.pages} pages`);
+      storeIndex.varint(count);
+      storeIndex.bytes(entries.view());
+    }
+    refs.storeBlocks = out.endSection();
+
+    out.beginSection();
+    out.write(storeIndex.view());
+    refs.storeIndex = out.endSection();
+
+    out.beginSection();
+    const c = content.columns;
+    let title = 0;
+    let heading = 0;
+    let body = 0;
+    let anchor = 0;
+    for (let p = 0; p < content.pages; p++) {
+      title += c.pageTitleLength[p]!;
+      heading += c.pageHeadingLength[p]!;
+      body += c.pageBodyLength[p]!;
+    }
+    for (let a = 0; a < content.anchors; a++) anchor += c.anchorLength[a]!;
+    const meta: SegmentMeta = { stemmers: [...content.stemmers].sort(), lengthSums: { title, heading, body, anchor } };
+    out.write(Buffer.from(JSON.stringify(meta), 'utf8'));
+    refs.meta = out.endSection();
+
+    for (const name of SECTIONS) if (refs[name] === undefined) throw new Error(`section ${name} not written`);
+    out.write(encodeFooter({ sections: refs, entries: content.entries, pages: content.pages, anchors: content.anchors, terms }));
+    out.flush();
+    fsyncSync(fd);
+    return { bytes: out.offset, terms };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function sharedPrefix(a: Buffer, b: Buffer): number {
+  const n = Math.min(a.length, b.length, 255);
+  let i = 0;
+  while (i < n && a[i] === b[i]) i++;
+  return i;
+}
