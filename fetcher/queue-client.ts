@@ -227,7 +227,7 @@ export class QueueClient {
         // connection (the queue server closes it without reading the body: EPIPE here): ask again.
         if (!(error instanceof QueueServerError)) this.#instance = null;
         this.#options.onRetry?.(request.what, attempt, error);
-        await backoff(attempt, signal, retryAfterMs);
+        await backoff(attempt, signal, retryAfterMs, refused(error) ? REFUSED_BACKOFF_CAP_MS : BACKOFF_CAP_MS);
       }
     }
   }
@@ -349,9 +349,24 @@ function parseError(text: string): { code: string; message: string } {
   }
 }
 
-/** 250 ms doubling to 10 s, with jitter; at least `atLeastMs` (a Retry-After). Rejects when the signal aborts. */
-function backoff(attempt: number, signal: AbortSignal, atLeastMs = 0): Promise<void> {
-  const cap = Math.min(10_000, 250 * 2 ** Math.min(attempt - 1, 10));
+/** The longest wait between two attempts. */
+const BACKOFF_CAP_MS = 10_000;
+/**
+ * The longest wait while connections are refused: nothing listens, which is a queue server restarting
+ * more often than one that is overloaded. A refused connection costs both sides next to nothing, and
+ * a fetcher that holds results must be back before the restarted queue server has re-leased their URLs
+ * to other fetchers and finished (a --once crawl), or its results are fetched twice.
+ */
+const REFUSED_BACKOFF_CAP_MS = 2_000;
+
+function refused(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code ?? (error as { cause?: { code?: unknown } }).cause?.code;
+  return code === 'ECONNREFUSED';
+}
+
+/** 250 ms doubling to `capMs`, with jitter; at least `atLeastMs` (a Retry-After). Rejects when the signal aborts. */
+function backoff(attempt: number, signal: AbortSignal, atLeastMs: number, capMs: number): Promise<void> {
+  const cap = Math.min(capMs, 250 * 2 ** Math.min(attempt - 1, 10));
   // A Retry-After is spread over half its length again, so fetchers told the same do not return at once.
   const delay = atLeastMs > 0 ? Math.round(atLeastMs + Math.random() * (atLeastMs / 2)) : Math.round(cap / 2 + Math.random() * (cap / 2));
   return new Promise((resolve, reject) => {
