@@ -13,6 +13,7 @@
 import * as fs from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { BTree } from '../queue-server/btree/index.js';
+import { mulberry32 } from './test-web/prng.js';
 
 export type CrashOp =
   | { readonly kind: 'put'; readonly key: Uint8Array; readonly value: Uint8Array }
@@ -28,17 +29,6 @@ export function crashKey(n: number): Uint8Array {
   const key = new Uint8Array(8);
   new DataView(key.buffer).setBigUint64(0, BigInt.asUintN(64, BigInt(n + 1) * 0x9e3779b97f4a7c15n));
   return key;
-}
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /**

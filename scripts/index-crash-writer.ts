@@ -15,20 +15,10 @@ import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { pathToFileURL } from 'node:url';
 import { buildIndexData } from '../shared/index-data.js';
 import { SearchIndex, type IndexChange } from '../queue-server/search/search-index.js';
+import { mulberry32 } from './test-web/prng.js';
 
 export const CRASH_URLS = 300;
 const WORDS = ['river', 'stone', 'cloud', 'ember', 'frost', 'grove', 'harbor', 'island', 'jungle', 'meadow'];
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 export function crashUrl(i: number): string {
   return `http://h${i % 7}.crash.test/page/${i}`;

@@ -16,19 +16,9 @@ import { pathToFileURL } from 'node:url';
 import { buildCapture, type Exchange } from '../shared/warc/exchange.js';
 import { responseHead } from '../shared/warc/http-head.js';
 import { WarcArchive } from '../queue-server/warc/warc-archive.js';
+import { mulberry32 } from './test-web/prng.js';
 
 const T0 = Date.UTC(2026, 5, 1);
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 export function crashUrl(n: number): string {
   return `http://127.0.0.1:9/c/${n}`;

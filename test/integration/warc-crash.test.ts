@@ -12,23 +12,13 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { WarcWriter } from '../../queue-server/warc/warc-writer.js';
 import { crashBody, crashUrl } from '../../scripts/warc-crash-writer.js';
+import { mulberry32 } from '../../scripts/test-web/prng.js';
 import { assertBuilt, tempDir } from '../support/petrel-process.js';
 import { checkWarcPath, sha1Base32, type ParsedRecord } from '../support/warc-exchange.js';
 
 const WRITER = fileURLToPath(new URL('../../dist/scripts/warc-crash-writer.js', import.meta.url));
 const seed = process.env.FC_SEED === undefined ? Date.now() % 2 ** 31 : Number(process.env.FC_SEED);
 console.log(`warc-crash kill-timing seed ${seed} (set FC_SEED to replay)`);
-
-function prng(s: number): () => number {
-  let a = s >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Run {
   readonly ready: boolean;
@@ -68,7 +58,7 @@ describe('WARC archive crash safety (real process, SIGKILL)', () => {
     assertBuilt();
     const dataDir = tempDir('warc-crash');
     const warcDir = join(dataDir, 'warc');
-    const rand = prng(seed);
+    const rand = mulberry32(seed);
     const acknowledged = new Set<number>();
     let next = 0;
     let landedUnacknowledged = 0;
