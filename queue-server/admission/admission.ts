@@ -18,7 +18,7 @@ import type { Frontier } from '../frontier/frontier.js';
 import type { RecentEvents } from '../crawl/recent-events.js';
 import type { RobotsStore } from '../robots/robots-store.js';
 import { KnownLinks } from './known-links.js';
-import { makeScopeFilter, type ScopeFilter } from './scope.js';
+import { makeScope, type Scope } from './scope.js';
 import { SeenSet } from './seen-set.js';
 import type { UrlPlacement } from '../frontier/url-placement.js';
 import { applyUrlRules, DEFAULT_URL_RULES } from './url-rules.js';
@@ -38,7 +38,7 @@ export class Admission {
   #config: CrawlConfig;
   #seen: SeenSet;
   #seeds: NormalizedUrl[];
-  #inScope: ScopeFilter;
+  #scope: Scope;
   readonly #urlRules = DEFAULT_URL_RULES;
   /** Link strings already known to be seen (known-links.ts); dropped with the seen-set. */
   readonly #known = new KnownLinks();
@@ -48,7 +48,7 @@ export class Admission {
     this.#config = config;
     this.#seen = this.#newSeenSet();
     this.#seeds = config.seeds.map(mustBeSeed);
-    this.#inScope = makeScopeFilter(config.scope, this.#seeds);
+    this.#scope = makeScope(config.scope, this.#seeds);
   }
 
   get seeds(): readonly NormalizedUrl[] {
@@ -59,21 +59,19 @@ export class Admission {
   reconfigure(config: CrawlConfig): void {
     this.#config = config;
     this.#seeds = config.seeds.map(mustBeSeed);
-    this.#inScope = makeScopeFilter(config.scope, this.#seeds);
+    this.#scope = makeScope(config.scope, this.#seeds);
     this.#seen = this.#newSeenSet();
     this.#known.clear();
   }
 
   /** Adds a seed to the running crawl (it widens a prefix scope); a seed given twice is kept once. */
   addSeed(seed: NormalizedUrl): void {
-    if (this.#seeds.includes(seed)) return;
-    this.#seeds.push(seed);
-    this.#inScope = makeScopeFilter(this.#config.scope, this.#seeds);
+    if (this.#scope.add(seed)) this.#seeds.push(seed);
   }
 
   /** Whether the crawl's scope takes the URL: a seed, or a URL the scope filter accepts. */
   inScope(url: NormalizedUrl): boolean {
-    return this.#seeds.includes(url) || this.#inScope(url);
+    return this.#scope.has(url);
   }
 
   markSeen(hash: UrlHash): void {
@@ -111,7 +109,7 @@ export class Admission {
         this.reject(normalized.url, ruled.code, now);
         continue;
       }
-      if (!this.#inScope(ruled.url)) continue;
+      if (!this.#scope.has(ruled.url)) continue;
       const hash = urlHash(ruled.url);
       const outcome = this.#admitHashed(ruled.url, hash, normalized.origin, depth, share, now, redirectHops);
       if (outcome !== 'refused') this.#known.add(link, opic ? hash : null);
@@ -172,7 +170,7 @@ export class Admission {
   /** Puts a URL known from the crawl database into the frontier; false when out of scope or too deep. */
   queueKnown(hash: UrlHash, record: CrawlDbRecord, now: number): boolean {
     const normalized = normalizeUrl(record.url);
-    if (!normalized.ok || (this.#config.maxDepth !== null && record.depth > this.#config.maxDepth) || !(this.#inScope(normalized.url) || this.#seeds.includes(normalized.url))) return false;
+    if (!normalized.ok || (this.#config.maxDepth !== null && record.depth > this.#config.maxDepth) || !this.#scope.has(normalized.url)) return false;
     this.#loadRobots(normalized.origin, now);
     this.#parts.frontier.origin(normalized.origin).countAdmitted();
     this.#parts.placement.pending(this.#parts.frontier.add(normalized.origin, normalized.url, hash, record.depth, now, this.#priorityOf(record.depth, record.score)));

@@ -1,5 +1,5 @@
 /**
- * Crawl scope: which discovered URLs may enter the frontier. Pure functions of the seeds.
+ * Crawl scope: which discovered URLs may enter the frontier, decided by the seeds alone.
  *
  *  - `prefix`: under a seed's directory, like `wget -np`: seed `http://h/docs/index.html` admits
  *    `http://h/docs/...` (same scheme, host and port) and nothing above it.
@@ -15,25 +15,73 @@ import type { NormalizedUrl } from '../../shared/url-normalize.js';
 export const SCOPES = ['prefix', 'host', 'domain', 'any'] as const;
 export type ScopeKind = (typeof SCOPES)[number];
 
-export type ScopeFilter = (url: NormalizedUrl) => boolean;
+/**
+ * The scope of a crawl's seeds, grown one seed at a time (inject adds seeds to a running crawl). A
+ * check costs the same however many seeds there are (a set look-up; for `prefix`, the prefixes of the
+ * URL's own origin), and so does adding a seed: links are checked by the thousand per second, and a
+ * crawl may have a hundred thousand seeds.
+ */
+export interface Scope {
+  /** Whether the URL is a seed or the scope takes it. */
+  has(url: NormalizedUrl): boolean;
+  /** Adds a seed; false when it was one already. */
+  add(seed: NormalizedUrl): boolean;
+}
 
-export function makeScopeFilter(kind: ScopeKind, seeds: readonly NormalizedUrl[]): ScopeFilter {
+interface ScopeFilter {
+  has(url: NormalizedUrl): boolean;
+  add(seed: NormalizedUrl): void;
+}
+
+export function makeScope(kind: ScopeKind, seeds: readonly NormalizedUrl[]): Scope {
+  const seedSet = new Set<string>();
+  const filter = scopeFilter(kind);
+  const scope: Scope = {
+    has: (url) => seedSet.has(url) || filter.has(url),
+    add(seed) {
+      if (seedSet.has(seed)) return false;
+      seedSet.add(seed);
+      filter.add(seed);
+      return true;
+    },
+  };
+  for (const seed of seeds) scope.add(seed);
+  return scope;
+}
+
+function scopeFilter(kind: ScopeKind): ScopeFilter {
   switch (kind) {
     case 'any':
-      return () => true;
+      return { has: () => true, add: () => undefined };
     case 'prefix': {
-      const prefixes = seeds.map(directoryPrefix);
-      return (url) => prefixes.some((prefix) => url.startsWith(prefix));
+      // By origin (scheme, host and port: what a prefix starts with), so a URL meets only its own origin's prefixes.
+      const prefixes = new Map<string, string[]>();
+      return {
+        has: (url) => prefixes.get(originOf(url))?.some((prefix) => url.startsWith(prefix)) ?? false,
+        add(seed) {
+          const origin = originOf(seed);
+          const prefix = directoryPrefix(seed);
+          const list = prefixes.get(origin);
+          if (list === undefined) prefixes.set(origin, [prefix]);
+          else if (!list.includes(prefix)) list.push(prefix);
+        },
+      };
     }
     case 'host': {
-      const hosts = new Set(seeds.map(hostnameOf));
-      return (url) => hosts.has(hostnameOf(url));
+      const hosts = new Set<string>();
+      return { has: (url) => hosts.has(hostnameOf(url)), add: (seed) => void hosts.add(hostnameOf(seed)) };
     }
     case 'domain': {
-      const domains = new Set(seeds.map(domainOf));
-      return (url) => domains.has(domainOf(url));
+      const domains = new Set<string>();
+      return { has: (url) => domains.has(domainOf(url)), add: (seed) => void domains.add(domainOf(seed)) };
     }
   }
+}
+
+/** `http://h:8080/docs/a.html` -> `http://h:8080` (a normalized URL: scheme and host lower-case, a path always). */
+function originOf(url: string): string {
+  const pathStart = url.indexOf('/', url.indexOf('://') + 3);
+  return pathStart < 0 ? url : url.slice(0, pathStart);
 }
 
 /** Origin plus the path up to and including its last `/`: `http://h/docs/a.html?q` -> `http://h/docs/`. */
