@@ -85,6 +85,20 @@ async function fetchRobots(ctx: FetchContext, slot: number, item: ScheduleItem):
   return { ...result, robotsTxt: text };
 }
 
+/**
+ * The result of an item the fetcher did not request (`not-requested`): its slot's requests kept failing,
+ * so the rest goes back to the queue server, which queues it again (shared/fetch-codes.ts).
+ */
+export function notRequestedResult(slot: number, item: ScheduleItem, failuresInRow: number): ItemResult {
+  return baseResult(slot, item, Date.now(), {
+    ok: false,
+    code: 'not-requested',
+    message: `not requested: the slot's last ${failuresInRow} requests to this host failed`,
+    durationMs: 0,
+    wireBytes: 0,
+  });
+}
+
 function baseResult(slot: number, item: ScheduleItem, fetchedAt: number, response: DownloadResult): ItemResult {
   // What a fetch result starts as; the page, its links and its signature are filled in by the caller.
   const common = {

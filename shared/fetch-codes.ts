@@ -36,6 +36,13 @@ export const FETCH_ERROR_CODES = [
    * special-purpose address (fetcher/address-guard.ts), and it is not a seed's host. Nothing was sent.
    */
   'blocked-address',
+  /**
+   * Not sent: the slot's earlier requests failed HOST_FAILURES_IN_ROW times in a row (timeouts,
+   * connection failures, 5xx), so the fetcher handed the rest of the slot back to the queue server,
+   * whose host backoff (queue-server/frontier/host-backoff.ts) decides when the host is asked again.
+   * Not a request and not a failure of the URL: it is queued again as it was.
+   */
+  'not-requested',
 ] as const;
 
 export type FetchErrorCode = (typeof FETCH_ERROR_CODES)[number];
@@ -62,4 +69,23 @@ export const REFUSED_CODES = ['blocked-address'] as const satisfies readonly Fet
 /** A failure that repeats however often it is retried: a broken response or a refused fetch. */
 export function isPermanentFailure(code: FetchErrorCode): boolean {
   return isBrokenResponse(code) || (REFUSED_CODES as readonly FetchErrorCode[]).includes(code);
+}
+
+/**
+ * Failed requests in a row that make a host "failing": the fetcher stops a slot after this many
+ * (fetcher/fetcher.ts), the queue server backs the host off from this many on (host-backoff.ts).
+ */
+export const HOST_FAILURES_IN_ROW = 3;
+
+/** Transport failures that say the host (or the way to it) is in trouble, not the URL. */
+const HOST_FAILURE_CODES: ReadonlySet<string> = new Set<FetchErrorCode>(['timeout', 'connect-timeout', 'headers-timeout', 'body-timeout', 'connection-refused', 'connection-reset', 'dns-failure', 'host-unreachable', 'network-error']);
+
+/**
+ * Whether a request's answer counts against its host: a timeout, a connection failure, or a 5xx
+ * (RFC 9110 section 15.6: the server failed). A 429 is the host alive and asking for a pause (its
+ * Retry-After is honoured apart), and any other answer, broken ones included, shows the host answers.
+ */
+export function isHostFailure(status: number | null, code: string | null): boolean {
+  if (code !== null) return HOST_FAILURE_CODES.has(code);
+  return status !== null && status >= 500 && status <= 599;
 }

@@ -25,6 +25,7 @@ import type { CrawlDbRecord, CrawlDbStatus } from '../crawldb/record.js';
 import { Frontier, type OriginQueue } from '../frontier/frontier.js';
 import { LeaseTable, scheduleOf } from '../frontier/leases.js';
 import { cutSchedule } from '../frontier/schedule-cutter.js';
+import { HOST_FAILING_CODE, HostBackoff, hostBackoffPolicyOf } from '../frontier/host-backoff.js';
 import { UrlPlacement } from '../frontier/url-placement.js';
 import type { RobotsStore } from '../robots/robots-store.js';
 import { crawlDelayOf } from '../robots/robots.js';
@@ -82,6 +83,8 @@ export interface CrawlParts {
   readonly fetchers: FetcherRegistry;
   readonly recent: RecentEvents;
   readonly placement: UrlPlacement;
+  /** Hosts whose requests keep failing: backed off, or given up for the pass (frontier/host-backoff.ts). */
+  readonly hostBackoff: HostBackoff;
   /** The gap between two requests to the origin, ms: --delay-ms or its robots.txt Crawl-delay, the larger. */
   delayOf(queue: OriginQueue): number;
   /** Slots the origin may have out at once: --host-concurrency, 1 under a Crawl-delay. */
@@ -98,6 +101,7 @@ export class Crawl {
   readonly #fetchers = new FetcherRegistry();
   readonly #recent = new RecentEvents(100);
   readonly #placement = new UrlPlacement();
+  readonly #hostBackoff: HostBackoff;
   readonly #parts: CrawlParts;
   readonly #results: ResultApplier;
   #pass: CrawlPass | null;
@@ -107,6 +111,7 @@ export class Crawl {
     this.#config = config;
     this.#stores = stores;
     this.#pass = pass;
+    this.#hostBackoff = new HostBackoff(hostBackoffPolicyOf(config));
     this.#frontier = new Frontier({ concurrencyOf: (queue) => this.#concurrencyOf(queue) });
     this.#admission = new Admission(config, {
       frontier: this.#frontier,
@@ -131,6 +136,7 @@ export class Crawl {
       fetchers: this.#fetchers,
       recent: this.#recent,
       placement: this.#placement,
+      hostBackoff: this.#hostBackoff,
       delayOf: (queue) => this.#delayOf(queue),
       concurrencyOf: (queue) => this.#concurrencyOf(queue),
     };
@@ -193,6 +199,8 @@ export class Crawl {
     this.#frontier.resetBudgets();
     this.#stats.reset();
     this.#recent.clear();
+    this.#hostBackoff.reset(hostBackoffPolicyOf(config));
+    this.#results.resetRetries();
     // What was admitted since the last group commit is in the crawl database too, before it is read.
     this.commit();
     const loaded = this.#queueKnownUrls(now, (visit) => this.#stores.crawlDb.each(visit));
@@ -304,6 +312,7 @@ export class Crawl {
         delayOf: (queue) => this.#delayOf(queue),
         slotUrlsOf: () => this.#config.slotUrls,
         cacheDecisionOf: (entry) => cacheDecision(this.#stores.cache.get(entry.hash), now),
+        givenUpOf: (queue) => (this.#hostBackoff.gaveUp(queue.origin) ? HOST_FAILING_CODE : null),
       },
       now,
     );
@@ -322,6 +331,14 @@ export class Crawl {
       this.#recent.error({ url: entry.url, code, at: now });
       this.#placement.settled(entry);
       this.#results.settle(entry, { kind: 'robots-denied', code }, now);
+    }
+    for (const { entry, code } of cut.givenUp) {
+      // Its host kept failing and the pass gave it up: an error, recorded without a request.
+      this.#stats.countError(code);
+      this.#recent.error({ url: entry.url, code, at: now });
+      this.#hostBackoff.countGivenUp(new URL(entry.url).origin);
+      this.#placement.settled(entry);
+      this.#results.settle(entry, { kind: 'given-up', code }, now);
     }
     if (cut.slots.length === 0) {
       this.#checkFinished(now);
@@ -414,7 +431,7 @@ export class Crawl {
     commitStore('crawldb.btree', () => this.#stores.crawlDb.commit());
   }
 
-  summary(now: number): CrawlSummary & { urlsByStatus: Record<CrawlDbStatus, number> } {
+  summary(now: number): ReturnType<typeof crawlSummary> {
     return crawlSummary(this.#parts, now);
   }
 

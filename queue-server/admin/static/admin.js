@@ -254,6 +254,7 @@ function render(status) {
   renderRecent(status);
   renderErrors(status);
   renderHosts(status);
+  renderBackedOff(status);
   renderSettings(status);
   renderControls(status);
 }
@@ -423,6 +424,21 @@ function renderHosts(status) {
         el('td', { 'data-label': 'now', title: h.active ? 'being fetched now' : 'not fetched right now' }, [el('span', { class: h.active ? 'dot on' : 'dot' })]),
       ]),
     ),
+  );
+}
+
+/** Hosts whose requests keep failing (queue-server/frontier/host-backoff.ts): why, and until when. */
+function renderBackedOff(status) {
+  const hosts = status.backedOffHosts ?? [];
+  if (hosts.length === 0) {
+    $('backed-off').replaceChildren(el('li', { class: 'muted', text: 'No host is failing.' }));
+    return;
+  }
+  $('backed-off').replaceChildren(
+    ...hosts.map((h) => {
+      const state = h.gaveUp ? `given up for this pass, ${fmt(h.givenUpUrls)} URLs recorded host-failing` : `backed off until ${fmtClock(h.until)}`;
+      return el('li', {}, [el('span', { class: 'url', text: h.origin, title: h.origin }), el('span', { class: 'muted', text: ` ${h.code} ${fmt(h.failuresInRow)} times in a row: ${state}` })]);
+    }),
   );
 }
 

@@ -142,6 +142,8 @@ export function hostileCases(origin: string): HostileCase[] {
 
     c('/status/429.html', 'status', '429 with Retry-After: 1 on the first request, then 200', html(429, { mediaType: null, retryAfterMs: 1000 }), { failuresBeforeRecovery: 1 }),
     c('/status/503.html', 'status', '503 with Retry-After: 1 on the first request, then 200', html(503, { mediaType: null, retryAfterMs: 1000 }), { failuresBeforeRecovery: 1 }),
+    c('/status/429-forever.html', 'status', '429 with Retry-After: 1 on every request, for ever', html(429, { mediaType: null, retryAfterMs: 1000 })),
+    c('/status/503-forever.html', 'status', '503 with Retry-After: 1 on every request, for ever', html(503, { mediaType: null, retryAfterMs: 1000 })),
     c('/status/500-recovers.html', 'status', '500 on the first three requests, then 200', html(500, { mediaType: null }), { failuresBeforeRecovery: 3 }),
     c('/status/404.html', 'status', '404', html(404, { mediaType: null })),
     c('/status/410.html', 'status', '410', html(410, { mediaType: null })),

@@ -246,6 +246,9 @@ export function handleHostileRequest(host: HostileHost, req: IncomingMessage, re
     case '/status/503.html':
       if (host.state.count(path) < 1) return html(content.page('Slow down', '<p>try again</p>'), path === '/status/429.html' ? 429 : 503, { 'Retry-After': '1' });
       return html(content.page('Recovered', '<p>fine now</p>'));
+    case '/status/429-forever.html':
+    case '/status/503-forever.html':
+      return html(content.page('Slow down', '<p>try again later, for ever</p>'), path === '/status/429-forever.html' ? 429 : 503, { 'Retry-After': '1' });
     case '/status/500-recovers.html':
       if (host.state.count(path) < 3) return html(content.page('Server error', '<p>try again</p>'), 500);
       return html(content.page('Recovered after three 500s', '<p>fine now</p>'));
