@@ -6,7 +6,8 @@
  *
  * Other codes are not fetch failures and live with their owners: `http-NNN` for an HTTP error status
  * and `no-response` (queue-server/crawl/outcome.ts), `robots-disallowed` and `robots-unreachable`
- * (robots/robots.ts), the crawl rules' `trap-*` (admission/url-rules.ts), `too-many-redirects`.
+ * (robots/robots.ts), the crawl rules' `trap-*` (admission/url-rules.ts; `trap-shape` in admission/url-shape.ts, `trap-budget`
+ * in admission/admission.ts), `host-failing` (frontier/host-backoff.ts), `too-many-redirects`.
  */
 export const FETCH_ERROR_CODES = [
   /** The whole request took longer than --timeout-ms. */

@@ -176,6 +176,9 @@ export class ResultApplier {
       canonical: result.page?.canonical ?? null,
       redirectTo: outcome.kind === 'redirect' ? outcome.target : null,
     });
+    // A page's text joins its URL shape's statistics: a shape whose pages keep being the same is a trap.
+    const excerpt = outcome.kind === 'fetched' ? (result.page?.excerpt ?? '') : '';
+    if (excerpt.length > 0) this.#parts.shapes.recordPage(entry.url, excerpt, now);
     // 429 and 503 with Retry-After slow the whole host down, not only this URL.
     const origin = new URL(entry.url).origin;
     if (retryAfterMs !== null) frontier.origin(origin).delayUntil(now + retryAfterMs, now);

@@ -21,7 +21,8 @@
  *  8. A URL whose stored response is still fresh is not sent (`skippedFresh`); a stale one with
  *     validators goes out with them, for a conditional request (cache-policy.ts).
  *  9. An origin given up for the pass (`givenUpOf`: its requests kept failing, host-backoff.ts) gets no
- *     slot: every URL of it that comes up is returned as `givenUp`, not requested.
+ *     slot: every URL of it that comes up is returned as `givenUp`, not requested; so is a URL that
+ *     `refusalOf` refuses (its shape turned out to be a trap after it was queued).
  */
 import type { Validators } from '../../shared/protocol.js';
 import type { NormalizedUrl } from '../../shared/url-normalize.js';
@@ -43,6 +44,8 @@ export interface CutPolicy {
   cacheDecisionOf?(entry: QueuedUrl): CacheDecision;
   /** The code under which the origin's URLs are given up without a request (host-backoff.ts), or null. */
   givenUpOf?(queue: OriginQueue): string | null;
+  /** The code under which a queued URL is refused without a request (a trap shape, url-shape.ts), or null. */
+  refusalOf?(entry: QueuedUrl): string | null;
 }
 
 /** One URL of a slot: "in transit" from the cut until its result is applied. */
@@ -84,7 +87,7 @@ export interface DeniedUrl {
   readonly code: Extract<RobotsVerdict, { allowed: false }>['code'];
 }
 
-/** A URL of a host given up for the pass (host-backoff.ts), not requested. */
+/** A URL not requested: its host was given up for the pass (host-backoff.ts), or its shape is a trap (url-shape.ts). */
 export interface GivenUpUrl {
   readonly entry: QueuedUrl;
   readonly code: string;
@@ -147,6 +150,11 @@ export function cutSchedule(frontier: Frontier, policy: CutPolicy, now: number):
         const entry = frontier.take(queue);
         if (entry === undefined) break;
         if (entry.settled === true) continue;
+        const refusal = policy.refusalOf?.(entry) ?? null;
+        if (refusal !== null) {
+          givenUp.push({ entry, code: refusal });
+          continue;
+        }
         if (!entry.charged && budget === 0) {
           setAside.push(entry);
           continue;

@@ -255,6 +255,7 @@ function render(status) {
   renderErrors(status);
   renderHosts(status);
   renderBackedOff(status);
+  renderTrapShapes(status);
   renderSettings(status);
   renderControls(status);
 }
@@ -439,6 +440,20 @@ function renderBackedOff(status) {
       const state = h.gaveUp ? `given up for this pass, ${fmt(h.givenUpUrls)} URLs recorded host-failing` : `backed off until ${fmtClock(h.until)}`;
       return el('li', {}, [el('span', { class: 'url', text: h.origin, title: h.origin }), el('span', { class: 'muted', text: ` ${h.code} ${fmt(h.failuresInRow)} times in a row: ${state}` })]);
     }),
+  );
+}
+
+/** URL shapes found to be infinite spaces (queue-server/admission/url-shape.ts). */
+function renderTrapShapes(status) {
+  const traps = status.trapShapes ?? [];
+  if (traps.length === 0) {
+    $('trap-shapes').replaceChildren(el('li', { class: 'muted', text: 'None found.' }));
+    return;
+  }
+  $('trap-shapes').replaceChildren(
+    ...traps.map((t) =>
+      el('li', {}, [el('span', { class: 'url', text: t.shape, title: t.shape }), el('span', { class: 'muted', text: ` ${fmt(t.nearDuplicates)} of ${fmt(t.pages)} pages the same, ${fmt(t.refused)} URLs refused` })]),
+    ),
   );
 }
 

@@ -7,6 +7,7 @@
  * LIMITS (5,000 links per page, 2,048 characters per URL, 512 characters of title). The slow cases
  * take longer than 10 s to finish, so any such fetcher cuts them.
  */
+import { HOSTILE_TRAPS } from './traps.js';
 
 export type HostileGroup = 'index' | 'bomb' | 'body' | 'headers' | 'redirect' | 'charset' | 'markup' | 'links' | 'trap' | 'protocol' | 'status' | 'robots';
 
@@ -130,6 +131,7 @@ export function hostileCases(origin: string): HostileCase[] {
     c('/links/session-ids.html', 'links', `${SESSION_ID_LINKS.toLocaleString('en')} links differing only by ?sid=`, html(200)),
 
     c('/trap/calendar/2024/06', 'trap', 'an endless calendar: every month links to the previous and next', html(200)),
+    ...HOSTILE_TRAPS.map((trap) => c(trap.entry, 'trap', trap.what, html(200))),
     c('/trap/a/', 'trap', 'an endless path: /trap/a/ links to a/, so /trap/a/a/a/... never ends', html(200)),
 
     c('/fault/reset.html', 'protocol', 'Content-Length 100000, 10000 bytes, then a TCP reset', error('connection-reset')),

@@ -13,6 +13,7 @@ import type { ServerState } from '../server.js';
 import { bombBody, type BombEncoding } from './bombs.js';
 import { CHARSET_TITLES, CHAIN_STEPS, OUT_OF_SCOPE_URL, SLOW_STEP_MS, SLOW_STEPS, DISALLOWED_PREFIX, hostileCases, type HostileCase } from './cases.js';
 import * as content from './content.js';
+import { trapPage } from './traps.js';
 
 const CHUNK_BYTES = 64 * 1024;
 const HTML = 'text/html; charset=utf-8';
@@ -122,6 +123,8 @@ export function handleHostileRequest(host: HostileHost, req: IncomingMessage, re
   const calendar = /^\/trap\/calendar\/([0-9]{4})\/(0[1-9]|1[0-2])$/.exec(path);
   if (calendar !== null) return html(content.calendarPage(Number(calendar[1]), Number(calendar[2])));
   if (/^\/trap\/(a\/)+$/.test(path)) return html(content.endlessPathPage((path.length - '/trap/'.length) / 2));
+  const trap = trapPage(path, content.page);
+  if (trap !== null) return html(trap);
   if (path.startsWith(DISALLOWED_PREFIX)) return html(content.page('Disallowed', '<p>robots.txt disallows this page</p>'));
 
   switch (path) {
