@@ -9,6 +9,7 @@ import { normalizeUrl } from '../shared/url-normalize.js';
 import { decodeHtml } from './decode.js';
 import { download, type DownloadOptions, type DownloadResult } from './download.js';
 import { bound } from './text-bounds.js';
+import { xRobotsTag } from './x-robots-tag.js';
 
 const ROBOTS_MAX_REDIRECTS = 5;
 
@@ -58,7 +59,16 @@ async function fetchPage(ctx: FetchContext, slot: number, item: ScheduleItem): P
   if (!isHtml(contentType, response.body) || looksBinary(response.body)) return { ...result, signature };
   const { extractPage } = await preloadExtractor();
   const extracted = extractPage(decodeHtml(response.body, contentType), item.url);
-  return { ...result, signature, truncated: result.truncated || extracted.truncated, page: extracted.page, links: extracted.links };
+  // X-Robots-Tag says what the meta robots tag says (x-robots-tag.ts); either one is enough.
+  const header = xRobotsTag(response.headers['x-robots-tag'], 'petrel');
+  if (!header.noindex && !header.nofollow) return { ...result, signature, truncated: result.truncated || extracted.truncated, page: extracted.page, links: extracted.links };
+  const page = {
+    ...extracted.page,
+    noindex: extracted.page.noindex || header.noindex,
+    nofollow: extracted.page.nofollow || header.nofollow,
+    outlinks: header.nofollow ? 0 : extracted.page.outlinks,
+  };
+  return { ...result, signature, truncated: result.truncated || extracted.truncated, page, links: header.nofollow ? [] : extracted.links };
 }
 
 async function fetchRobots(ctx: FetchContext, slot: number, item: ScheduleItem): Promise<ItemResult> {
