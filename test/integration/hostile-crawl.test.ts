@@ -88,7 +88,8 @@ describe('a crawl of the hostile host', () => {
     }
     expect(summary.errorsByCode['trap-shape']).toBeGreaterThan(0);
     expect(summary.trapShapes.length).toBeGreaterThan(0);
-    console.log(`hostile-crawl: requests per trap ${JSON.stringify(Object.fromEntries(byTrap))}; trap shapes ${JSON.stringify(summary.trapShapes.map((t) => [t.shape.slice(t.shape.indexOf('/')), t.pages, t.nearDuplicates, t.refused]))}; ${summary.requests} requests in ${summary.elapsedMs} ms`);
+    const monthCalendar = hostileRequests().filter((path) => path.startsWith('/trap/calendar/')).length;
+    console.log(`hostile-crawl: requests per trap ${JSON.stringify(Object.fromEntries(byTrap))}, month calendar ${monthCalendar}; trap shapes ${JSON.stringify(summary.trapShapes.map((t) => [t.shape.slice(t.shape.indexOf('/')), t.pages, t.nearDuplicates, t.refused]))}; ${summary.requests} requests in ${summary.elapsedMs} ms`);
   });
 
   it('still requests every page of the hostile host outside the traps (no false positive)', () => {
