@@ -235,7 +235,7 @@ export class Fetcher {
       // off as a whole (queue-server/frontier/host-backoff.ts) instead of each URL timing out on its own.
       const result = failuresInRow >= HOST_FAILURES_IN_ROW ? notRequestedResult(slot.slot, slot.items[index]!, failuresInRow) : await fetchItem(ctx, slot.slot, slot.items[index]!);
       if (result.error?.code !== 'not-requested') {
-        failuresInRow = isHostFailure(result.status, result.error?.code ?? null) ? failuresInRow + 1 : 0;
+        failuresInRow = isHostFailure(result.status, result.error?.code ?? null, result.retryAfterMs) ? failuresInRow + 1 : 0;
         this.#count(result);
       }
       active.pending.push(result);

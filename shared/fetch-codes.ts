@@ -83,10 +83,11 @@ const HOST_FAILURE_CODES: ReadonlySet<string> = new Set<FetchErrorCode>(['timeou
 
 /**
  * Whether a request's answer counts against its host: a timeout, a connection failure, or a 5xx
- * (RFC 9110 section 15.6: the server failed). A 429 is the host alive and asking for a pause (its
- * Retry-After is honoured apart), and any other answer, broken ones included, shows the host answers.
+ * without Retry-After (RFC 9110 section 15.6: the server failed). A 429, or a 5xx with Retry-After, is
+ * the host alive and saying when to come back (that wait is honoured apart, bounded per URL), and any
+ * other answer, broken ones included, shows the host answers.
  */
-export function isHostFailure(status: number | null, code: string | null): boolean {
+export function isHostFailure(status: number | null, code: string | null, retryAfterMs: number | null): boolean {
   if (code !== null) return HOST_FAILURE_CODES.has(code);
-  return status !== null && status >= 500 && status <= 599;
+  return status !== null && status >= 500 && status <= 599 && retryAfterMs === null;
 }

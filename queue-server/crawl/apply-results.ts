@@ -183,7 +183,7 @@ export class ResultApplier {
     const origin = new URL(entry.url).origin;
     if (retryAfterMs !== null) frontier.origin(origin).delayUntil(now + retryAfterMs, now);
     // A host whose requests keep failing is backed off as a whole (frontier/host-backoff.ts).
-    const failed = isHostFailure(result.status, result.error?.code ?? null);
+    const failed = isHostFailure(result.status, result.error?.code ?? null, result.retryAfterMs);
     const health = this.#parts.hostBackoff.record(origin, { failed, code: outcome.kind === 'error' ? outcome.code : '' }, now);
     if (health?.until != null) frontier.origin(origin).delayUntil(health.until, now);
     let fetchOutcome = crawlDbOutcomeOf(result, outcome, { ...relations, freshUntil: cache.get(entry.hash)?.freshUntil ?? null, simhash, retryAfterMs });

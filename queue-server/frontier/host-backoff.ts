@@ -1,5 +1,5 @@
 /**
- * Host backoff: a host whose requests keep failing (timeouts, connection failures, 5xx; see
+ * Host backoff: a host whose requests keep failing (timeouts, connection failures, 5xx without Retry-After; see
  * shared/fetch-codes.ts `isHostFailure`) is slowed down as a whole, instead of each of its URLs
  * retrying on its own schedule and each paying a full timeout. This is what Nutch's fetch queues do
  * (`fetcher.exceptions.per.queue.delay` adds a delay per exception of a queue, and

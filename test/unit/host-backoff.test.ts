@@ -13,12 +13,13 @@ function run(failures: number, policy = hostBackoffPolicyOf({ retryBaseMs: 1000,
 }
 
 describe('host backoff', () => {
-  it('counts timeouts, connection failures and 5xx against the host, not 429, 4xx or broken responses', () => {
-    for (const code of ['timeout', 'connect-timeout', 'connection-refused', 'connection-reset', 'dns-failure', 'network-error']) expect(isHostFailure(null, code), code).toBe(true);
-    for (const code of ['headers-too-large', 'bad-http-response', 'blocked-address', 'not-requested']) expect(isHostFailure(null, code), code).toBe(false);
-    expect(isHostFailure(500, null)).toBe(true);
-    expect(isHostFailure(503, null)).toBe(true);
-    for (const status of [200, 304, 404, 410, 429]) expect(isHostFailure(status, null), String(status)).toBe(false);
+  it('counts timeouts, connection failures and 5xx against the host, not 429, a Retry-After, 4xx or broken responses', () => {
+    for (const code of ['timeout', 'connect-timeout', 'connection-refused', 'connection-reset', 'dns-failure', 'network-error']) expect(isHostFailure(null, code, null), code).toBe(true);
+    for (const code of ['headers-too-large', 'bad-http-response', 'blocked-address', 'not-requested']) expect(isHostFailure(null, code, null), code).toBe(false);
+    expect(isHostFailure(500, null, null)).toBe(true);
+    expect(isHostFailure(503, null, null)).toBe(true);
+    expect(isHostFailure(503, null, 1000)).toBe(false);
+    for (const status of [200, 304, 404, 410, 429]) expect(isHostFailure(status, null, null), String(status)).toBe(false);
   });
 
   it('backs a host off from its third failure in a row, doubling the wait each time', () => {
