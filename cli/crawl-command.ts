@@ -16,6 +16,7 @@ import { resolve } from 'node:path';
 import { createServer } from 'node:net';
 import { Command } from 'commander';
 import type { CrawlSummary } from '../queue-server/crawl/crawl-stats.js';
+import type { HostHealth } from '../queue-server/frontier/host-backoff.js';
 import type { LoadedCrawl } from '../queue-server/crawl/crawl.js';
 import type { CrawlPass } from '../queue-server/crawl/crawl-pass.js';
 import { loadOrCreateToken } from '../queue-server/auth/tokens.js';
@@ -110,8 +111,12 @@ function nextSteps(dataDir: string, summary: CrawlSummary, status: number): stri
       : status === EXIT.nothingFetched
         ? `petrel crawl: finished, but nothing could be fetched: ${what}. Is the seed reachable from here?`
         : `petrel crawl: done: ${what}.`;
+  // What the pass gave up on: hosts whose requests kept failing (queue-server/frontier/host-backoff.ts).
+  const gaveUp = ((summary as { backedOffHosts?: HostHealth[] }).backedOffHosts ?? []).filter((host) => host.gaveUp);
+  const given = gaveUp.map((host) => `  gave up on:      ${host.origin} (${host.code} ${host.failuresInRow} times in a row): ${count(host.givenUpUrls, 'URL')} recorded host-failing\n`).join('');
   return (
     `${head}\n` +
+    given +
     `  data:            ${dir}\n` +
     `  page records:    petrel export${data} > pages.jsonl\n` +
     `  every URL known: petrel db dump${data}   (petrel db check${data} verifies the database)\n` +

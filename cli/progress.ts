@@ -10,6 +10,7 @@
 import { QueueClient } from '../fetcher/queue-client.js';
 import type { CrawlStatus } from '../queue-server/crawl/crawl-status.js';
 import type { RobotsTrouble } from '../queue-server/crawl/recent-events.js';
+import type { HostHealth } from '../queue-server/frontier/host-backoff.js';
 import type { TimeLeft } from '../queue-server/crawl/time-left.js';
 import { formatApproxDuration, formatDuration } from '../shared/duration.js';
 
@@ -59,6 +60,12 @@ export function formatRobotsTrouble(trouble: RobotsTrouble, serverNow: number): 
   return `${head}, retry ${trouble.attempt + 1} of ${trouble.attempts} in ${formatApproxDuration(Math.max(0, trouble.retryAt - serverNow))}; its URLs wait for it`;
 }
 
+export function formatBackedOffHost(host: HostHealth, serverNow: number): string {
+  const head = `${host.origin} keeps failing (${host.code}, ${host.failuresInRow} requests in a row)`;
+  if (host.gaveUp) return `${head}: given up for this pass, its remaining URLs are recorded host-failing (errors)`;
+  return `${head}: backed off, asked again in ${formatApproxDuration(Math.max(0, (host.until ?? serverNow) - serverNow))}`;
+}
+
 function hostOf(origin: string): string {
   try {
     return new URL(origin).host;
@@ -95,6 +102,13 @@ export function followProgress(serverUrl: string, token: string, out: NodeJS.Wri
       if (told.has(key)) continue;
       told.add(key);
       say(`petrel crawl: ${formatRobotsTrouble(trouble, serverNow)}`);
+    }
+    for (const host of [...(status.backedOffHosts ?? [])].reverse()) {
+      // Said once when a host is backed off, once more if it is given up.
+      const key = `backoff ${host.origin} ${host.since} ${host.gaveUp}`;
+      if (told.has(key)) continue;
+      told.add(key);
+      say(`petrel crawl: ${formatBackedOffHost(host, serverNow)}`);
     }
     show(formatProgress(status));
   };

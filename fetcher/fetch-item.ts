@@ -9,6 +9,7 @@ import { normalizeUrl } from '../shared/url-normalize.js';
 import { decodeHtml } from './decode.js';
 import { download, type DownloadOptions, type DownloadResult } from './download.js';
 import { bound } from './text-bounds.js';
+import { xRobotsTag } from './x-robots-tag.js';
 
 const ROBOTS_MAX_REDIRECTS = 5;
 
@@ -58,7 +59,16 @@ async function fetchPage(ctx: FetchContext, slot: number, item: ScheduleItem): P
   if (!isHtml(contentType, response.body) || looksBinary(response.body)) return { ...result, signature };
   const { extractPage } = await preloadExtractor();
   const extracted = extractPage(decodeHtml(response.body, contentType), item.url);
-  return { ...result, signature, truncated: result.truncated || extracted.truncated, page: extracted.page, links: extracted.links };
+  // X-Robots-Tag says what the meta robots tag says (x-robots-tag.ts); either one is enough.
+  const header = xRobotsTag(response.headers['x-robots-tag'], 'petrel');
+  if (!header.noindex && !header.nofollow) return { ...result, signature, truncated: result.truncated || extracted.truncated, page: extracted.page, links: extracted.links };
+  const page = {
+    ...extracted.page,
+    noindex: extracted.page.noindex || header.noindex,
+    nofollow: extracted.page.nofollow || header.nofollow,
+    outlinks: header.nofollow ? 0 : extracted.page.outlinks,
+  };
+  return { ...result, signature, truncated: result.truncated || extracted.truncated, page, links: header.nofollow ? [] : extracted.links };
 }
 
 async function fetchRobots(ctx: FetchContext, slot: number, item: ScheduleItem): Promise<ItemResult> {
@@ -83,6 +93,20 @@ async function fetchRobots(ctx: FetchContext, slot: number, item: ScheduleItem):
   if (!response.ok || response.status < 200 || response.status >= 300) return result;
   const text = bound(new TextDecoder('utf-8').decode(response.body), LIMITS.robotsTxtChars);
   return { ...result, robotsTxt: text };
+}
+
+/**
+ * The result of an item the fetcher did not request (`not-requested`): its slot's requests kept failing,
+ * so the rest goes back to the queue server, which queues it again (shared/fetch-codes.ts).
+ */
+export function notRequestedResult(slot: number, item: ScheduleItem, failuresInRow: number): ItemResult {
+  return baseResult(slot, item, Date.now(), {
+    ok: false,
+    code: 'not-requested',
+    message: `not requested: the slot's last ${failuresInRow} requests to this host failed`,
+    durationMs: 0,
+    wireBytes: 0,
+  });
 }
 
 function baseResult(slot: number, item: ScheduleItem, fetchedAt: number, response: DownloadResult): ItemResult {

@@ -18,7 +18,8 @@ import type { Dispatcher } from 'undici';
 import { PROTOCOL_VERSION, type FetcherStats, type ItemResult, type Schedule } from '../shared/protocol.js';
 import type { AddressPolicy } from './address-guard.js';
 import { createCrawlAgent, TIMER_SLACK_MS, type DownloadOptions } from './download.js';
-import { fetchItem, preloadExtractor } from './fetch-item.js';
+import { fetchItem, notRequestedResult, preloadExtractor } from './fetch-item.js';
+import { HOST_FAILURES_IN_ROW, isHostFailure } from '../shared/fetch-codes.js';
 import { QueueClient, QueueServerError, StoppedError } from './queue-client.js';
 import { STILL_WAITING_EVERY_MS } from './defaults.js';
 import { formatApproxDuration, formatDuration } from '../shared/duration.js';
@@ -225,12 +226,18 @@ export class Fetcher {
     const stopping = this.#claimAbort.signal;
     if (slot.startAfterMs > 0) await sleepAtLeast(slot.startAfterMs + TIMER_SLACK_MS, stopping);
     const ctx = { dispatcher: this.#agent, download: this.#options.download };
+    let failuresInRow = 0;
     for (let index = 0; index < slot.items.length; index++) {
-      if (index > 0 && slot.delayMs > 0) await sleepAtLeast(slot.delayMs + TIMER_SLACK_MS, stopping);
+      if (index > 0 && slot.delayMs > 0 && failuresInRow < HOST_FAILURES_IN_ROW) await sleepAtLeast(slot.delayMs + TIMER_SLACK_MS, stopping);
       // Stopping: the request in flight was finished; the rest of the slot returns with its lease.
       if (this.#stopClaiming) break;
-      const result = await fetchItem(ctx, slot.slot, slot.items[index]!);
-      this.#count(result);
+      // A host whose requests keep failing is not asked the rest of the slot: the queue server backs it
+      // off as a whole (queue-server/frontier/host-backoff.ts) instead of each URL timing out on its own.
+      const result = failuresInRow >= HOST_FAILURES_IN_ROW ? notRequestedResult(slot.slot, slot.items[index]!, failuresInRow) : await fetchItem(ctx, slot.slot, slot.items[index]!);
+      if (result.error?.code !== 'not-requested') {
+        failuresInRow = isHostFailure(result.status, result.error?.code ?? null, result.retryAfterMs) ? failuresInRow + 1 : 0;
+        this.#count(result);
+      }
       active.pending.push(result);
       if (active.pending.length >= FLUSH_COUNT) void this.#flush(active);
       else if (active.flushTimer === null) active.flushTimer = setTimeout(() => void this.#flush(active), FLUSH_DELAY_MS);

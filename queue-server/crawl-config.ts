@@ -8,6 +8,7 @@
  *
  * "No limit" is null, everywhere: in the table, the schema, the status JSON and the admin form.
  */
+import { ONE_SHOT_MAX_WAIT_MS } from './frontier/host-backoff.js';
 import { z } from 'zod';
 import { NUTCH_ADAPTIVE_RATES, type FetchSchedulePolicy } from './crawldb/fetch-schedule.js';
 import { SCOPES } from './admission/scope.js';
@@ -205,6 +206,8 @@ export function fetchScheduleOf(config: CrawlConfig): FetchSchedulePolicy {
     minIntervalMs: config.minIntervalMs,
     maxIntervalMs: config.maxIntervalMs,
     goneRecheckMs: config.maxIntervalMs,
+    // A one-shot crawl waits at most a minute for a retry, so a failing URL cannot hold the pass open for long.
+    ...(config.once ? { maxRetryWaitMs: ONE_SHOT_MAX_WAIT_MS } : {}),
   };
 }
 

@@ -6,7 +6,8 @@
  *
  * Other codes are not fetch failures and live with their owners: `http-NNN` for an HTTP error status
  * and `no-response` (queue-server/crawl/outcome.ts), `robots-disallowed` and `robots-unreachable`
- * (robots/robots.ts), the crawl rules' `trap-*` (admission/url-rules.ts), `too-many-redirects`.
+ * (robots/robots.ts), the crawl rules' `trap-*` (admission/url-rules.ts; `trap-shape` in admission/url-shape.ts, `trap-budget`
+ * in admission/admission.ts), `host-failing` (frontier/host-backoff.ts), `too-many-redirects`.
  */
 export const FETCH_ERROR_CODES = [
   /** The whole request took longer than --timeout-ms. */
@@ -36,6 +37,13 @@ export const FETCH_ERROR_CODES = [
    * special-purpose address (fetcher/address-guard.ts), and it is not a seed's host. Nothing was sent.
    */
   'blocked-address',
+  /**
+   * Not sent: the slot's earlier requests failed HOST_FAILURES_IN_ROW times in a row (timeouts,
+   * connection failures, 5xx), so the fetcher handed the rest of the slot back to the queue server,
+   * whose host backoff (queue-server/frontier/host-backoff.ts) decides when the host is asked again.
+   * Not a request and not a failure of the URL: it is queued again as it was.
+   */
+  'not-requested',
 ] as const;
 
 export type FetchErrorCode = (typeof FETCH_ERROR_CODES)[number];
@@ -62,4 +70,24 @@ export const REFUSED_CODES = ['blocked-address'] as const satisfies readonly Fet
 /** A failure that repeats however often it is retried: a broken response or a refused fetch. */
 export function isPermanentFailure(code: FetchErrorCode): boolean {
   return isBrokenResponse(code) || (REFUSED_CODES as readonly FetchErrorCode[]).includes(code);
+}
+
+/**
+ * Failed requests in a row that make a host "failing": the fetcher stops a slot after this many
+ * (fetcher/fetcher.ts), the queue server backs the host off from this many on (host-backoff.ts).
+ */
+export const HOST_FAILURES_IN_ROW = 3;
+
+/** Transport failures that say the host (or the way to it) is in trouble, not the URL. */
+const HOST_FAILURE_CODES: ReadonlySet<string> = new Set<FetchErrorCode>(['timeout', 'connect-timeout', 'headers-timeout', 'body-timeout', 'connection-refused', 'connection-reset', 'dns-failure', 'host-unreachable', 'network-error']);
+
+/**
+ * Whether a request's answer counts against its host: a timeout, a connection failure, or a 5xx
+ * without Retry-After (RFC 9110 section 15.6: the server failed). A 429, or a 5xx with Retry-After, is
+ * the host alive and saying when to come back (that wait is honoured apart, bounded per URL), and any
+ * other answer, broken ones included, shows the host answers.
+ */
+export function isHostFailure(status: number | null, code: string | null, retryAfterMs: number | null): boolean {
+  if (code !== null) return HOST_FAILURE_CODES.has(code);
+  return status !== null && status >= 500 && status <= 599 && retryAfterMs === null;
 }

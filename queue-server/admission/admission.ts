@@ -22,6 +22,7 @@ import { makeScope, type Scope } from './scope.js';
 import { SeenSet } from './seen-set.js';
 import type { UrlPlacement } from '../frontier/url-placement.js';
 import { applyUrlRules, DEFAULT_URL_RULES } from './url-rules.js';
+import { TRAP_SHAPE_CODE, type UrlShapes } from './url-shape.js';
 
 export interface AdmissionParts {
   readonly frontier: Frontier;
@@ -31,6 +32,8 @@ export interface AdmissionParts {
   readonly stats: CrawlStats;
   readonly recent: RecentEvents;
   readonly schedule: FetchSchedulePolicy;
+  /** URL shapes whose pages keep being the same (url-shape.ts); absent: no shape is refused. */
+  readonly shapes?: UrlShapes;
 }
 
 export class Admission {
@@ -111,6 +114,15 @@ export class Admission {
       }
       if (!this.#scope.has(ruled.url)) continue;
       const hash = urlHash(ruled.url);
+      // An infinite space found out (url-shape.ts): its new URLs cost no request.
+      const trap = this.#parts.shapes?.trapOf(ruled.url) ?? null;
+      if (trap !== null) {
+        if (!this.#seen.has(hash)) {
+          trap.refused++;
+          this.reject(ruled.url, TRAP_SHAPE_CODE, now);
+        }
+        continue;
+      }
       const outcome = this.#admitHashed(ruled.url, hash, normalized.origin, depth, share, now, redirectHops);
       if (outcome !== 'refused') this.#known.add(link, opic ? hash : null);
     }

@@ -19,14 +19,16 @@ import { applyFetch, type FetchOutcome } from '../crawldb/transition.js';
 import type { OriginQueue, QueuedUrl } from '../frontier/frontier.js';
 import type { CrawlParts } from './crawl.js';
 import { classifyResult, crawlDbOutcomeOf, pageRecordOf, type PageRecord } from './outcome.js';
-import { RetryAfterBudget } from './retry-after.js';
+import { MAX_RETRY_AFTER_MS, UrlRetryBudget } from './retry-after.js';
+import { isHostFailure } from '../../shared/fetch-codes.js';
+import { ONE_SHOT_MAX_WAIT_MS } from '../frontier/host-backoff.js';
 
 /** Redirects followed one after another from one link, at most (browsers allow about 20; crawlers fewer). */
 export const MAX_REDIRECT_HOPS = 10;
 
 export class ResultApplier {
   readonly #parts: CrawlParts;
-  readonly #retryAfter = new RetryAfterBudget();
+  readonly #retries = new UrlRetryBudget();
 
   constructor(parts: CrawlParts) {
     this.#parts = parts;
@@ -49,6 +51,15 @@ export class ResultApplier {
           stats.counters.lateResults++;
           continue;
         }
+        if (item.kind === 'page' && result.error?.code === 'not-requested') {
+          // The fetcher handed it back unrequested (its host kept failing): queued again as it was.
+          const { slotDone } = leases.markApplied(lease, slot, item);
+          item.entry!.leased = false;
+          if (item.entry!.settled !== true) this.#parts.frontier.push(slot.queue, item.entry!, now);
+          if (slotDone) this.#finishSlot(slot.queue, now);
+          applied++;
+          continue;
+        }
         this.#countRequest(result);
         const { slotDone } = leases.markApplied(lease, slot, item);
         if (item.kind === 'robots') this.#applyRobots(slot.queue, result, now);
@@ -60,7 +71,8 @@ export class ResultApplier {
         entry = item.entry!;
       } else {
         // No live lease: a retried post (duplicate), or results held across a queue server restart.
-        const orphan = found.kind === 'duplicate' ? undefined : this.#orphanEntry(result);
+        // An item handed back unrequested is still queued (or was re-leased): nothing to apply.
+        const orphan = found.kind === 'duplicate' || result.error?.code === 'not-requested' ? undefined : this.#orphanEntry(result);
         if (orphan === undefined) {
           duplicates++;
           stats.counters.duplicateResults++;
@@ -83,6 +95,11 @@ export class ResultApplier {
     }
     stores.archive.append(records);
     return { applied, duplicates, leaseActive };
+  }
+
+  /** A new crawl: every URL's request count starts over. */
+  resetRetries(): void {
+    this.#retries.clear();
   }
 
   /** Stores the crawl database transition of a URL for `outcome` (a fetch, or a robots.txt denial). */
@@ -116,7 +133,10 @@ export class ResultApplier {
     const outcome = classifyResult(result);
     const counters = stats.counters;
     const cache = stores.cache;
-    const retryAfterMs = this.#retryAfter.honour(urlHashHex(entry.hash), result.retryAfterMs);
+    const key = urlHashHex(entry.hash);
+    // A URL's requests per pass are bounded whatever it answers (retry-after.ts).
+    const retry = outcome.kind === 'error' && outcome.recorded.kind === 'transient' ? this.#retries.failed(key, result.retryAfterMs, config.once ? ONE_SHOT_MAX_WAIT_MS : MAX_RETRY_AFTER_MS) : null;
+    const retryAfterMs = retry?.retryAfterMs ?? null;
     const score = (): number => stores.crawlDb.get(entry.hash)?.score ?? 0;
     switch (outcome.kind) {
       case 'fetched':
@@ -156,10 +176,20 @@ export class ResultApplier {
       canonical: result.page?.canonical ?? null,
       redirectTo: outcome.kind === 'redirect' ? outcome.target : null,
     });
+    // A page's text joins its URL shape's statistics: a shape whose pages keep being the same is a trap.
+    const excerpt = outcome.kind === 'fetched' ? (result.page?.excerpt ?? '') : '';
+    if (excerpt.length > 0) this.#parts.shapes.recordPage(entry.url, excerpt, now);
     // 429 and 503 with Retry-After slow the whole host down, not only this URL.
-    if (retryAfterMs !== null) frontier.origin(new URL(entry.url).origin).delayUntil(now + retryAfterMs, now);
-    const fetchOutcome = crawlDbOutcomeOf(result, outcome, { ...relations, freshUntil: cache.get(entry.hash)?.freshUntil ?? null, simhash, retryAfterMs });
+    const origin = new URL(entry.url).origin;
+    if (retryAfterMs !== null) frontier.origin(origin).delayUntil(now + retryAfterMs, now);
+    // A host whose requests keep failing is backed off as a whole (frontier/host-backoff.ts).
+    const failed = isHostFailure(result.status, result.error?.code ?? null, result.retryAfterMs);
+    const health = this.#parts.hostBackoff.record(origin, { failed, code: outcome.kind === 'error' ? outcome.code : '' }, now);
+    if (health?.until != null) frontier.origin(origin).delayUntil(health.until, now);
+    let fetchOutcome = crawlDbOutcomeOf(result, outcome, { ...relations, freshUntil: cache.get(entry.hash)?.freshUntil ?? null, simhash, retryAfterMs });
+    if (fetchOutcome.kind === 'transient' && retry?.giveUp === true) fetchOutcome = { ...fetchOutcome, giveUp: true };
     const next = this.settle(entry, fetchOutcome, now);
+    if (next.status !== 'retry') this.#retries.settled(key);
     if (next.status === 'retry' || !config.once) this.#parts.placement.later(entry.hash, next.nextFetchAt);
     return pageRecordOf(result, depth, outcome);
   }

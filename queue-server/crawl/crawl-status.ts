@@ -15,6 +15,8 @@ import { crawlDelayOf } from '../robots/robots.js';
 import { estimateTimeLeft, type OriginWork, type TimeLeft } from './time-left.js';
 import type { FetcherInfo } from './fetcher-registry.js';
 import type { HostsOverview } from './host-activity.js';
+import type { HostHealth } from '../frontier/host-backoff.js';
+import type { TrapShape } from '../admission/url-shape.js';
 import type { RecentError, RecentFetch, RobotsTrouble } from './recent-events.js';
 
 export interface CrawlStatus extends CrawlSummary {
@@ -34,6 +36,10 @@ export interface CrawlStatus extends CrawlSummary {
   recentErrors: RecentError[];
   /** Hosts whose robots.txt could not be fetched: waiting for the next attempt, or given up. */
   robotsTrouble: RobotsTrouble[];
+  /** Hosts whose requests keep failing: backed off until `until`, or given up for the pass (frontier/host-backoff.ts), at most 50. */
+  backedOffHosts: HostHealth[];
+  /** URL shapes found to be infinite spaces (admission/url-shape.ts), at most 50. */
+  trapShapes: TrapShape[];
   hosts: HostsOverview;
   /** How long the URLs queued now take at the politeness settings (time-left.ts); null when none is queued. */
   timeLeft: TimeLeft | null;
@@ -41,8 +47,8 @@ export interface CrawlStatus extends CrawlSummary {
 }
 
 /** The summary printed at the end of a crawl: the counters and the crawl database's URLs by status. */
-export function crawlSummary(parts: CrawlParts, now: number): CrawlSummary & { urlsByStatus: Record<CrawlDbStatus, number> } {
-  return { ...parts.stats.summary(now), urlsByStatus: parts.stores.crawlDb.countsByStatus() };
+export function crawlSummary(parts: CrawlParts, now: number): CrawlSummary & { urlsByStatus: Record<CrawlDbStatus, number>; backedOffHosts: HostHealth[]; trapShapes: TrapShape[] } {
+  return { ...parts.stats.summary(now), urlsByStatus: parts.stores.crawlDb.countsByStatus(), backedOffHosts: parts.hostBackoff.list(), trapShapes: parts.shapes.list() };
 }
 
 export function crawlStatus(parts: CrawlParts, state: CrawlState, pass: CrawlPass | null, now: number): CrawlStatus {

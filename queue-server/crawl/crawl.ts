@@ -22,9 +22,11 @@ import type { CrawlConfig } from '../crawl-config.js';
 import type { CrawlDb } from '../crawldb/crawl-db.js';
 import type { FetchSchedulePolicy } from '../crawldb/fetch-schedule.js';
 import type { CrawlDbRecord, CrawlDbStatus } from '../crawldb/record.js';
-import { Frontier, type OriginQueue } from '../frontier/frontier.js';
+import { Frontier, type OriginQueue, type QueuedUrl } from '../frontier/frontier.js';
 import { LeaseTable, scheduleOf } from '../frontier/leases.js';
 import { cutSchedule } from '../frontier/schedule-cutter.js';
+import { HOST_FAILING_CODE, HostBackoff, hostBackoffPolicyOf } from '../frontier/host-backoff.js';
+import { TRAP_SHAPE_CODE, UrlShapes } from '../admission/url-shape.js';
 import { UrlPlacement } from '../frontier/url-placement.js';
 import type { RobotsStore } from '../robots/robots-store.js';
 import { crawlDelayOf } from '../robots/robots.js';
@@ -82,6 +84,10 @@ export interface CrawlParts {
   readonly fetchers: FetcherRegistry;
   readonly recent: RecentEvents;
   readonly placement: UrlPlacement;
+  /** Hosts whose requests keep failing: backed off, or given up for the pass (frontier/host-backoff.ts). */
+  readonly hostBackoff: HostBackoff;
+  /** URL shapes and the infinite spaces found among them (admission/url-shape.ts). */
+  readonly shapes: UrlShapes;
   /** The gap between two requests to the origin, ms: --delay-ms or its robots.txt Crawl-delay, the larger. */
   delayOf(queue: OriginQueue): number;
   /** Slots the origin may have out at once: --host-concurrency, 1 under a Crawl-delay. */
@@ -98,6 +104,8 @@ export class Crawl {
   readonly #fetchers = new FetcherRegistry();
   readonly #recent = new RecentEvents(100);
   readonly #placement = new UrlPlacement();
+  readonly #hostBackoff: HostBackoff;
+  readonly #shapes = new UrlShapes();
   readonly #parts: CrawlParts;
   readonly #results: ResultApplier;
   #pass: CrawlPass | null;
@@ -107,6 +115,7 @@ export class Crawl {
     this.#config = config;
     this.#stores = stores;
     this.#pass = pass;
+    this.#hostBackoff = new HostBackoff(hostBackoffPolicyOf(config));
     this.#frontier = new Frontier({ concurrencyOf: (queue) => this.#concurrencyOf(queue) });
     this.#admission = new Admission(config, {
       frontier: this.#frontier,
@@ -116,6 +125,7 @@ export class Crawl {
       stats: this.#stats,
       recent: this.#recent,
       schedule,
+      shapes: this.#shapes,
     });
     const crawl = this;
     this.#parts = {
@@ -131,6 +141,8 @@ export class Crawl {
       fetchers: this.#fetchers,
       recent: this.#recent,
       placement: this.#placement,
+      hostBackoff: this.#hostBackoff,
+      shapes: this.#shapes,
       delayOf: (queue) => this.#delayOf(queue),
       concurrencyOf: (queue) => this.#concurrencyOf(queue),
     };
@@ -193,6 +205,9 @@ export class Crawl {
     this.#frontier.resetBudgets();
     this.#stats.reset();
     this.#recent.clear();
+    this.#hostBackoff.reset(hostBackoffPolicyOf(config));
+    this.#results.resetRetries();
+    this.#shapes.clear();
     // What was admitted since the last group commit is in the crawl database too, before it is read.
     this.commit();
     const loaded = this.#queueKnownUrls(now, (visit) => this.#stores.crawlDb.each(visit));
@@ -304,6 +319,8 @@ export class Crawl {
         delayOf: (queue) => this.#delayOf(queue),
         slotUrlsOf: () => this.#config.slotUrls,
         cacheDecisionOf: (entry) => cacheDecision(this.#stores.cache.get(entry.hash), now),
+        givenUpOf: (queue) => (this.#hostBackoff.gaveUp(queue.origin) ? HOST_FAILING_CODE : null),
+        refusalOf: (entry) => this.#refusalOf(entry),
       },
       now,
     );
@@ -322,6 +339,14 @@ export class Crawl {
       this.#recent.error({ url: entry.url, code, at: now });
       this.#placement.settled(entry);
       this.#results.settle(entry, { kind: 'robots-denied', code }, now);
+    }
+    for (const { entry, code } of cut.givenUp) {
+      // Its host kept failing and the pass gave it up, or its shape is a trap: recorded without a request.
+      this.#stats.countError(code);
+      this.#recent.error({ url: entry.url, code, at: now });
+      if (code === HOST_FAILING_CODE) this.#hostBackoff.countGivenUp(new URL(entry.url).origin);
+      this.#placement.settled(entry);
+      this.#results.settle(entry, { kind: 'given-up', code }, now);
     }
     if (cut.slots.length === 0) {
       this.#checkFinished(now);
@@ -414,12 +439,20 @@ export class Crawl {
     commitStore('crawldb.btree', () => this.#stores.crawlDb.commit());
   }
 
-  summary(now: number): CrawlSummary & { urlsByStatus: Record<CrawlDbStatus, number> } {
+  summary(now: number): ReturnType<typeof crawlSummary> {
     return crawlSummary(this.#parts, now);
   }
 
   status(now: number): CrawlStatus {
     return crawlStatus(this.#parts, this.state(), this.#pass, now);
+  }
+
+  /** A queued URL whose shape turned out to be a trap after it was admitted is refused at the cut. */
+  #refusalOf(entry: QueuedUrl): string | null {
+    const trap = this.#shapes.trapOf(entry.url);
+    if (trap === null) return null;
+    trap.refused++;
+    return TRAP_SHAPE_CODE;
   }
 
   #checkFinished(now: number): void {

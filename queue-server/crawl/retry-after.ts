@@ -1,28 +1,64 @@
 /**
- * Honouring Retry-After (RFC 9110 section 10.2.3) from 429 and 503 answers: the host waits, the URL
- * is retried, and the retry is not counted as a failure; but only a few times per URL, so a server
- * that always says "later" cannot keep a URL alive for ever. Memory: one entry per URL currently
- * being told to wait.
+ * How often one URL may be asked in a pass, whatever mix of 5xx, 429 and Retry-After it answers.
+ *
+ *  - A 429 or 5xx with Retry-After (RFC 9110 section 10.2.3) is honoured: the URL and its host wait,
+ *    and the wait spends no --max-retries; but at most MAX_RETRY_AFTER_WAITS times per URL per pass,
+ *    counted across every other answer in between (a URL alternating 503+Retry-After and 500 cannot
+ *    start the count over). A one-shot crawl does not wait longer than `maxWaitMs` (a longer
+ *    Retry-After gives the URL up instead: never asked early, never waited for an hour).
+ *  - Every failed request of the URL counts towards MAX_REQUESTS_PER_URL; the one that reaches it
+ *    gives the URL up (gone) whatever it answered.
+ *
+ * So a URL gets at most min(MAX_REQUESTS_PER_URL, 1 + --max-retries + MAX_RETRY_AFTER_WAITS) requests
+ * per pass (10 at most). The count lives in memory: a queue server restart starts it over.
+ * Memory: one entry per URL that is failing now; a final answer (or giving up) forgets it.
  */
 export const MAX_RETRY_AFTER_WAITS = 5;
+/** Requests of one URL per pass at most, whatever it answers. */
+export const MAX_REQUESTS_PER_URL = 10;
 /** Longest wait honoured; a longer Retry-After is cut to this. */
 export const MAX_RETRY_AFTER_MS = 60 * 60 * 1000;
 
-export class RetryAfterBudget {
-  readonly #waits = new Map<string, number>();
+export interface RetryVerdict {
+  /** The Retry-After wait to honour, ms; null: none (no Retry-After, or the URL's waits are used up). */
+  readonly retryAfterMs: number | null;
+  /** This failure gives the URL up: its requests reached MAX_REQUESTS_PER_URL, or the wait asked is too long. */
+  readonly giveUp: boolean;
+}
 
-  /** The wait to honour for this answer, or null: no Retry-After, or this URL's waits are used up. */
-  honour(key: string, retryAfterMs: number | null): number | null {
-    if (retryAfterMs === null) {
-      this.#waits.delete(key);
-      return null;
-    }
-    const waits = (this.#waits.get(key) ?? 0) + 1;
-    if (waits > MAX_RETRY_AFTER_WAITS) {
-      this.#waits.delete(key);
-      return null;
-    }
-    this.#waits.set(key, waits);
-    return Math.min(retryAfterMs, MAX_RETRY_AFTER_MS);
+interface Attempts {
+  requests: number;
+  waits: number;
+}
+
+export class UrlRetryBudget {
+  readonly #attempts = new Map<string, Attempts>();
+
+  /** A request of the URL failed transiently (5xx, 429, timeout, connection error): what to do. */
+  failed(key: string, retryAfterMs: number | null, maxWaitMs: number): RetryVerdict {
+    const attempts = this.#attempts.get(key) ?? { requests: 0, waits: 0 };
+    attempts.requests++;
+    this.#attempts.set(key, attempts);
+    if (attempts.requests >= MAX_REQUESTS_PER_URL) return this.#giveUp(key);
+    if (retryAfterMs === null || attempts.waits >= MAX_RETRY_AFTER_WAITS) return { retryAfterMs: null, giveUp: false };
+    const wait = Math.min(retryAfterMs, MAX_RETRY_AFTER_MS);
+    if (wait > maxWaitMs) return this.#giveUp(key);
+    attempts.waits++;
+    return { retryAfterMs: wait, giveUp: false };
+  }
+
+  /** The URL got a final answer (or was given up): its count ends. */
+  settled(key: string): void {
+    this.#attempts.delete(key);
+  }
+
+  /** A new crawl: every count starts over. */
+  clear(): void {
+    this.#attempts.clear();
+  }
+
+  #giveUp(key: string): RetryVerdict {
+    this.#attempts.delete(key);
+    return { retryAfterMs: null, giveUp: true };
   }
 }

@@ -33,6 +33,8 @@ export interface FetchSchedulePolicy {
   retryBaseMs: number;
   /** Wait before a gone or robots-denied URL is tried again, ms. */
   goneRecheckMs: number;
+  /** Longest retry wait, ms (a one-shot crawl: 1 min, host-backoff.ts ONE_SHOT_MAX_WAIT_MS); absent: maxIntervalMs. */
+  maxRetryWaitMs?: number;
 }
 
 /**
@@ -46,7 +48,7 @@ export const NUTCH_ADAPTIVE_RATES = Object.freeze({ incRate: 0.4, decRate: 0.2 }
  * once where a policy is built from options, not on every transition.
  */
 export function checkFetchSchedulePolicy(policy: FetchSchedulePolicy): FetchSchedulePolicy {
-  const positive = (name: keyof FetchSchedulePolicy): void => {
+  const positive = (name: Exclude<keyof FetchSchedulePolicy, 'maxRetryWaitMs'>): void => {
     const value = policy[name];
     if (!Number.isFinite(value) || value <= 0) throw new Error(`fetch schedule: ${name} must be a positive number, got ${value}`);
   };
@@ -87,5 +89,5 @@ export function nextFetchAt(now: number, intervalMs: number, freshUntil: number 
 
 /** Wait before retry number `retry` (1 for the first), ms: retryBaseMs * 2^(retry-1), at most maxIntervalMs. */
 export function retryDelayMs(retry: number, policy: FetchSchedulePolicy): number {
-  return Math.min(policy.maxIntervalMs, policy.retryBaseMs * 2 ** Math.max(0, retry - 1));
+  return Math.min(policy.maxRetryWaitMs ?? policy.maxIntervalMs, policy.maxIntervalMs, policy.retryBaseMs * 2 ** Math.max(0, retry - 1));
 }

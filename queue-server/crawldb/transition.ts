@@ -22,7 +22,10 @@
  *   transient with retryAfterMs (429/503)     any                 retry          null      kept          now + retryAfterMs
  *   transient, retries + 1 <= maxRetries      any                 retry          null      kept          now + retryBaseMs * 2^(retries'-1)
  *   transient, retries + 1 > maxRetries       any                 gone           null      kept          now + goneRecheckMs
+ *   transient with giveUp (requests used up)  any                 gone           null      kept          now + goneRecheckMs
+ *   given-up (its host kept failing)          any                 gone           null      kept          now + goneRecheckMs
  *   robots-denied                             any                 robots_denied  null      kept          now + goneRecheckMs
+ *   (given-up, like robots-denied, sends no request: fetch times, status code and retries are kept.)
  *
  *   (*) no stored signature, no new signature, or the old status is gone: a page that was gone and
  *       answers again is new content (fetched), even with the body it had before it went.
@@ -88,7 +91,16 @@ export type FetchOutcome =
    * or a fetch the fetcher refused to make (`blocked-address`): asking again would fail the same way.
    */
   | { kind: 'broken'; code: string }
-  | { kind: 'transient'; code: string; status: number | null /* 5xx, 429, or null for timeouts and connection errors */; retryAfterMs: number | null }
+  | {
+      kind: 'transient';
+      code: string;
+      status: number | null /* 5xx, 429, or null for timeouts and connection errors */;
+      retryAfterMs: number | null;
+      /** The URL's requests in this pass are used up (crawl/retry-after.ts): gone, whatever the retries say. */
+      giveUp?: boolean;
+    }
+  /** Not requested: its host kept failing and a one-shot crawl gave it up (frontier/host-backoff.ts). */
+  | { kind: 'given-up'; code: string }
   /** Not requested: robots.txt forbids it (robots-disallowed), or could not be fetched in --robots-attempts tries (robots-unreachable). */
   | { kind: 'robots-denied'; code: RobotsDeniedCode };
 
@@ -190,6 +202,10 @@ export function applyFetch(old: CrawlDbRecord, outcome: FetchOutcome, now: numbe
 
     case 'transient': {
       const failed = { ...old, ...requested, lastHttpStatus: outcome.status, errorCode: outcome.code };
+      if (outcome.giveUp === true) {
+        const retries = Math.min(old.retries + (outcome.retryAfterMs === null ? 1 : 0), maxStoredRetries);
+        return { record: { ...failed, status: 'gone', retries, nextFetchAt: now + policy.goneRecheckMs }, modified: null };
+      }
       if (outcome.retryAfterMs !== null) {
         // The server asked for a pause (RFC 9110 section 10.2.3): honour it, without spending a retry.
         const wait = Math.min(policy.maxIntervalMs, Math.max(0, outcome.retryAfterMs));
@@ -204,6 +220,13 @@ export function applyFetch(old: CrawlDbRecord, outcome: FetchOutcome, now: numbe
       }
       return { record: { ...failed, status: 'retry', retries, nextFetchAt: now + retryDelayMs(retries, policy) }, modified: null };
     }
+
+    case 'given-up':
+      // No request was sent: fetch times and the last HTTP status stay as they were.
+      return {
+        record: { ...old, status: 'gone', fetchIntervalMs: interval, duplicateOf: null, redirectTo: null, errorCode: outcome.code, nextFetchAt: now + policy.goneRecheckMs },
+        modified: null,
+      };
 
     case 'robots-denied':
       // No request was sent: fetch times and the last HTTP status stay as they were.

@@ -20,6 +20,9 @@
  *     asked again; only after the last allowed attempt are its URLs denied (`robots-unreachable`).
  *  8. A URL whose stored response is still fresh is not sent (`skippedFresh`); a stale one with
  *     validators goes out with them, for a conditional request (cache-policy.ts).
+ *  9. An origin given up for the pass (`givenUpOf`: its requests kept failing, host-backoff.ts) gets no
+ *     slot: every URL of it that comes up is returned as `givenUp`, not requested; so is a URL that
+ *     `refusalOf` refuses (its shape turned out to be a trap after it was queued).
  */
 import type { Validators } from '../../shared/protocol.js';
 import type { NormalizedUrl } from '../../shared/url-normalize.js';
@@ -39,6 +42,10 @@ export interface CutPolicy {
   slotUrlsOf(queue: OriginQueue): number;
   /** What the cache-validator store says of the URL (cache-policy.ts); absent: always fetch. */
   cacheDecisionOf?(entry: QueuedUrl): CacheDecision;
+  /** The code under which the origin's URLs are given up without a request (host-backoff.ts), or null. */
+  givenUpOf?(queue: OriginQueue): string | null;
+  /** The code under which a queued URL is refused without a request (a trap shape, url-shape.ts), or null. */
+  refusalOf?(entry: QueuedUrl): string | null;
 }
 
 /** One URL of a slot: "in transit" from the cut until its result is applied. */
@@ -80,9 +87,16 @@ export interface DeniedUrl {
   readonly code: Extract<RobotsVerdict, { allowed: false }>['code'];
 }
 
+/** A URL not requested: its host was given up for the pass (host-backoff.ts), or its shape is a trap (url-shape.ts). */
+export interface GivenUpUrl {
+  readonly entry: QueuedUrl;
+  readonly code: string;
+}
+
 export interface CutResult {
   readonly slots: CutSlot[];
   readonly denied: DeniedUrl[];
+  readonly givenUp: GivenUpUrl[];
   /** URLs not sent because their stored copy is still fresh. */
   readonly skippedFresh: SkippedFresh[];
   /** Page URLs newly counted against the budget. */
@@ -92,6 +106,7 @@ export interface CutResult {
 export function cutSchedule(frontier: Frontier, policy: CutPolicy, now: number): CutResult {
   const slots: CutSlot[] = [];
   const denied: DeniedUrl[] = [];
+  const givenUp: GivenUpUrl[] = [];
   const skippedFresh: SkippedFresh[] = [];
   const touched: OriginQueue[] = [];
   let budget = policy.budget;
@@ -102,6 +117,14 @@ export function cutSchedule(frontier: Frontier, policy: CutPolicy, now: number):
     if (queue === undefined) break;
     touched.push(queue);
     const startAfterMs = Math.max(0, queue.nextStartAt - now);
+
+    const givenUpCode = policy.givenUpOf?.(queue) ?? null;
+    if (givenUpCode !== null) {
+      for (let entry = frontier.take(queue); entry !== undefined; entry = frontier.take(queue)) {
+        if (entry.settled !== true) givenUp.push({ entry, code: givenUpCode });
+      }
+      continue;
+    }
 
     if (queue.needsRobots(now)) {
       queue.robots.fetchStarted();
@@ -127,6 +150,11 @@ export function cutSchedule(frontier: Frontier, policy: CutPolicy, now: number):
         const entry = frontier.take(queue);
         if (entry === undefined) break;
         if (entry.settled === true) continue;
+        const refusal = policy.refusalOf?.(entry) ?? null;
+        if (refusal !== null) {
+          givenUp.push({ entry, code: refusal });
+          continue;
+        }
         if (!entry.charged && budget === 0) {
           setAside.push(entry);
           continue;
@@ -156,5 +184,5 @@ export function cutSchedule(frontier: Frontier, policy: CutPolicy, now: number):
   }
 
   for (const queue of touched) frontier.reconsider(queue, now);
-  return { slots, denied, skippedFresh, charged };
+  return { slots, denied, givenUp, skippedFresh, charged };
 }

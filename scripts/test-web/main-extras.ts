@@ -6,6 +6,10 @@
  *   /hidden/nofollow-only.html    linked only with rel="nofollow": never requested
  *   /meta/noindex-nofollow.html   <meta name="robots" content="noindex,nofollow">: fetched, links ignored
  *   /meta/behind-nofollow.html    linked only from the page above: never requested
+ *   /meta/x-robots-none.html      X-Robots-Tag: none: fetched, links ignored (noindex)
+ *   /meta/behind-x-robots.html    linked only from the page above: never requested
+ *   /meta/x-robots-other-bot.html X-Robots-Tag: otherbot: noindex, nofollow: for another bot, so indexed and followed
+ *   /meta/behind-other-bot.html   linked only from the page above: requested
  *   /redirect/start -> 301 /redirect/step-1 -> 302 /redirect/step-2 -> 307 /redirect/end.html (200)
  *   /errors/404.html /errors/410.html /errors/500.html /errors/503.html (Retry-After: 1)
  *   /slow.html                    answers after `slowMs`
@@ -56,6 +60,19 @@ export function mainExtras(ctx: WebContext, origin: string): MainExtras {
       () => page('/meta/noindex-nofollow.html', 'Meta robots: noindex, nofollow', [home, link('behind-nofollow.html', 'Behind a nofollow page')], 'noindex,nofollow'),
     ],
     ['/meta/behind-nofollow.html', () => page('/meta/behind-nofollow.html', 'Linked only from a meta-nofollow page')],
+    [
+      '/meta/x-robots-none.html',
+      () => ({ ...page('/meta/x-robots-none.html', 'X-Robots-Tag: none', [home, link('behind-x-robots.html', 'Behind an X-Robots-Tag: none page')]), headers: { 'X-Robots-Tag': 'none' } }),
+    ],
+    ['/meta/behind-x-robots.html', () => page('/meta/behind-x-robots.html', 'Linked only from an X-Robots-Tag none page')],
+    [
+      '/meta/x-robots-other-bot.html',
+      () => ({
+        ...page('/meta/x-robots-other-bot.html', 'X-Robots-Tag for another bot', [home, link('behind-other-bot.html', 'Behind a page that tells another bot not to follow')]),
+        headers: { 'X-Robots-Tag': 'otherbot: noindex, nofollow' },
+      }),
+    ],
+    ['/meta/behind-other-bot.html', () => page('/meta/behind-other-bot.html', 'Linked from a page whose X-Robots-Tag names another bot')],
     ['/redirect/start', () => redirect(301, '/redirect/step-1')],
     ['/redirect/step-1', () => redirect(302, `${origin}/redirect/step-2`)],
     ['/redirect/step-2', () => redirect(307, 'end.html')],
@@ -77,6 +94,8 @@ export function mainExtras(ctx: WebContext, origin: string): MainExtras {
     link('/private/open.html', 'A private page open to robots'),
     link('/hidden/nofollow-only.html', 'Do not follow', 'nofollow'),
     link('/meta/noindex-nofollow.html', 'A noindex, nofollow page'),
+    link('/meta/x-robots-none.html', 'A page with X-Robots-Tag: none'),
+    link('/meta/x-robots-other-bot.html', 'A page with X-Robots-Tag for another bot'),
     link('/redirect/start', 'A redirect chain'),
     link('/errors/404.html', 'Not found'),
     link('/errors/410.html', 'Gone'),

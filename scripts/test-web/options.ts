@@ -27,8 +27,8 @@ const MAX_PAGES_PER_HOST = 1_000_000;
 export function validateOptions(opts: TestWebOptions): ValidOptions {
   const profile = opts.profile ?? 'full';
   if (profile !== 'full' && profile !== 'bench') throw new RangeError(`profile must be 'full' or 'bench', got ${String(profile)}`);
-  // The full profile adds the special hosts and the hostile host.
-  const specials = profile === 'full' ? SPECIAL_ROLES.length + 1 : 0;
+  // The full profile adds the special hosts, the hostile host and the hanging host.
+  const specials = profile === 'full' ? SPECIAL_ROLES.length + 2 : 0;
   return {
     profile,
     pagesPerHost: integer('pagesPerHost', opts.pagesPerHost ?? 30, 1, MAX_PAGES_PER_HOST),

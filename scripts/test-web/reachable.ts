@@ -41,7 +41,7 @@ export function reachable(model: Pick<SiteModel, 'page' | 'robotsAllows'>, opts:
       continue;
     }
     const isHtml = page.contentType !== null && /^text\/html\b/i.test(page.contentType);
-    if (page.status < 200 || page.status >= 300 || !isHtml || page.metaNofollow) continue;
+    if (page.status < 200 || page.status >= 300 || !isHtml || page.metaNofollow || page.headerNofollow) continue;
     for (const link of page.links) if (!link.nofollow) admit(link.url, depth + 1);
   }
   return depths;

@@ -32,6 +32,10 @@ export interface ModelPage {
   links: ModelLink[];
   metaNofollow: boolean;
   metaNoindex: boolean;
+  /** The X-Robots-Tag header says nofollow (or none) for agent `petrel`; its links are not followed. */
+  headerNofollow: boolean;
+  /** The X-Robots-Tag header says noindex (or none) for agent `petrel`. */
+  headerNoindex: boolean;
   title: string | null;
 }
 
@@ -111,6 +115,8 @@ function toModelPage(url: string, resource: Resource): ModelPage {
     links: [],
     metaNofollow: false,
     metaNoindex: false,
+    headerNofollow: false,
+    headerNoindex: false,
     title: null,
   };
   if (resource.kind === 'redirect') {
@@ -125,9 +131,29 @@ function toModelPage(url: string, resource: Resource): ModelPage {
     const robots = relTokens(doc.metaRobots);
     page.metaNofollow = robots.includes('nofollow') || robots.includes('none');
     page.metaNoindex = robots.includes('noindex') || robots.includes('none');
+    const header = headerRobots(resource.headers['X-Robots-Tag'] ?? null);
+    page.headerNofollow = header.includes('nofollow') || header.includes('none');
+    page.headerNoindex = header.includes('noindex') || header.includes('none');
     page.title = doc.title;
   }
   return page;
+}
+
+/**
+ * The X-Robots-Tag directives of one header value that apply to agent `petrel`: those before any
+ * `agent:` prefix and those after `petrel:`. (The test web sends one value per page.)
+ */
+function headerRobots(value: string | null): string[] {
+  if (value === null) return [];
+  const applying: string[] = [];
+  let agent: string | null = null;
+  for (const part of value.toLowerCase().split(',')) {
+    const prefixed = /^\s*([a-z0-9_.-]+)\s*:\s*(.*)$/.exec(part);
+    const directive = prefixed === null ? part.trim() : prefixed[2]!.trim();
+    if (prefixed !== null) agent = prefixed[1]!;
+    if (agent === null || agent === 'petrel') applying.push(directive);
+  }
+  return applying;
 }
 
 function relTokens(value: string | null): string[] {

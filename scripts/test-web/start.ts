@@ -6,6 +6,7 @@
 import { closeServers, listenAll } from './bind.js';
 import { GenerationState } from './generation-state.js';
 import { createHostileHost, handleHostileRequest, type HostileHost } from './hostile/server.js';
+import { createHangingHost, handleHangingRequest, type HangingHost } from './hostile/hanging.js';
 import { FIRST_HOST_OCTET, HOST_ROLES, planHosts, type HostRole } from './hosts.js';
 import { validateOptions, type TestWebOptions } from './options.js';
 import { RequestLog, type RequestLogEntry } from './request-log.js';
@@ -46,6 +47,11 @@ export interface TestWeb {
    * seeded with it. Its cases and their ground truth are `hostile.cases` (scripts/test-web/hostile/).
    */
   readonly hostile: HostileHost;
+  /**
+   * The hanging host (profile 'full' only): the address after the hostile host's; robots.txt 404, every
+   * other request never answered (scripts/test-web/hostile/hanging.ts). Linked from nowhere.
+   */
+  readonly hanging: HangingHost;
   close(): Promise<void>;
 }
 
@@ -60,8 +66,12 @@ export async function startTestWeb(opts: TestWebOptions = {}): Promise<TestWeb> 
   const addresses = plans.map((plan) => plan.address);
   const hostileAddress = options.profile === 'full' ? `127.0.0.${FIRST_HOST_OCTET + plans.length}` : null;
   if (hostileAddress !== null) addresses.push(hostileAddress);
+  const hangingAddress = options.profile === 'full' ? `127.0.0.${FIRST_HOST_OCTET + plans.length + 1}` : null;
+  if (hangingAddress !== null) addresses.push(hangingAddress);
+  let hanging: HangingHost | null = null;
   const { port, servers } = await listenAll(addresses, { port: options.port, attempts: BIND_ATTEMPTS }, (index, req, res) => {
     if (index === plans.length && hostile !== null) return handleHostileRequest(hostile, req, res, state);
+    if (index === plans.length + 1 && hanging !== null) return handleHangingRequest(hanging, req, res, state);
     const host = web?.hosts[index];
     // Only reachable if something guesses the port during the few microseconds before buildWeb returns.
     if (host === undefined) res.writeHead(503, { 'Retry-After': '1' }).end();
@@ -69,6 +79,7 @@ export async function startTestWeb(opts: TestWebOptions = {}): Promise<TestWeb> 
   });
   web = buildWeb(plans, port, options);
   if (hostileAddress !== null) hostile = createHostileHost(hostileAddress, port);
+  if (hangingAddress !== null) hanging = createHangingHost(hangingAddress, port);
 
   const origins = web.hosts.map((host) => host.origin);
   const roles: Partial<Record<HostRole, string>> = {};
@@ -97,6 +108,10 @@ export async function startTestWeb(opts: TestWebOptions = {}): Promise<TestWeb> 
     get hostile(): HostileHost {
       if (hostile === null) throw new Error(`the '${options.profile}' profile has no hostile host`);
       return hostile;
+    },
+    get hanging(): HangingHost {
+      if (hanging === null) throw new Error(`the '${options.profile}' profile has no hanging host`);
+      return hanging;
     },
     close() {
       closing ??= (async () => {

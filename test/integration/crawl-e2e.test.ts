@@ -72,6 +72,19 @@ describe('petrel crawl over the test web with two fetcher processes', () => {
     expect(asked[1]!.start - asked[0]!.end).toBeGreaterThanOrEqual(200);
   });
 
+  it('obeys X-Robots-Tag as it obeys meta robots: none is noindex and nofollow, another bot\'s directives are ignored', async () => {
+    const main = web.hostByRole.main;
+    const requested = new Set(log.filter((entry) => entry.host === new URL(main).host).map((entry) => entry.path));
+    expect(requested.has('/meta/x-robots-none.html')).toBe(true);
+    expect(requested.has('/meta/behind-x-robots.html')).toBe(false);
+    expect(requested.has('/meta/x-robots-other-bot.html')).toBe(true);
+    expect(requested.has('/meta/behind-other-bot.html')).toBe(true);
+    const exported = await runPetrel(['export', '--data', join(dataDir, 'data')]);
+    const records = new Map(exported.stdout.trim().split('\n').map((line) => JSON.parse(line) as { url: string; noindex: boolean; excerpt: string | null; outlinkCount: number }).map((r) => [r.url, r]));
+    expect(records.get(`${main}/meta/x-robots-none.html`)).toMatchObject({ noindex: true, excerpt: null, outlinkCount: 0 });
+    expect(records.get(`${main}/meta/x-robots-other-bot.html`)).toMatchObject({ noindex: false });
+  });
+
   it('asks each host for robots.txt before anything else, once', () => {
     for (const origin of web.origins.filter((origin) => origin !== web.hostByRole.robots500)) {
       const host = new URL(origin).host;

@@ -1,13 +1,16 @@
 /**
- * One crawl of the hostile host with real processes: Petrel meets every hostile case in one crawl and
- * keeps crawling; nothing disallowed is requested, every failure is recorded with its stable code, and
- * the crawl finishes. (The per-case fetcher outcomes are tested in hostile-fetch.test.ts; peak memory
+ * One crawl of the hostile host with real processes, with no depth limit: Petrel meets every hostile
+ * case in one crawl and keeps crawling; nothing disallowed is requested, every failure is recorded with
+ * its stable code, each infinite space costs at most TRAP_REQUEST_BUDGET requests while every page
+ * outside them is fetched, and the crawl finishes. (The per-case fetcher outcomes are tested in hostile-fetch.test.ts; peak memory
  * is measured by scripts/bench-hostile.ts.)
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DISALLOWED_PREFIX } from '../../scripts/test-web/hostile/cases.js';
+import { HOSTILE_TRAPS, TRAP_REQUEST_BUDGET, trapOf } from '../../scripts/test-web/hostile/traps.js';
+import { canonicalUrl } from '../../scripts/test-web/canonical.js';
 import { startTestWeb, type TestWeb } from '../../scripts/test-web.js';
 import { assertBuilt, runPetrel, tempDir } from '../support/petrel-process.js';
 
@@ -17,6 +20,7 @@ interface Summary {
   errorsByCode: Record<string, number>;
   retriedLater: number;
   elapsedMs: number;
+  trapShapes: { shape: string; pages: number; nearDuplicates: number; refused: number }[];
 }
 
 describe('a crawl of the hostile host', () => {
@@ -36,7 +40,7 @@ describe('a crawl of the hostile host', () => {
     // 170 s only stops a hung crawl (runPetrel kills it); how long the crawl takes is measured by
     // scripts/bench-hostile.ts, not asserted here.
     const run = await runPetrel([
-      'crawl', '--seed', `${web.hostile.origin}/index.html`, '--data', dataDir, '--scope', 'host', '--max-depth', '6', '--delay-ms', '0',
+      'crawl', '--seed', `${web.hostile.origin}/index.html`, '--data', dataDir, '--scope', 'host', '--delay-ms', '0',
       '--host-concurrency', '4', '--max-retries', '1', '--retry-base-ms', '100', '--timeout-ms', '3000', '--summary-json', summaryFile, '--no-progress',
     ], 170_000);
     code = run.code;
@@ -65,6 +69,33 @@ describe('a crawl of the hostile host', () => {
     }
     expect(summary.retriedLater).toBeGreaterThan(0);
     for (const code of Object.keys(summary.errorsByCode)) expect(code).toMatch(/^[a-z0-9-]{1,48}$/);
+  });
+
+  const hostileRequests = () => {
+    const hostileHost = new URL(web.hostile.origin).host;
+    return web.log.filter((entry) => entry.host === hostileHost).map((entry) => (canonicalUrl(`${web.hostile.origin}${entry.path}`) ?? entry.path).slice(web.hostile.origin.length));
+  };
+
+  it('spends at most TRAP_REQUEST_BUDGET requests on each infinite space, refusing the rest as trap-shape', () => {
+    const byTrap = new Map<string, number>();
+    for (const path of hostileRequests()) {
+      const trap = trapOf(path);
+      if (trap !== null) byTrap.set(trap, (byTrap.get(trap) ?? 0) + 1);
+    }
+    for (const trap of HOSTILE_TRAPS) {
+      expect(byTrap.get(trap.name) ?? 0, trap.name).toBeGreaterThan(0);
+      expect(byTrap.get(trap.name) ?? 0, trap.name).toBeLessThanOrEqual(TRAP_REQUEST_BUDGET);
+    }
+    expect(summary.errorsByCode['trap-shape']).toBeGreaterThan(0);
+    expect(summary.trapShapes.length).toBeGreaterThan(0);
+    const monthCalendar = hostileRequests().filter((path) => path.startsWith('/trap/calendar/')).length;
+    console.log(`hostile-crawl: requests per trap ${JSON.stringify(Object.fromEntries(byTrap))}, month calendar ${monthCalendar}; trap shapes ${JSON.stringify(summary.trapShapes.map((t) => [t.shape.slice(t.shape.indexOf('/')), t.pages, t.nearDuplicates, t.refused]))}; ${summary.requests} requests in ${summary.elapsedMs} ms`);
+  });
+
+  it('still requests every page of the hostile host outside the traps (no false positive)', () => {
+    const requested = new Set(hostileRequests());
+    const missing = web.hostile.cases.filter((c) => c.linked && trapOf(c.path) === null && !c.path.startsWith(DISALLOWED_PREFIX) && !requested.has(c.path)).map((c) => c.path);
+    expect(missing).toEqual([]);
   });
 
   it('leaves a consistent crawl database', async () => {

@@ -331,7 +331,10 @@ describe('test web, full profile', () => {
 
   it('reachable() with a host-only scope is finite and leaves out nofollow, robots-disallowed and foreign URLs', () => {
     const reach = web.model.reachable({ seeds: web.seeds, inScope: onHost(main), maxDepth: 50 });
-    expect(reach.size).toBe(46);
+    // 46, plus the two X-Robots-Tag pages and the page behind the one addressed to another bot.
+    expect(reach.size).toBe(49);
+    expect(reach.has(`${main}/meta/behind-x-robots.html`)).toBe(false);
+    expect(reach.get(`${main}/meta/behind-other-bot.html`)).toBe(2);
     expect([...reach.keys()].every(onHost(main))).toBe(true);
     expect(reach.has(`${main}/hidden/nofollow-only.html`)).toBe(false);
     expect(reach.has(`${main}/meta/behind-nofollow.html`)).toBe(false);

@@ -254,6 +254,8 @@ function render(status) {
   renderRecent(status);
   renderErrors(status);
   renderHosts(status);
+  renderBackedOff(status);
+  renderTrapShapes(status);
   renderSettings(status);
   renderControls(status);
 }
@@ -422,6 +424,35 @@ function renderHosts(status) {
         el('td', { class: 'num', 'data-label': 'queued', text: fmt(h.queued) }),
         el('td', { 'data-label': 'now', title: h.active ? 'being fetched now' : 'not fetched right now' }, [el('span', { class: h.active ? 'dot on' : 'dot' })]),
       ]),
+    ),
+  );
+}
+
+/** Hosts whose requests keep failing (queue-server/frontier/host-backoff.ts): why, and until when. */
+function renderBackedOff(status) {
+  const hosts = status.backedOffHosts ?? [];
+  if (hosts.length === 0) {
+    $('backed-off').replaceChildren(el('li', { class: 'muted', text: 'No host is failing.' }));
+    return;
+  }
+  $('backed-off').replaceChildren(
+    ...hosts.map((h) => {
+      const state = h.gaveUp ? `given up for this pass, ${fmt(h.givenUpUrls)} URLs recorded host-failing` : `backed off until ${fmtClock(h.until)}`;
+      return el('li', {}, [el('span', { class: 'url', text: h.origin, title: h.origin }), el('span', { class: 'muted', text: ` ${h.code} ${fmt(h.failuresInRow)} times in a row: ${state}` })]);
+    }),
+  );
+}
+
+/** URL shapes found to be infinite spaces (queue-server/admission/url-shape.ts). */
+function renderTrapShapes(status) {
+  const traps = status.trapShapes ?? [];
+  if (traps.length === 0) {
+    $('trap-shapes').replaceChildren(el('li', { class: 'muted', text: 'None found.' }));
+    return;
+  }
+  $('trap-shapes').replaceChildren(
+    ...traps.map((t) =>
+      el('li', {}, [el('span', { class: 'url', text: t.shape, title: t.shape }), el('span', { class: 'muted', text: ` ${fmt(t.nearDuplicates)} of ${fmt(t.pages)} pages the same, ${fmt(t.refused)} URLs refused` })]),
     ),
   );
 }

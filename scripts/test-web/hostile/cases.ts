@@ -7,6 +7,7 @@
  * LIMITS (5,000 links per page, 2,048 characters per URL, 512 characters of title). The slow cases
  * take longer than 10 s to finish, so any such fetcher cuts them.
  */
+import { HOSTILE_TRAPS } from './traps.js';
 
 export type HostileGroup = 'index' | 'bomb' | 'body' | 'headers' | 'redirect' | 'charset' | 'markup' | 'links' | 'trap' | 'protocol' | 'status' | 'robots';
 
@@ -130,6 +131,7 @@ export function hostileCases(origin: string): HostileCase[] {
     c('/links/session-ids.html', 'links', `${SESSION_ID_LINKS.toLocaleString('en')} links differing only by ?sid=`, html(200)),
 
     c('/trap/calendar/2024/06', 'trap', 'an endless calendar: every month links to the previous and next', html(200)),
+    ...HOSTILE_TRAPS.map((trap) => c(trap.entry, 'trap', trap.what, html(200))),
     c('/trap/a/', 'trap', 'an endless path: /trap/a/ links to a/, so /trap/a/a/a/... never ends', html(200)),
 
     c('/fault/reset.html', 'protocol', 'Content-Length 100000, 10000 bytes, then a TCP reset', error('connection-reset')),
@@ -142,6 +144,8 @@ export function hostileCases(origin: string): HostileCase[] {
 
     c('/status/429.html', 'status', '429 with Retry-After: 1 on the first request, then 200', html(429, { mediaType: null, retryAfterMs: 1000 }), { failuresBeforeRecovery: 1 }),
     c('/status/503.html', 'status', '503 with Retry-After: 1 on the first request, then 200', html(503, { mediaType: null, retryAfterMs: 1000 }), { failuresBeforeRecovery: 1 }),
+    c('/status/429-forever.html', 'status', '429 with Retry-After: 1 on every request, for ever', html(429, { mediaType: null, retryAfterMs: 1000 })),
+    c('/status/503-forever.html', 'status', '503 with Retry-After: 1 on every request, for ever', html(503, { mediaType: null, retryAfterMs: 1000 })),
     c('/status/500-recovers.html', 'status', '500 on the first three requests, then 200', html(500, { mediaType: null }), { failuresBeforeRecovery: 3 }),
     c('/status/404.html', 'status', '404', html(404, { mediaType: null })),
     c('/status/410.html', 'status', '410', html(410, { mediaType: null })),

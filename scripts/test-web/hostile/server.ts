@@ -13,6 +13,7 @@ import type { ServerState } from '../server.js';
 import { bombBody, type BombEncoding } from './bombs.js';
 import { CHARSET_TITLES, CHAIN_STEPS, OUT_OF_SCOPE_URL, SLOW_STEP_MS, SLOW_STEPS, DISALLOWED_PREFIX, hostileCases, type HostileCase } from './cases.js';
 import * as content from './content.js';
+import { trapPage } from './traps.js';
 
 const CHUNK_BYTES = 64 * 1024;
 const HTML = 'text/html; charset=utf-8';
@@ -122,6 +123,8 @@ export function handleHostileRequest(host: HostileHost, req: IncomingMessage, re
   const calendar = /^\/trap\/calendar\/([0-9]{4})\/(0[1-9]|1[0-2])$/.exec(path);
   if (calendar !== null) return html(content.calendarPage(Number(calendar[1]), Number(calendar[2])));
   if (/^\/trap\/(a\/)+$/.test(path)) return html(content.endlessPathPage((path.length - '/trap/'.length) / 2));
+  const trap = trapPage(path, content.page);
+  if (trap !== null) return html(trap);
   if (path.startsWith(DISALLOWED_PREFIX)) return html(content.page('Disallowed', '<p>robots.txt disallows this page</p>'));
 
   switch (path) {
@@ -246,6 +249,9 @@ export function handleHostileRequest(host: HostileHost, req: IncomingMessage, re
     case '/status/503.html':
       if (host.state.count(path) < 1) return html(content.page('Slow down', '<p>try again</p>'), path === '/status/429.html' ? 429 : 503, { 'Retry-After': '1' });
       return html(content.page('Recovered', '<p>fine now</p>'));
+    case '/status/429-forever.html':
+    case '/status/503-forever.html':
+      return html(content.page('Slow down', '<p>try again later, for ever</p>'), path === '/status/429-forever.html' ? 429 : 503, { 'Retry-After': '1' });
     case '/status/500-recovers.html':
       if (host.state.count(path) < 3) return html(content.page('Server error', '<p>try again</p>'), 500);
       return html(content.page('Recovered after three 500s', '<p>fine now</p>'));

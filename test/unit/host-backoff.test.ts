@@ -1,0 +1,61 @@
+import { describe, expect, it } from 'vitest';
+import { HOST_FAILURES_IN_ROW, isHostFailure } from '../../shared/fetch-codes.js';
+import { afterRequest, HOST_GIVE_UP_FAILURES, HostBackoff, hostBackoffPolicyOf, MAX_HOST_BACKOFF_MS, ONE_SHOT_MAX_WAIT_MS, type HostHealth } from '../../queue-server/frontier/host-backoff.js';
+
+const ORIGIN = 'http://127.0.0.2:8080';
+const failure = { failed: true, code: 'timeout' };
+
+function run(failures: number, policy = hostBackoffPolicyOf({ retryBaseMs: 1000, once: true }), now = 0): (HostHealth | null)[] {
+  const states: (HostHealth | null)[] = [];
+  let health: HostHealth | null = null;
+  for (let i = 0; i < failures; i++) states.push((health = afterRequest(health, ORIGIN, failure, now + i, policy)));
+  return states;
+}
+
+describe('host backoff', () => {
+  it('counts timeouts, connection failures and 5xx against the host, not 429, a Retry-After, 4xx or broken responses', () => {
+    for (const code of ['timeout', 'connect-timeout', 'connection-refused', 'connection-reset', 'dns-failure', 'network-error']) expect(isHostFailure(null, code, null), code).toBe(true);
+    for (const code of ['headers-too-large', 'bad-http-response', 'blocked-address', 'not-requested']) expect(isHostFailure(null, code, null), code).toBe(false);
+    expect(isHostFailure(500, null, null)).toBe(true);
+    expect(isHostFailure(503, null, null)).toBe(true);
+    expect(isHostFailure(503, null, 1000)).toBe(false);
+    for (const status of [200, 304, 404, 410, 429]) expect(isHostFailure(status, null, null), String(status)).toBe(false);
+  });
+
+  it('backs a host off from its third failure in a row, doubling the wait each time', () => {
+    const states = run(HOST_GIVE_UP_FAILURES - 1);
+    expect(states.slice(0, HOST_FAILURES_IN_ROW - 1).map((s) => s?.until)).toEqual([null, null]);
+    expect(states.slice(HOST_FAILURES_IN_ROW - 1).map((s) => s!.until! - (s!.failuresInRow - 1))).toEqual([1000, 2000, 4000].slice(0, HOST_GIVE_UP_FAILURES - HOST_FAILURES_IN_ROW));
+    expect(states.every((s) => s?.since === 0 && s.code === 'timeout' && !s.gaveUp)).toBe(true);
+  });
+
+  it('caps a one-shot wait at a minute and gives the host up at the sixth failure in a row', () => {
+    const states = run(HOST_GIVE_UP_FAILURES, hostBackoffPolicyOf({ retryBaseMs: 50_000, once: true }));
+    expect(states[HOST_FAILURES_IN_ROW]!.until! - HOST_FAILURES_IN_ROW).toBe(ONE_SHOT_MAX_WAIT_MS);
+    expect(states.at(-1)).toMatchObject({ gaveUp: true, until: null, failuresInRow: HOST_GIVE_UP_FAILURES });
+  });
+
+  it('never gives a host up in a continuous crawl; its wait grows to an hour', () => {
+    const states = run(40, hostBackoffPolicyOf({ retryBaseMs: 30_000, once: false }));
+    expect(states.some((s) => s?.gaveUp)).toBe(false);
+    expect(states.at(-1)!.until! - 39).toBe(MAX_HOST_BACKOFF_MS);
+  });
+
+  it('forgets a host that answers again', () => {
+    const [, , third] = run(3);
+    expect(afterRequest(third!, ORIGIN, { failed: false, code: '' }, 10, hostBackoffPolicyOf({ retryBaseMs: 1, once: true }))).toBeNull();
+  });
+
+  it('shows only hosts backed off or given up, most recent first, with the URLs given up', () => {
+    const hosts = new HostBackoff(hostBackoffPolicyOf({ retryBaseMs: 1000, once: true }));
+    hosts.record('http://a', failure, 0);
+    for (let i = 0; i < HOST_GIVE_UP_FAILURES; i++) hosts.record('http://b', failure, i);
+    for (let i = 0; i < HOST_FAILURES_IN_ROW; i++) hosts.record('http://c', { failed: true, code: 'http-503' }, 10 + i);
+    expect(hosts.gaveUp('http://b')).toBe(true);
+    hosts.countGivenUp('http://b');
+    expect(hosts.list().map((h) => [h.origin, h.gaveUp, h.givenUpUrls, h.code])).toEqual([
+      ['http://c', false, 0, 'http-503'],
+      ['http://b', true, 1, 'timeout'],
+    ]);
+  });
+});
