@@ -11,6 +11,13 @@ export interface RequestLogEntry {
   start: number;
   /** ms, same clock, when the response finished or the socket closed. */
   end: number;
+  /**
+   * ms, same clock, when the server handed the response's last bytes to the socket (`res.end`), or
+   * `end` if it never did. At or before `end`, and never made later by an event loop that was busy
+   * after the write, as `end` (the 'finish' event) can be by 100 ms on a loaded machine: what
+   * politeness gaps are measured from, so that lag cannot make them look shorter than they were.
+   */
+  handedOver: number;
   /** "127.0.0.2:PORT": the host that received it (its listening address, not the Host header). */
   host: string;
   method: string;

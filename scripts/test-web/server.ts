@@ -37,12 +37,20 @@ export function handleRequest(host: WebHost, req: IncomingMessage, res: ServerRe
   let flushedBytes = 0;
   let finished = false;
   let recorded = false;
+  let handedOver: number | null = null;
+  const end = res.end.bind(res) as (...args: unknown[]) => ServerResponse;
+  res.end = ((...args: unknown[]) => {
+    handedOver ??= logClock();
+    return end(...args);
+  }) as typeof res.end;
   const record = (): void => {
     if (recorded) return;
     recorded = true;
+    const now = logClock();
     state.log.record(arrival, {
       start,
-      end: logClock(),
+      end: now,
+      handedOver: handedOver ?? now,
       host: host.authority,
       method: req.method ?? '',
       path: req.url ?? '',

@@ -26,9 +26,11 @@ export function handleHangingRequest(host: HangingHost, req: IncomingMessage, re
   const start = logClock();
   const arrival = server.log.arrive();
   res.once('close', () => {
+    const now = logClock();
     server.log.record(arrival, {
       start,
-      end: logClock(),
+      end: now,
+      handedOver: now,
       host: host.authority,
       method: req.method ?? '',
       path: req.url ?? '',

@@ -54,9 +54,11 @@ export function handleHostileRequest(host: HostileHost, req: IncomingMessage, re
   const record = (): void => {
     if (recorded) return;
     recorded = true;
+    const now = logClock();
     server.log.record(arrival, {
       start,
-      end: logClock(),
+      end: now,
+      handedOver: now,
       host: host.authority,
       method: req.method ?? '',
       path: req.url ?? '',
