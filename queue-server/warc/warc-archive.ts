@@ -18,6 +18,7 @@ import type { CaptureLocation, RecordLocation } from './location.js';
 import { decideRecord, locationAfter, type RecordDecision } from './revisit.js';
 import { WarcWriter, type WarcWriterStats } from './warc-writer.js';
 import type { FileOps } from '../storage/file-ops.js';
+import { readCachedCopy, type CachedCopy } from './cached-copy.js';
 
 export const WARC_DIR = 'warc';
 export const WARC_DIGESTS_FILE = 'warc-digests.btree';
@@ -93,6 +94,11 @@ export class WarcArchive {
   setSettings(settings: Readonly<Record<string, unknown>>): void {
     this.#warcinfo = { ...this.#warcinfo, settings };
     this.#writer.setWarcinfo(this.#warcinfo);
+  }
+
+  /** The cached copy of the capture at `location` (cached-copy.ts); WarcError when its records are not (yet) on disk. */
+  cachedCopy(location: CaptureLocation): CachedCopy {
+    return readCachedCopy(this.#writer.dir, location, (digest) => this.#digests.find(digest));
   }
 
   stats(): WarcWriterStats {
