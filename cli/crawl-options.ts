@@ -130,6 +130,11 @@ export function crawlArgsFrom(config: CrawlConfig): string[] {
       args.push(option.flag, NO_LIMIT);
       continue;
     }
+    // A switch (`--no-warc`) is given when it is on; off is the default.
+    if (typeof value === 'boolean') {
+      if (value !== option.build().defaultValue) args.push(option.flag);
+      continue;
+    }
     for (const one of Array.isArray(value) ? value : [value]) args.push(option.flag, String(one));
   }
   return args;

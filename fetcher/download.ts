@@ -5,12 +5,22 @@
  * followed: a 3xx comes back as a status with its Location.
  *
  * Failures come back as values with stable codes (shared/fetch-codes.ts, see `errorCodeOf`), never as exceptions.
+ *
+ * With `keepExchange` a response also comes back as it crossed the wire, for the web archive
+ * (shared/warc/exchange.ts): the request head undici wrote and the peer's address (from undici's
+ * `undici:client:sendHeaders` diagnostics channel, see `noteSentHeaders`), the response head from the
+ * raw header pairs, and the body with the transfer coding undone and the content coding kept, bounded
+ * like the decoded body (a compressed body is held twice: as received and decoded, each at most the
+ * limit; an uncompressed one once, the same Buffer).
  */
+import { subscribe } from 'node:diagnostics_channel';
+import type { Socket } from 'node:net';
 import type { Transform } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import { Agent, type Dispatcher } from 'undici';
 import type { FetchErrorCode } from '../shared/fetch-codes.js';
 import { defaultAddressPolicy, guardedConnector, type AddressPolicy } from './address-guard.js';
+import { requestHead, responseHead } from '../shared/warc/http-head.js';
 
 export interface DownloadOptions {
   readonly userAgent: string;
@@ -32,6 +42,22 @@ export interface DownloadRequest {
   readonly maxBodyBytes?: number;
   /** Read the body even for non-2xx (robots.txt wants none of those, pages want only 2xx). */
   readonly wantBody: (status: number) => boolean;
+  /** Also hand back the exchange as it crossed the wire (`RawExchange`), for the web archive. */
+  readonly keepExchange?: boolean;
+}
+
+/** One request and its response as they crossed the wire (the parts of a shared/warc/exchange.ts Exchange). */
+export interface RawExchange {
+  /** The request head as undici wrote it (rebuilt in undici's order from the fields sent if the diagnostics channel did not say). */
+  readonly requestHead: Buffer;
+  /** Status line and field lines as received (raw header pairs; undici does not tell the HTTP version, HTTP/1.1 is written). */
+  readonly responseHead: Buffer;
+  /** The peer's address, or null when it is not known. */
+  readonly ipAddress: string | null;
+  /** The body as received: transfer coding removed, content coding kept; at most the body limit (64 KiB for bodies nobody reads). */
+  readonly body: readonly Buffer[];
+  /** The body was cut (the limit, before its end). */
+  readonly truncated: boolean;
 }
 
 export type DownloadResult =
@@ -43,6 +69,8 @@ export type DownloadResult =
       readonly wireBytes: number;
       readonly truncated: boolean;
       readonly durationMs: number;
+      /** With `keepExchange`: the exchange as it crossed the wire; else null. */
+      readonly exchange: RawExchange | null;
     }
   | { readonly ok: false; readonly code: FetchErrorCode; readonly message: string; readonly wireBytes: number; readonly durationMs: number };
 
@@ -102,19 +130,13 @@ export function download(dispatcher: Dispatcher, options: DownloadOptions, req: 
     return Promise.resolve({ ok: false, code: 'invalid-url', message: String((error as Error).message).slice(0, 300), wireBytes: 0, durationMs: 0 });
   }
   return new Promise((resolve) => {
-    const handler = new DownloadHandler(options, req, resolve);
+    const method = req.method ?? 'GET';
+    const path = url.pathname + url.search;
+    const headers = { 'user-agent': options.userAgent, 'accept-encoding': 'gzip, deflate, br', accept: 'text/html,application/xhtml+xml,*/*;q=0.8', ...req.headers };
+    const sent = req.keepExchange === true ? { method, path, host: url.host, headers } : null;
+    const handler = new DownloadHandler(options, req, resolve, sent);
     try {
-      dispatcher.dispatch(
-        {
-          origin: url.origin,
-          path: url.pathname + url.search,
-          method: req.method ?? 'GET',
-          headers: { 'user-agent': options.userAgent, 'accept-encoding': 'gzip, deflate, br', accept: 'text/html,application/xhtml+xml,*/*;q=0.8', ...req.headers },
-          headersTimeout: options.headersTimeoutMs,
-          bodyTimeout: options.bodyTimeoutMs,
-        },
-        handler,
-      );
+      dispatcher.dispatch({ origin: url.origin, path, method, headers, headersTimeout: options.headersTimeoutMs, bodyTimeout: options.bodyTimeoutMs }, handler);
     } catch (error) {
       handler.onResponseError(null, error as Error);
     }
@@ -146,24 +168,46 @@ class DownloadHandler implements Dispatcher.DispatchHandler {
   #kept = 0;
   #truncated = false;
   #decoder: Transform | null = null;
+  /** What was asked for, when the exchange is kept (`keepExchange`); null otherwise. */
+  readonly #sent: SentRequest | null;
+  /** The request head and peer address, once the diagnostics channel told them. */
+  #wire: { head: string; ipAddress: string | null } | null = null;
+  #responseHead: Buffer | null = null;
+  /** Body bytes as received, when they differ from what is kept (a compressed body, or one nobody reads); null otherwise. */
+  #raw: Buffer[] | null = null;
+  #rawBytes = 0;
+  #rawCut = false;
 
-  constructor(options: DownloadOptions, req: DownloadRequest, resolve: (result: DownloadResult) => void) {
+  constructor(options: DownloadOptions, req: DownloadRequest, resolve: (result: DownloadResult) => void, sent: SentRequest | null) {
     this.#options = options;
     this.#req = req;
     this.#resolve = resolve;
+    this.#sent = sent;
     this.#deadline = setTimeout(() => this.#timedOut(), options.totalTimeoutMs);
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.#controller = controller;
-    if (this.#stopReason !== null) controller.abort(this.#stopReason);
+    if (this.#stopReason !== null) {
+      controller.abort(this.#stopReason);
+      return;
+    }
+    // undici writes the head right after this call, synchronously, and publishes it (noteSentHeaders).
+    if (this.#sent !== null) writing = this;
   }
 
-  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
+  /** From the diagnostics channel: what undici is writing for this request, and to whom. */
+  sentHeaders(request: { method?: unknown; path?: unknown }, head: string, socket: Socket | undefined): void {
+    if (this.#sent === null || request.method !== this.#sent.method || request.path !== this.#sent.path) return;
+    this.#wire = { head: `${head}\r\n`, ipAddress: socket?.remoteAddress ?? null };
+  }
+
+  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>, statusMessage?: string): void {
     // 1xx answers are interim (RFC 9110 section 15.2); the final one follows.
     if (statusCode < 200 || this.#settled) return;
     this.#status = statusCode;
     this.#headers = headers;
+    if (this.#sent !== null) this.#responseHead = responseHeadOf(controller, statusCode, statusMessage ?? '', headers);
     const fields = headerFieldCount(headers);
     if (fields > MAX_HEADER_FIELDS) {
       this.#stop(new DownloadFailure('headers-too-large', `${fields} response header fields, more than ${MAX_HEADER_FIELDS}`));
@@ -173,6 +217,7 @@ class DownloadHandler implements Dispatcher.DispatchHandler {
     this.#wanted = req.wantBody(statusCode) && statusCode !== 204 && statusCode !== 304 && req.method !== 'HEAD';
     this.#limit = this.#wanted ? (req.maxBodyBytes ?? this.#options.maxBodyBytes) : DISCARD_LIMIT;
     const decoder = this.#wanted ? decoderFor(headers['content-encoding']) : null;
+    if (this.#sent !== null && (decoder !== null || !this.#wanted)) this.#raw = [];
     if (decoder !== null) {
       this.#decoder = decoder;
       decoder.on('data', (chunk: Buffer) => this.#keep(chunk));
@@ -189,6 +234,7 @@ class DownloadHandler implements Dispatcher.DispatchHandler {
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.#settled) return;
     this.#wireBytes += chunk.length;
+    if (this.#raw !== null) this.#keepRaw(chunk);
     if (this.#decoder === null) this.#keep(chunk);
     else if (!this.#decoder.write(chunk)) controller.pause();
   }
@@ -219,6 +265,19 @@ class DownloadHandler implements Dispatcher.DispatchHandler {
     if (this.#wanted) this.#chunks.push(chunk);
   }
 
+  /** Body bytes as received, for the archive: kept up to the same limit. */
+  #keepRaw(chunk: Buffer): void {
+    if (this.#rawCut) return;
+    if (this.#rawBytes + chunk.length > this.#limit) {
+      if (this.#limit > this.#rawBytes) this.#raw!.push(chunk.subarray(0, this.#limit - this.#rawBytes));
+      this.#rawBytes = this.#limit;
+      this.#rawCut = true;
+      return;
+    }
+    this.#rawBytes += chunk.length;
+    this.#raw!.push(chunk);
+  }
+
   #timedOut(): void {
     if (this.#settled) return;
     const error = new DownloadFailure('timeout', `no complete response within ${this.#options.totalTimeoutMs} ms`);
@@ -237,15 +296,31 @@ class DownloadHandler implements Dispatcher.DispatchHandler {
 
   #succeed(): void {
     if (this.#settled) return;
+    const body = this.#wanted ? (this.#chunks.length === 1 ? this.#chunks[0]! : Buffer.concat(this.#chunks)) : EMPTY_BODY;
     this.#settle({
       ok: true,
       status: this.#status,
       headers: this.#headers,
-      body: this.#wanted ? (this.#chunks.length === 1 ? this.#chunks[0]! : Buffer.concat(this.#chunks)) : EMPTY_BODY,
+      body,
       wireBytes: this.#wireBytes,
       truncated: this.#wanted && this.#truncated,
       durationMs: Math.round(performance.now() - this.#started),
+      exchange: this.#exchange(body),
     });
+  }
+
+  /** The exchange as it crossed the wire; an uncompressed body that was kept is the body itself, not a copy. */
+  #exchange(body: Buffer): RawExchange | null {
+    const sent = this.#sent;
+    if (sent === null || this.#responseHead === null) return null;
+    const wire = this.#wire;
+    return {
+      requestHead: wire === null ? requestHead({ method: sent.method, target: sent.path, host: sent.host, headers: Object.entries(sent.headers) }) : Buffer.from(wire.head, 'latin1'),
+      responseHead: this.#responseHead,
+      ipAddress: wire?.ipAddress ?? null,
+      body: this.#raw ?? (body.length === 0 ? [] : [body]),
+      truncated: this.#truncated || this.#rawCut,
+    };
   }
 
   #fail(error: unknown): void {
@@ -262,6 +337,42 @@ class DownloadHandler implements Dispatcher.DispatchHandler {
 }
 
 const EMPTY_BODY = Buffer.alloc(0);
+
+interface SentRequest {
+  readonly method: string;
+  readonly path: string;
+  /** The Host field value: host, and port when not the scheme's default (URL.host). */
+  readonly host: string;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+/**
+ * The handler whose request undici is about to write: set in `onRequestStart`, which undici calls
+ * right before it builds the head and publishes it on `undici:client:sendHeaders`, in the same
+ * synchronous step (lib/dispatcher/client-h1.js `writeH1`). The message names the request only by
+ * undici's own Request object, so the hand-over goes through this variable, checked against the
+ * method and path; a message for any other request (the queue client's) finds it empty or not
+ * matching and is ignored.
+ */
+let writing: DownloadHandler | null = null;
+
+function noteSentHeaders(message: unknown): void {
+  const handler = writing;
+  writing = null;
+  if (handler === null) return;
+  const { request, headers, socket } = message as { request: { method?: unknown; path?: unknown }; headers: unknown; socket?: Socket };
+  if (typeof headers === 'string') handler.sentHeaders(request, headers, socket);
+}
+subscribe('undici:client:sendHeaders', noteSentHeaders);
+
+/** The response head as received: undici's raw header pairs (`controller.rawHeaders`), or the parsed fields if they are missing. */
+function responseHeadOf(controller: Dispatcher.DispatchController, status: number, statusText: string, headers: Record<string, string | string[] | undefined>): Buffer {
+  const raw = (controller as { rawHeaders?: unknown }).rawHeaders;
+  if (Array.isArray(raw)) return responseHead({ status, statusText, rawHeaders: raw as (Buffer | string)[] });
+  const pairs: string[] = [];
+  for (const [name, value] of Object.entries(headers)) for (const one of Array.isArray(value) ? value : value === undefined ? [] : [value]) pairs.push(name, one);
+  return responseHead({ status, statusText, rawHeaders: pairs });
+}
 /** The reason a request is aborted with at the body limit (never reported: the result is the body). */
 const BODY_LIMIT_REACHED = new Error('body limit reached');
 

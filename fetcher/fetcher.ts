@@ -49,12 +49,20 @@ interface ActiveSchedule {
   readonly schedule: Schedule;
   slotsLeft: number;
   pending: ItemResult[];
+  /** Characters of the captures (WARC records, base64) in `pending`. */
+  pendingCaptureChars: number;
   flushTimer: NodeJS.Timeout | null;
   posting: Promise<void>;
 }
 
 const FLUSH_COUNT = 64;
 const FLUSH_DELAY_MS = 200;
+/**
+ * Results are posted before their captures pass this many characters, so that a post stays far
+ * below the queue server's 64 MiB (one capture is at most fetch-item.ts MAX_ARCHIVED_BODY_BYTES in
+ * base64, 32 MiB, plus its heads) and results of large pages are not held in memory 64 at a time.
+ */
+const FLUSH_CAPTURE_CHARS = 16 * 1024 * 1024;
 
 export class Fetcher {
   readonly #options: FetcherOptions;
@@ -206,7 +214,7 @@ export class Fetcher {
   }
 
   #start(schedule: Schedule): void {
-    const active: ActiveSchedule = { schedule, slotsLeft: schedule.slots.length, pending: [], flushTimer: null, posting: Promise.resolve() };
+    const active: ActiveSchedule = { schedule, slotsLeft: schedule.slots.length, pending: [], pendingCaptureChars: 0, flushTimer: null, posting: Promise.resolve() };
     this.#active.set(schedule.id, active);
     this.#free -= schedule.slots.length;
     this.#ensureHeartbeat(schedule.leaseMs);
@@ -225,7 +233,7 @@ export class Fetcher {
   async #runSlot(active: ActiveSchedule, slot: Schedule['slots'][number]): Promise<void> {
     const stopping = this.#claimAbort.signal;
     if (slot.startAfterMs > 0) await sleepAtLeast(slot.startAfterMs + TIMER_SLACK_MS, stopping);
-    const ctx = { dispatcher: this.#agent, download: this.#options.download };
+    const ctx = { dispatcher: this.#agent, download: this.#options.download, archive: active.schedule.warc };
     let failuresInRow = 0;
     for (let index = 0; index < slot.items.length; index++) {
       if (index > 0 && slot.delayMs > 0 && failuresInRow < HOST_FAILURES_IN_ROW) await sleepAtLeast(slot.delayMs + TIMER_SLACK_MS, stopping);
@@ -239,7 +247,8 @@ export class Fetcher {
         this.#count(result);
       }
       active.pending.push(result);
-      if (active.pending.length >= FLUSH_COUNT) void this.#flush(active);
+      if (result.capture) active.pendingCaptureChars += result.capture.requestRecord.length + result.capture.responseRecord.length + result.capture.responseHead.length;
+      if (active.pending.length >= FLUSH_COUNT || active.pendingCaptureChars >= FLUSH_CAPTURE_CHARS) void this.#flush(active);
       else if (active.flushTimer === null) active.flushTimer = setTimeout(() => void this.#flush(active), FLUSH_DELAY_MS);
     }
     active.slotsLeft--;
@@ -267,6 +276,7 @@ export class Fetcher {
     if (active.pending.length === 0) return active.posting;
     const results = active.pending;
     active.pending = [];
+    active.pendingCaptureChars = 0;
     const post = (async () => {
       try {
         await this.#client.results({ protocolVersion: PROTOCOL_VERSION, fetcherId: this.#options.fetcherId, scheduleId: active.schedule.id, results });

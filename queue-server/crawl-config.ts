@@ -171,6 +171,17 @@ export const CRAWL_SETTINGS = {
     min: 64 * 1024,
     default: 1024 * 1024 * 1024,
   }),
+  /**
+   * Archiving (WARC, queue-server/warc/): on unless --no-warc. The archive is opened when the queue
+   * server starts with it on; a crawl started later with it off stores nothing, and turning it on
+   * again takes a queue server start.
+   */
+  warc: other({
+    option: '--no-warc',
+    help: 'keep no web archive: fetchers build no WARC records and nothing is written to the data directory\'s warc/ (pages, robots.txt and the crawl database are kept as ever)',
+    schema: z.boolean(),
+    default: true,
+  }),
   /** `petrel crawl` always sets it, `petrel start` never; `petrel queue-server --once` chooses. */
   once: other({ help: 'exit when nothing is due or leased (a one-shot crawl), telling fetchers they are done', schema: z.boolean(), default: false }),
 } as const satisfies Record<string, CrawlSetting>;

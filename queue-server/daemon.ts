@@ -78,7 +78,7 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
     const adminToken = loadOrCreateToken(adminTokenFile, io);
     stores = openStores(options.dataDir, {
       io,
-      warc: { maxFileBytes: config.warcMaxFileBytes, warcinfo: { software: `Petrel/${petrelVersion()}`, operator: options.operator ?? null, userAgent: null, settings: config } },
+      warc: !config.warc ? undefined : { maxFileBytes: config.warcMaxFileBytes, warcinfo: { software: `Petrel/${petrelVersion()}`, operator: options.operator ?? null, userAgent: null, settings: config } },
     });
     const clock = options.clock ?? systemClock;
     const now = clock();

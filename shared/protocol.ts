@@ -18,6 +18,7 @@
  */
 import { z } from 'zod';
 import { FETCH_ERROR_CODES } from './fetch-codes.js';
+import { captureWireSchema, isPlainCaptureWire } from './warc/capture-wire.js';
 
 export const PROTOCOL_VERSION = 1;
 
@@ -112,6 +113,8 @@ export const scheduleSchema = z.object({
   id,
   leaseMs: z.number().int().positive(),
   slots: z.array(slotSchema).min(1).max(LIMITS.slotsPerSchedule),
+  /** The queue server archives exchanges (WARC, not --no-warc): results carry their `capture`. Absent (an older queue server): false. */
+  warc: z.boolean().default(false),
 });
 export type Schedule = z.infer<typeof scheduleSchema>;
 
@@ -181,6 +184,13 @@ export const itemResultSchema = z.object({
   links: z.array(url).max(LIMITS.linksPerPage),
   /** The robots.txt text, for items of kind `robots` that got a 2xx. */
   robotsTxt: boundedString(LIMITS.robotsTxtChars).nullable(),
+  /**
+   * The exchange's WARC records (shared/warc/capture-wire.ts, each field bounded there), for a result
+   * with a response while the schedule asked for them (`warc`); null otherwise. Optional, so results of
+   * an older fetcher (and of tools that make results up) stay valid; the fast path below takes only
+   * results that have it.
+   */
+  capture: captureWireSchema.nullable().optional(),
 });
 export type ItemResult = z.infer<typeof itemResultSchema>;
 
@@ -302,5 +312,6 @@ function isPlainItemResult(r: unknown): boolean {
   const links = r.links;
   if (!Array.isArray(links) || links.length > LIMITS.linksPerPage) return false;
   for (let i = 0; i < links.length; i++) if (!isUrl(links[i])) return false;
+  if (r.capture !== null && !isPlainCaptureWire(r.capture)) return false;
   return isNullableString(r.robotsTxt, LIMITS.robotsTxtChars);
 }

@@ -9,6 +9,7 @@
  *   GET  /admin/api/status      the status JSON                     GET  /admin/api/stream  the same, live (SSE)
  *   GET  /admin/api/history     pages fetched over the last minutes, for the chart
  *   GET  /admin/api/settings    the "start a crawl" form's settings: bounds, defaults, choices (crawl-config.ts)
+ *   GET  /admin/cache?url=URL   the cached copy of a fetched page (warc/cached-copy.ts), sandboxed
  *   POST /admin/api/{pause,resume,stop,inject,crawl}   crawl control (crawl-control.ts, as the bearer routes)
  *   GET  /admin/static/...      the page's script, style sheet and uPlot (served from this package)
  *
@@ -33,6 +34,8 @@ import { LoginLimiter } from '../auth/login-limiter.js';
 import { loginPage, type LoginMessage } from './login-page.js';
 import { clearedSessionCookie, cookieValue, requireSameOrigin, securityHeaders, SESSION_COOKIE, sessionCookie } from './security.js';
 import { SessionStore, type Session } from './sessions.js';
+import { WarcError } from '../../shared/warc/errors.js';
+import { CACHED_COPY_POLICY, escapeHtml, renderCachedCopy } from '../warc/cached-copy.js';
 
 export const ADMIN_BASE = '/admin';
 
@@ -45,6 +48,7 @@ export const ADMIN_ROUTES = {
   stream: '/admin/api/stream',
   history: '/admin/api/history',
   settings: '/admin/api/settings',
+  cache: '/admin/cache',
   control: (action: (typeof CONTROL_ACTIONS)[number]) => `/admin/api/${action}`,
 } as const;
 
@@ -216,6 +220,29 @@ export function adminRouter(options: AdminOptions): Router {
       stallLimitMs: options.streamStallLimitMs,
       stillAllowed: () => sessions.use(cookie, clock()) !== null,
     });
+  });
+
+  /**
+   * A fetched page's cached copy. Hostile HTML from the web: served under CACHED_COPY_POLICY (CSP
+   * sandbox without allow-same-origin or allow-scripts, nothing loaded), never cached by the browser.
+   */
+  router.get('/cache', (req, res) => {
+    if (sessionOf(req) === null) return res.redirect(303, ADMIN_ROUTES.login);
+    res.set({ 'Content-Security-Policy': CACHED_COPY_POLICY, 'Cache-Control': 'no-store' });
+    const url = typeof req.query.url === 'string' ? req.query.url : '';
+    const answer = (status: number, message: string) => res.status(status).type('html').send(`<!DOCTYPE html>\n<title>No cached copy</title>\n<p>${escapeHtml(message)}</p>\n`);
+    if (url === '' || url.length > 8192) return answer(400, 'Which page? /admin/cache?url=URL, an http(s) URL the crawl fetched.');
+    let copy;
+    try {
+      copy = service.cachedCopy(url);
+    } catch (error) {
+      if (!(error instanceof WarcError)) throw error;
+      // The records of a capture applied a moment ago are written by the next group commit.
+      if (error.code === 'WARC_NOT_FOUND') return answer(503, `The cached copy of ${url} is not readable yet (${error.message}); reload in a moment.`);
+      return answer(500, `The cached copy of ${url} is damaged: ${error.code}: ${error.message}`);
+    }
+    if (copy === null) return answer(404, `No cached copy of ${url}: the crawl has not archived it (not fetched, or archiving is off).`);
+    res.type('html').send(renderCachedCopy(copy));
   });
 
   for (const action of CONTROL_ACTIONS) {

@@ -22,6 +22,9 @@ import { classifyResult, crawlDbOutcomeOf, pageRecordOf, type PageRecord } from 
 import { MAX_RETRY_AFTER_MS, UrlRetryBudget } from './retry-after.js';
 import { isHostFailure } from '../../shared/fetch-codes.js';
 import { ONE_SHOT_MAX_WAIT_MS } from '../frontier/host-backoff.js';
+import { WarcError } from '../../shared/warc/errors.js';
+import { captureFromWire } from '../../shared/warc/capture-wire.js';
+import type { CaptureLocation } from '../warc/location.js';
 
 /** Redirects followed one after another from one link, at most (browsers allow about 20; crawlers fewer). */
 export const MAX_REDIRECT_HOPS = 10;
@@ -62,7 +65,11 @@ export class ResultApplier {
         }
         this.#countRequest(result);
         const { slotDone } = leases.markApplied(lease, slot, item);
-        if (item.kind === 'robots') this.#applyRobots(slot.queue, result, now);
+        if (item.kind === 'robots') {
+          this.#applyRobots(slot.queue, result, now);
+          // robots.txt has no crawl database record: its capture is archived, its location not kept.
+          this.#archive(result, null, now);
+        }
         if (slotDone) this.#finishSlot(slot.queue, now);
         if (item.kind === 'robots') {
           applied++;
@@ -102,14 +109,42 @@ export class ResultApplier {
     this.#retries.clear();
   }
 
-  /** Stores the crawl database transition of a URL for `outcome` (a fetch, or a robots.txt denial). */
-  settle(entry: QueuedUrl, outcome: FetchOutcome, now: number): CrawlDbRecord {
+  /**
+   * Stores the crawl database transition of a URL for `outcome` (a fetch, or a robots.txt denial).
+   * `result`: the fetch's result, whose capture (if any) is archived and its location kept in the record.
+   */
+  settle(entry: QueuedUrl, outcome: FetchOutcome, now: number, result: ItemResult | null = null): CrawlDbRecord {
     const { crawlDb } = this.#parts.stores;
     const known = crawlDb.get(entry.hash);
     const old = known ?? newCrawlDbRecord(entry.url, entry.depth, 0, now, this.#parts.schedule);
     const { record } = applyFetch(old, outcome, now, this.#parts.schedule);
-    crawlDb.put(entry.hash, record, known);
-    return record;
+    const warc = result === null ? null : this.#archive(result, old.warc, now);
+    const next = warc === null ? record : { ...record, warc };
+    crawlDb.put(entry.hash, next, known);
+    return next;
+  }
+
+  /**
+   * Stages a result's capture in the web archive (queue-server/warc/warc-archive.ts decides: a 304
+   * becomes a server-not-modified revisit of `previous`, a payload stored before an
+   * identical-payload-digest revisit) and returns the URL's location to keep, or null when nothing
+   * was archived. A capture whose records are not what they say is counted and left out; the result
+   * stands.
+   */
+  #archive(result: ItemResult, previous: CaptureLocation | null, now: number): CaptureLocation | null {
+    const { stores, config, stats } = this.#parts;
+    const wire = result.capture ?? null;
+    if (wire === null || stores.warc === null || !config.warc) return null;
+    try {
+      const stored = stores.warc.store(captureFromWire(wire), previous, now);
+      stats.counters.warcRecords += 2;
+      stats.counters.warcBytes += stored.written.length;
+      return stored.location;
+    } catch (error) {
+      if (!(error instanceof WarcError) || error.code !== 'WARC_CAPTURE_INVALID') throw error;
+      stats.counters.warcInvalid++;
+      return null;
+    }
   }
 
   #applyRobots(queue: OriginQueue, result: ItemResult, now: number): void {
@@ -188,7 +223,7 @@ export class ResultApplier {
     if (health?.until != null) frontier.origin(origin).delayUntil(health.until, now);
     let fetchOutcome = crawlDbOutcomeOf(result, outcome, { ...relations, freshUntil: cache.get(entry.hash)?.freshUntil ?? null, simhash, retryAfterMs });
     if (fetchOutcome.kind === 'transient' && retry?.giveUp === true) fetchOutcome = { ...fetchOutcome, giveUp: true };
-    const next = this.settle(entry, fetchOutcome, now);
+    const next = this.settle(entry, fetchOutcome, now, result);
     if (next.status !== 'retry') this.#retries.settled(key);
     if (next.status === 'retry' || !config.once) this.#parts.placement.later(entry.hash, next.nextFetchAt);
     return pageRecordOf(result, depth, outcome);

@@ -207,6 +207,11 @@ export class CrawlService extends EventEmitter<{
   }
 
   /** The current crawl's settings. */
+  /** The cached copy of a URL (Crawl.cachedCopy). */
+  cachedCopy(url: string): ReturnType<Crawl['cachedCopy']> {
+    return this.#crawl.cachedCopy(url);
+  }
+
   get config(): CrawlConfig {
     return this.#crawl.config;
   }

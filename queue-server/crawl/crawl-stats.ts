@@ -13,6 +13,9 @@
  *  - urlsDiscovered: unique in-scope URLs admitted to the frontier (seeds included; URLs beyond
  *    --max-depth are not admitted and not counted).
  *  - bytesDownloaded: body bytes received on the wire.
+ *  - warcRecords, warcBytes: WARC records (request, response or revisit) and their compressed bytes
+ *    this crawl stored in the web archive, warcinfo records not counted; warcInvalid: captures refused
+ *    because their records were not what they said (the result itself is applied).
  */
 export interface CrawlCounters {
   pagesFetched: number;
@@ -33,6 +36,9 @@ export interface CrawlCounters {
   lateResults: number;
   leasesExpired: number;
   frontierOverflow: number;
+  warcRecords: number;
+  warcBytes: number;
+  warcInvalid: number;
 }
 
 export interface CrawlSummary extends CrawlCounters {
@@ -60,6 +66,9 @@ export class CrawlStats {
     lateResults: 0,
     leasesExpired: 0,
     frontierOverflow: 0,
+    warcRecords: 0,
+    warcBytes: 0,
+    warcInvalid: 0,
   };
   readonly #byStatus = new Map<number, number>();
   readonly #errorsByCode = new Map<string, number>();

@@ -37,6 +37,7 @@ import { crawlStatus, crawlSummary, type CrawlStatus } from './crawl-status.js';
 import { FetcherRegistry } from './fetcher-registry.js';
 import type { PageArchive } from './page-archive.js';
 import type { WarcArchive } from '../warc/warc-archive.js';
+import type { CachedCopy } from '../warc/cached-copy.js';
 import { RecentEvents } from './recent-events.js';
 import { CommitFailure, isStorageFailure } from './storage-error.js';
 
@@ -355,7 +356,24 @@ export class Crawl {
     for (const slot of cut.slots) for (const item of slot.items) if (item.entry !== null) item.entry.leased = true;
     const lease = this.#leases.issue(request.fetcherId, cut.slots, now, this.#config.leaseMs);
     const seedHosts = this.#seedHosts();
-    return scheduleOf(lease, this.#config.leaseMs, (origin) => seedHosts.has(new URL(origin).hostname));
+    return scheduleOf(lease, this.#config.leaseMs, (origin) => seedHosts.has(new URL(origin).hostname), this.archiving);
+  }
+
+  /**
+   * The cached copy of a URL: its latest capture in the web archive (warc/cached-copy.ts), or null
+   * when the URL is not known, has none, or the archive is not open. WarcError when the records are
+   * not readable (not yet written: a commit is at most 100 ms away).
+   */
+  cachedCopy(url: string): CachedCopy | null {
+    const normalized = normalizeUrl(url);
+    if (!normalized.ok || this.#stores.warc === null) return null;
+    const location = this.#stores.crawlDb.get(urlHash(normalized.url))?.warc ?? null;
+    return location === null ? null : this.#stores.warc.cachedCopy(location);
+  }
+
+  /** Whether results are archived (WARC): the archive is open and the settings do not say --no-warc. */
+  get archiving(): boolean {
+    return this.#stores.warc !== null && this.#config.warc;
   }
 
   /**

@@ -18,8 +18,18 @@ import type { CaptureLocation, RecordLocation } from './location.js';
 import { decideRecord, locationAfter, type RecordDecision } from './revisit.js';
 import { WarcWriter, type WarcWriterStats } from './warc-writer.js';
 import type { FileOps } from '../storage/file-ops.js';
+import { readCachedCopy, type CachedCopy } from './cached-copy.js';
 
 export const WARC_DIR = 'warc';
+/**
+ * The digest index is committed with every this many commits of the WARC files (and at close), not
+ * with each: its random SHA-1 keys dirty a 16 KiB page per entry, and its fsync beside the WARC
+ * files' doubled the time the queue server's group commit holds its thread (a crawl of the test web,
+ * 10,000 pages: fsync was a third of the queue server's time). Staged entries are found as committed
+ * ones; a kill loses at most this many commits' worth of entries, so a later duplicate of one of
+ * those payloads is stored in full (digest-index.ts says the same of a kill between the two).
+ */
+export const DIGEST_COMMIT_EVERY = 20;
 export const WARC_DIGESTS_FILE = 'warc-digests.btree';
 
 export interface WarcArchiveOptions {
@@ -42,6 +52,8 @@ export class WarcArchive {
   readonly #writer: WarcWriter;
   readonly #digests: DigestIndex;
   #warcinfo: WarcinfoContent;
+  /** WARC commits since the digest index was last committed. */
+  #sinceDigestCommit = 0;
 
   private constructor(writer: WarcWriter, digests: DigestIndex, warcinfo: WarcinfoContent) {
     this.#writer = writer;
@@ -83,16 +95,23 @@ export class WarcArchive {
     return { decision, written, location: locationAfter(decision, written, previous) };
   }
 
-  /** WARC files first (WARC_WRITE_FAILED on failure, retryable), then the digest index. */
+  /** WARC files first (WARC_WRITE_FAILED on failure, retryable), then, every DIGEST_COMMIT_EVERY commits, the digest index. */
   commit(): void {
     this.#writer.commit();
+    if (++this.#sinceDigestCommit < DIGEST_COMMIT_EVERY) return;
     this.#digests.commit();
+    this.#sinceDigestCommit = 0;
   }
 
   /** New crawl settings: the next capture begins a new file, whose warcinfo says them. */
   setSettings(settings: Readonly<Record<string, unknown>>): void {
     this.#warcinfo = { ...this.#warcinfo, settings };
     this.#writer.setWarcinfo(this.#warcinfo);
+  }
+
+  /** The cached copy of the capture at `location` (cached-copy.ts); WarcError when its records are not (yet) on disk. */
+  cachedCopy(location: CaptureLocation): CachedCopy {
+    return readCachedCopy(this.#writer.dir, location, (digest) => this.#digests.find(digest));
   }
 
   stats(): WarcWriterStats {

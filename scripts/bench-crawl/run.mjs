@@ -212,6 +212,14 @@ async function runCorpus(corpus) {
     if (Object.keys(ratioTable).length > 0) say(`\nRatios (Petrel ÷ peer; pages/s above 1 = Petrel faster, CPU ms/page below 1 = Petrel cheaper):\n${formatRatios(ratioTable)}`);
     const corpusResult = { name: corpus.name, description: corpus.description, kind: corpus.kind, site: siteInfo(corpus, site), concurrency: { petrel: petrelTotal, crawlee: crawleeConcurrency, wget: 1 }, capped, results: rows, ratios: ratioTable, allRuns };
     corpusResult.goals = goals(corpusResult);
+    // Issue 12: archiving costs at most 15 % of pages per second.
+    const withWarc = rows.find((r) => r.name === 'petrel');
+    const withoutWarc = rows.find((r) => r.name === 'petrel-nowarc');
+    if (withWarc !== undefined && withoutWarc !== undefined) {
+      const ratio = withWarc.pagesPerSecond / withoutWarc.pagesPerSecond;
+      corpusResult.archiving = { pagesPerSecondRatio: ratio, cpuMsPerPage: { warc: withWarc.cpuMsPerPage, noWarc: withoutWarc.cpuMsPerPage }, warcBytesPerPage: withWarc.warcBytesPerPage, wgetWarcBytesPerPage: rows.find((r) => r.name === 'wget-warc')?.warcBytesPerPage ?? null };
+      say(`\nWeb archive on ${corpus.name}: ${withWarc.pagesPerSecond.toFixed(0)} pages/s with WARC, ${withoutWarc.pagesPerSecond.toFixed(0)} with --no-warc (ratio ${ratio.toFixed(3)}, goal >= 0.85: ${ratio >= 0.85 ? 'met' : 'NOT MET'}); CPU ms/page ${withWarc.cpuMsPerPage?.toFixed(2)} vs ${withoutWarc.cpuMsPerPage?.toFixed(2)}; WARC bytes per page: Petrel ${withWarc.warcBytesPerPage?.toFixed(0) ?? '-'}, wget --warc-file ${corpusResult.archiving.wgetWarcBytesPerPage?.toFixed(0) ?? '-'}`);
+    }
     if (corpusResult.goals.length > 0) say(`\nIssue 10 goals on ${corpus.name}:\n${formatGoals(corpusResult.goals)}`);
     if (options.profile && peers.includes(petrel)) profile = await profilePetrel(corpus, site, base, { capped, unprofiled: rows });
     corpusResult.profile = profile;
@@ -264,6 +272,10 @@ async function runPeer(peer, site, base, { capped, keepDir = false, dir, extraEn
   const row = resultRow(peer, own, tally, measured, site.expected, { capped, revalidation });
   if (label !== undefined && label !== 'revalidate') row.label = `${row.label} (${label.replace(/^revalidate-/, '')})`;
   row.command = argv;
+  // The web archive's size: Petrel's summary (warcBytes, records of this crawl), wget's --warc-file.
+  row.warcBytes = typeof own.report?.warcBytes === 'number' ? own.report.warcBytes : null;
+  row.warcBytesPerPage = row.warcBytes === null || row.distinctPages === 0 ? null : row.warcBytes / row.distinctPages;
+  if (row.warcBytes !== null && row.warcBytes > 0) say(`  web archive: ${row.warcBytes.toLocaleString('en')} bytes of WARC, ${Math.round(row.warcBytesPerPage).toLocaleString('en')} per page`);
   const what = revalidation ? `${row.notModified} 304s + ${row.page200 - row.notModified} 200s` : `${row.distinctPages} pages`;
   say(`  ${what} in ${row.wallS.toFixed(2)} s = ${row.pagesPerSecond.toFixed(0)}/s, CPU ${row.cpuS.toFixed(2)} s = ${row.cpuMsPerPage?.toFixed(2) ?? '-'} ms each (everything else on the machine: ${row.otherCpuS.toFixed(1)} s)` + (row.problems.length > 0 ? `; CHECK: ${row.problems.join('; ')}` : ''));
   if (!(peer.okExitCodes ?? [0]).includes(measured.exitCode) && !measured.capped) say(`  stderr tail (${join(outDir, `${logName}.stderr.log`)}):\n${tail(join(outDir, `${logName}.stderr.log`), 10)}`);

@@ -31,6 +31,8 @@ export interface HtmlDoc {
   sections: () => readonly HtmlSection[];
   /** In document order; every one is rendered as `<a href>`. */
   links: readonly HtmlLink[];
+  /** Markup written as is at the end of the body (the evil page's scripts), or absent. */
+  rawMarkup?: string;
 }
 
 const STYLE = `body{font-family:Georgia,serif;margin:0 auto;max-width:46rem;line-height:1.5;color:#222}
@@ -61,6 +63,7 @@ export function renderHtml(doc: HtmlDoc): string {
     parts.push(`<li><a href="${escapeAttribute(link.href)}"${rel}>${escapeText(link.text)}</a></li>\n`);
   }
   parts.push('</ul>\n</nav>\n</main>\n<footer><p>Generated deterministically for crawler tests.</p></footer>\n');
+  if (doc.rawMarkup !== undefined) parts.push(doc.rawMarkup);
   parts.push('</body>\n</html>\n');
   return parts.join('');
 }

@@ -16,7 +16,9 @@
  *   /large.html                   ~3 MB of HTML, over a typical 2 MB body limit
  *   /files/image.png /files/doc.pdf /files/data.json
  *   /evil.html                    its <title> carries markup and script (EVIL_TITLE), escaped in the HTML:
- *                                 whatever shows page titles must show it as text and run nothing
+ *                                 whatever shows page titles must show it as text and run nothing; its
+ *                                 body ends with real script (EVIL_MARKUP): whatever shows the page
+ *                                 itself (a cached copy) must run none of it
  */
 import type { WebContext } from './context.js';
 import type { HtmlDoc, HtmlLink, HtmlSection } from './html.js';
@@ -27,6 +29,17 @@ import { paragraphs } from './text.js';
 
 /** The title of /evil.html, as a crawler extracts it: markup that would run if put into a page as HTML. */
 export const EVIL_TITLE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">';
+
+/**
+ * Real script at the end of /evil.html: what a cached copy of it must not run. Each part that ran
+ * would leave a trace a test can read: `window.__pwned`, the document's title, a `pwned` element.
+ */
+export const EVIL_MARKUP =
+  '<script>window.__pwned=3;document.title="pwned";try{window.__stolen=document.cookie;fetch("/admin/api/status").then(function(r){return r.text()}).then(function(t){window.__leak=t})}catch(e){}</script>\n' +
+  '<img src="data:image/gif;base64,R0lGODlhAQABAAAAACw=" onload="window.__pwned=4" onerror="window.__pwned=5">\n' +
+  '<svg><script>window.__pwned=6</script></svg>\n' +
+  '<iframe srcdoc="<script>parent.__pwned=7</script>"></iframe>\n' +
+  '<form action="/admin/api/stop" method="post"><button id="evil-submit">stop</button></form>\n';
 
 /** Prose characters of /large.html: a little over 3 MiB of HTML once marked up. */
 const LARGE_PAGE_CHARS = 3 * 1024 * 1024;
@@ -86,7 +99,7 @@ export function mainExtras(ctx: WebContext, origin: string): MainExtras {
     ['/files/image.png', () => ({ kind: 'file', status: 200, contentType: 'image/png', body: pngBytes() })],
     ['/files/doc.pdf', () => ({ kind: 'file', status: 200, contentType: 'application/pdf', body: pdfBytes() })],
     ['/files/data.json', () => ({ kind: 'file', status: 200, contentType: 'application/json', body: jsonBytes(origin) })],
-    ['/evil.html', () => page('/evil.html', EVIL_TITLE)],
+    ['/evil.html', () => ({ ...page('/evil.html', EVIL_TITLE), doc: { ...page('/evil.html', EVIL_TITLE).doc, rawMarkup: EVIL_MARKUP } })],
   ]);
 
   const indexLinks: HtmlLink[] = [

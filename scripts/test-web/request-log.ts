@@ -30,6 +30,8 @@ export interface RequestLogEntry {
   userAgent: string | null;
   /** Body bytes sent: 0 for HEAD and 304; for an aborted response, the bytes flushed before the abort. */
   bytes: number;
+  /** SHA-1 (hex) of the whole body when all of it was sent (what an archive of the response must hold), else null; of an empty body for HEAD and 304. */
+  bodySha1: string | null;
 }
 
 /** ms on the log's clock. */

@@ -11,6 +11,7 @@
  *   headers, then body in chunks (HEAD: none)
  *   'finish' or 'close' -> log.record(...)
  */
+import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { canonicalUrl } from './canonical.js';
 import { isNotModified } from './conditional.js';
@@ -21,6 +22,7 @@ import type { WebHost } from './web.js';
 
 /** Large bodies go out in pieces so an aborted download logs the bytes actually flushed. */
 const CHUNK_BYTES = 64 * 1024;
+const EMPTY = Buffer.alloc(0);
 
 export interface ServerState {
   log: RequestLog;
@@ -43,6 +45,8 @@ export function handleRequest(host: WebHost, req: IncomingMessage, res: ServerRe
     handedOver ??= logClock();
     return end(...args);
   }) as typeof res.end;
+  /** The whole body being sent (none: empty). */
+  let sentBody: Buffer = EMPTY;
   const record = (): void => {
     if (recorded) return;
     recorded = true;
@@ -59,6 +63,7 @@ export function handleRequest(host: WebHost, req: IncomingMessage, res: ServerRe
       ifModifiedSince: headerOf(req, 'if-modified-since'),
       userAgent: headerOf(req, 'user-agent'),
       bytes: finished ? bodyBytes : flushedBytes,
+      bodySha1: finished ? createHash('sha1').update(sentBody).digest('hex') : null,
     });
   };
   res.once('finish', () => {
@@ -71,6 +76,7 @@ export function handleRequest(host: WebHost, req: IncomingMessage, res: ServerRe
   if (method !== 'GET' && method !== 'HEAD') {
     const body = Buffer.from('Method not allowed: the test web answers GET and HEAD.\n');
     bodyBytes = body.length;
+    sentBody = body;
     res.writeHead(405, { Allow: 'GET, HEAD', 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': String(body.length) });
     res.end(body);
     return;
@@ -80,6 +86,7 @@ export function handleRequest(host: WebHost, req: IncomingMessage, res: ServerRe
   if (url === null || !url.startsWith(`${host.origin}/`)) {
     const body = Buffer.from('Bad request target.\n');
     bodyBytes = method === 'HEAD' ? 0 : body.length;
+    if (method !== 'HEAD') sentBody = body;
     res.writeHead(400, { 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': String(body.length) });
     res.end(method === 'HEAD' ? undefined : body);
     return;
@@ -101,6 +108,7 @@ export function handleRequest(host: WebHost, req: IncomingMessage, res: ServerRe
       return;
     }
     bodyBytes = prepared.body.length;
+    sentBody = prepared.body;
     sendBody(res, prepared, (bytes) => (flushedBytes += bytes));
   };
 

@@ -78,7 +78,8 @@ const MAX_URL_CHARS = 8192;
  * `node dist/scripts/bench-warc.js 400`, two runs on a busy two-core machine): levels 1, 3 and 6 all
  * cost 0.37-0.42 ms of CPU per page for both records (SHA-1s included), within noise of each other, and
  * level 6 makes the smallest records (5.76 KiB per page against 5.95 at level 1). Pages less repetitive
- * than the test web's may tip this towards a lower level: `gzipLevel` is the knob.
+ * than the test web's may tip this towards a lower level: `gzipLevel` is the knob. The fetcher turns
+ * it to 1 (fetcher/fetch-item.ts FETCHER_GZIP_LEVEL), measured there in isolation.
  */
 export const DEFAULT_GZIP_LEVEL = 6;
 

@@ -192,6 +192,76 @@ describe.skipIf(!existsSync(CHROMIUM))('the admin page in chromium, against petr
     await page.close();
   });
 
+  it('shows the cached copy of the evil page with its banner, sandboxed: none of its script runs, no cookie or admin data reachable', async () => {
+    const evilUrl = `${web.hostByRole.main}/evil.html`;
+    const cacheUrl = `${adminUrl}/cache?url=${encodeURIComponent(evilUrl)}`;
+    // The admin page links fetched pages to their cached copies.
+    const admin = await context.newPage();
+    await admin.goto(adminUrl);
+    await admin.locator('#connection[data-live="true"]').waitFor();
+    const link = admin.locator('#recent a.cached').first();
+    await link.waitFor(UPDATE_WAIT);
+    expect(await link.getAttribute('href')).toMatch(/^\/admin\/cache\?url=http%3A%2F%2F127\.0\.0\./);
+    await admin.close();
+
+    const page = await context.newPage();
+    const problems: string[] = [];
+    page.on('pageerror', (error) => problems.push(error.message));
+    const response = await page.goto(cacheUrl);
+    expect(response?.status()).toBe(200);
+    const policy = (await response!.allHeaders())['content-security-policy'] ?? '';
+    expect(policy.split(';').map((d) => d.trim())).toEqual(expect.arrayContaining(['sandbox', "default-src 'none'"]));
+    expect(policy).not.toContain('allow-same-origin');
+    expect(policy).not.toContain('allow-scripts');
+    // Shown: the banner says what it is and when it was fetched, the page follows with its title as text.
+    const banner = (await page.locator('#petrel-cached-copy').textContent())!;
+    expect(banner).toContain(`cached copy of ${evilUrl}, fetched 20`);
+    expect(banner).toContain('HTTP 200');
+    expect(await page.title()).toBe(EVIL_TITLE);
+    expect(await page.locator('main h1').count()).toBe(1);
+    // Nothing ran: not the page's script, not its event handlers, not the SVG's script, not the frame's.
+    await page.waitForTimeout(500);
+    const traces = await page.evaluate(() => {
+      const g = globalThis as unknown as Record<string, unknown> & { origin: string; document: { cookie: string } };
+      let cookie: string;
+      try {
+        cookie = g.document.cookie;
+      } catch (error) {
+        cookie = `threw ${(error as Error).name}`;
+      }
+      return { pwned: g.__pwned ?? null, stolen: g.__stolen ?? null, leak: g.__leak ?? null, origin: g.origin, cookie };
+    });
+    expect(traces).toMatchObject({ pwned: null, stolen: null, leak: null, origin: 'null' });
+    expect(traces.cookie).not.toContain('petrel_admin');
+    // The page's opaque origin reaches nothing of the admin origin, even from script run through the debugger.
+    const reach = await page.evaluate(async () => {
+      try {
+        const answer = await fetch('/admin/api/status', { credentials: 'include' });
+        return `${answer.status} ${(await answer.text()).slice(0, 200)}`;
+      } catch (error) {
+        return `refused: ${(error as Error).name}`;
+      }
+    });
+    expect(reach).toMatch(/^refused/);
+    // Its form cannot be sent (sandbox without allow-forms): the crawl keeps running.
+    await page.click('#evil-submit').catch(() => undefined);
+    await page.waitForTimeout(300);
+    const status = (await (await fetch(adminUrl.replace(/\/admin$/, '/api/status'), { headers: { authorization: `Bearer ${adminToken}` } })).json()) as { control: { stopped?: boolean } | string };
+    expect(JSON.stringify(status.control)).not.toContain('stopped');
+    expect(problems).toEqual([]);
+    await page.close();
+
+    // Without a session there is no cached copy, only the login form.
+    const stranger = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: LAUNCH_ARGS });
+    try {
+      const other = await stranger.newPage();
+      await other.goto(cacheUrl);
+      expect(new URL(other.url()).pathname).toBe('/admin/login');
+    } finally {
+      await stranger.close();
+    }
+  });
+
   it('stopped and started again, continues the known URLs, with the counters and the clock of the new crawl', async () => {
     const page = await context.newPage();
     page.on('dialog', (dialog) => void dialog.accept());

@@ -62,6 +62,11 @@ describe('the crawl settings table', () => {
         // A list starts empty; "(default: [])" would tell nobody anything.
         expect(option.defaultValue).toBeUndefined();
         expect(help).not.toContain('(default:');
+      } else if (option.negate) {
+        // A switch that turns something off (--no-warc): on by default, and --help shows no "(default: true)".
+        expect({ name, default: option.defaultValue }).toEqual({ name, default: true });
+        expect(setting.default).toBe(true);
+        expect(help).not.toContain('(default:');
       } else {
         expect({ name, default: option.defaultValue }).toEqual({ name, default: setting.default });
         // Durations are shown as people write them (30d, 1s), and the option takes that form too.

@@ -11,7 +11,7 @@
  *    (`prlimit --pid`), as an operator would free space. No root needed.
  */
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readFileSync, rmSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startTestWeb, type TestWeb } from '../../scripts/test-web.js';
@@ -22,6 +22,7 @@ import { assertBuilt, killStartedPetrels, PETREL_BIN, runPetrel, startPetrel, te
 import { FaultyFileOps } from '../support/faulty-file-ops.js';
 import { countBy, pageRequests, urlOf } from '../support/request-log.js';
 import { instanceOf, signedPost } from '../support/signed-request.js';
+import { checkWarcPath, type ParsedRecord } from '../support/warc-exchange.js';
 
 const PAGES = 60;
 
@@ -91,7 +92,9 @@ describe('a full disk during a crawl', () => {
       port: 0,
       fileOps: io,
       log: (line) => log.push(line),
-      crawl: { seeds: [`${web.hostByRole.main}/index.html`], scope: 'host', delayMs: 0, once: true, slotUrls: 4, bloomCapacity: 1000 },
+      // Archiving off: the WARC files are committed first and would fail first; this test is about the
+      // page archive and the trees (test/integration/warc-disk-full.test.ts fills the disk under warc/).
+      crawl: { seeds: [`${web.hostByRole.main}/index.html`], scope: 'host', delayMs: 0, once: true, slotUrls: 4, bloomCapacity: 1000, warc: false },
     });
     cleanups.push(() => server.close());
     const fetchers = ['one', 'two'].map((name) => fetcher(server.url, server.tokenFile, name));
@@ -163,5 +166,11 @@ describe('a full disk during a crawl', () => {
     expect(stderr).toMatch(/storage works again after \d+ ms/);
     for (const child of fetchers) expect((await child.output).code).toBe(0);
     await expectEachPageFetchedAndStoredOnce(dataDir);
+    // With archiving on (the default) the WARC files hit the limit too: they parse whole, and every page
+    // has exactly one response in them, each fetch archived once.
+    const records: ParsedRecord[] = [];
+    for (const file of readdirSync(join(dataDir, 'warc')).filter((name) => name.endsWith('.warc.gz')).sort()) records.push(...(await checkWarcPath(join(dataDir, 'warc', file), records)));
+    const responses = records.filter((r) => r.type === 'response' && !r.headers.get('WARC-Target-URI')!.endsWith('/robots.txt')).map((r) => r.headers.get('WARC-Target-URI')!);
+    expect(responses.sort()).toEqual([...countBy(pageRequests(web.log), urlOf).keys()].sort());
   }, 150_000);
 });

@@ -5,7 +5,10 @@
  * is accounted for: each second fetch left a result that some queue server refused as a duplicate
  * (test/support/repeat-accounting.ts). A fetcher that dropped the results it held while the queue
  * server was away, or a queue server that acknowledged results before committing them, fails it.
+ * The web archive (WARC on, the default) survives every kill: each file parses whole with warcio and
+ * its digests check, and every page the crawl database holds as fetched points at its capture there.
  */
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestWeb, type TestWeb } from '../../scripts/test-web.js';
@@ -13,6 +16,8 @@ import { assertBuilt, freePort, killStartedPetrels, runPetrel, startPetrel, temp
 import { adminTokenOf } from '../support/admin-api.js';
 import { countBy, pageRequests, urlOf } from '../support/request-log.js';
 import { justAfterResults, pageRepeats, refusedResults, untilWorkOut } from '../support/repeat-accounting.js';
+import { checkWarcPath, type ParsedRecord } from '../support/warc-exchange.js';
+import { CrawlDb } from '../../queue-server/crawldb/crawl-db.js';
 
 const KILLS = 20;
 const SLOT_URLS = 4;
@@ -112,5 +117,37 @@ describe('a queue server killed with SIGKILL again and again', () => {
     expect(report.byStatus.retry).toBe(0);
     expect(report.records).toBeGreaterThanOrEqual(expected.size);
     expect(finished).not.toBeNull();
+
+    // Every WARC file (one per queue server run, each cut back to its last whole record on the next
+    // start) parses whole, digests included; every fetched page's crawl db location names its response.
+    const warcDir = join(dataDir, 'warc');
+    const files = readdirSync(warcDir).filter((name) => name.endsWith('.warc.gz')).sort();
+    expect(files.length).toBeGreaterThan(1);
+    const records: ParsedRecord[] = [];
+    const at = new Map<string, ParsedRecord>();
+    for (const file of files) {
+      for (const record of await checkWarcPath(join(warcDir, file), records)) {
+        records.push(record);
+        at.set(`${file}@${record.offset}`, record);
+      }
+    }
+    const crawlDb = CrawlDb.open(join(dataDir, 'crawldb.btree'));
+    let archived = 0;
+    try {
+      for (const [, record] of crawlDb.entries()) {
+        if (record.status !== 'fetched') continue;
+        const location = record.warc;
+        expect(location, record.url).not.toBeNull();
+        const request = at.get(`${location!.file}@${location!.offset}`);
+        const response = at.get(`${location!.file}@${location!.offset + location!.requestLength}`);
+        expect(request?.type, record.url).toBe('request');
+        expect(response?.headers.get('WARC-Record-ID')).toBe(location!.recordId);
+        expect(response?.headers.get('WARC-Target-URI')).toBe(record.url);
+        archived++;
+      }
+    } finally {
+      crawlDb.close();
+    }
+    expect(archived).toBeGreaterThanOrEqual(expected.size - 10);
   }, 180_000);
 });

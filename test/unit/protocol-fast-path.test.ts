@@ -8,6 +8,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isPlainResultsRequest, LIMITS, parseProtocolBody, PROTOCOL_VERSION, resultsRequestSchema } from '../../shared/protocol.js';
+import { captureToWire } from '../../shared/warc/capture-wire.js';
+import { buildCapture, MAX_HEAD_BYTES } from '../../shared/warc/exchange.js';
+import { exchangeOf } from '../support/warc-exchange.js';
 
 const seed = process.env.FC_SEED === undefined ? Date.now() % 2 ** 31 : Number(process.env.FC_SEED);
 console.log(`protocol-fast-path fast-check seed ${seed} (set FC_SEED to replay)`);
@@ -42,8 +45,14 @@ function pageResult(i: number): Record<string, unknown> {
     },
     links: ['http://127.0.0.2:8080/a.html', 'http://127.0.0.2:8080/b.html'],
     robotsTxt: null,
+    capture: null,
   };
 }
+
+/** A real capture's wire form (the records of an exchange, as a fetcher posts them). */
+const CAPTURE = captureToWire(
+  buildCapture(exchangeOf({ url: 'http://127.0.0.2:8080/docs/0.html', body: '<html><title>T</title>hello</html>', startedAt: 1_764_000_000_000 }), { maxBodyBytes: 1024 }),
+) as unknown as Record<string, unknown>;
 
 function body(): Record<string, unknown> {
   return {
@@ -51,11 +60,11 @@ function body(): Record<string, unknown> {
     fetcherId: 'fetcher-1',
     scheduleId: 'abc123:7',
     results: [
-      pageResult(0),
+      { ...pageResult(0), capture: { ...CAPTURE } },
       { ...pageResult(1), status: null, error: { code: 'timeout', message: 'no answer in 30000 ms' }, contentType: null, page: null, links: [], signature: null, bytes: 0, wireBytes: 0 },
       { ...pageResult(2), status: 301, redirectTo: 'http://127.0.0.2:8080/new.html', page: null, links: [] },
       { ...pageResult(3), status: 503, retryAfterMs: 5000, page: null, links: [] },
-      { ...pageResult(4), url: 'http://127.0.0.2:8080/robots.txt', robotsTxt: 'User-agent: *\nDisallow: /private\n', page: null, links: [] },
+      { ...pageResult(4), url: 'http://127.0.0.2:8080/robots.txt', robotsTxt: 'User-agent: *\nDisallow: /private\n', page: null, links: [], capture: { ...CAPTURE, status: 404, truncated: 'length', ipAddress: null, mime: null } },
     ],
   };
 }
@@ -93,6 +102,22 @@ const edgeValues: unknown[] = [
   { code: 'timeout', message: 'm' },
   { code: 'timeout', message: 'm', extra: 1 },
   Object.assign(Object.create(null) as object, { code: 'timeout', message: 'm' }),
+  // The capture's own bounds and patterns (shared/warc/capture-wire.ts).
+  'sha1:ABCDEFGHIJKLMNOPQRSTUVWXYZ234567',
+  'sha1:ABCDEFGHIJKLMNOPQRSTUVWXYZ23456',
+  'sha1:abcdefghijklmnopqrstuvwxyz234567',
+  '<urn:uuid:01234567-89ab-4def-8123-456789abcdef>',
+  '<urn:uuid:01234567-89AB-4DEF-8123-456789ABCDEF>',
+  'length',
+  'disconnect',
+  'truncated',
+  'QUJD',
+  'QUJD=',
+  'QUJ!',
+  2.5,
+  Number.POSITIVE_INFINITY,
+  ...[8192, 8193].map((n) => 'a'.repeat(n)),
+  ...[Math.ceil(MAX_HEAD_BYTES / 3) * 4, Math.ceil(MAX_HEAD_BYTES / 3) * 4 + 1].map((n) => 'A'.repeat(n)),
 ];
 
 type Path = (string | number)[];
@@ -168,6 +193,10 @@ describe('fast acceptance of results bodies', () => {
     expect(parsed.success).toBe(true);
     expect(parsed.data).toEqual(b);
     expect(parseProtocolBody(resultsRequestSchema, b)).toEqual({ success: true, data: b });
+    // A result without `capture` (an older fetcher) is valid, but left to the schema.
+    const { capture: _, ...older } = pageResult(0);
+    expect(resultsRequestSchema.safeParse({ ...b, results: [older] }).success).toBe(true);
+    expect(isPlainResultsRequest({ ...b, results: [older] })).toBe(false);
     const full = { ...b, results: Array.from({ length: LIMITS.resultsPerPost }, (_, i) => pageResult(i)) };
     expect(isPlainResultsRequest(full)).toBe(true);
     expect(isPlainResultsRequest({ ...b, results: [...full.results, pageResult(0)] })).toBe(false);

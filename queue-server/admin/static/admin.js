@@ -379,6 +379,10 @@ function renderRecent(status) {
     ...rows.map((f) => {
       const cell = el('td', { class: 'wide' }, [el('span', { class: 'url', text: f.url, title: f.url })]);
       if (f.title !== null && f.title !== undefined && f.title !== '') cell.append(el('span', { class: 'title', text: f.title, title: f.title }));
+      // Every answer the crawl archived has a cached copy (served sandboxed, routes.ts /admin/cache).
+      if (f.status !== null && f.status !== undefined && status.warcRecords > 0) {
+        cell.append(el('a', { class: 'cached', href: `/admin/cache?url=${encodeURIComponent(f.url)}`, target: '_blank', rel: 'noopener noreferrer', text: 'cached copy', title: `Petrel's cached copy of ${f.url}` }));
+      }
       return el('tr', {}, [
         el('td', { class: 'muted', 'data-label': 'time', text: fmtClock(f.at) }),
         el('td', { class: `num status ${statusClass(f.status)}`, 'data-label': 'status', text: f.status ?? '—' }),

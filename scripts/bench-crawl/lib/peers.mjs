@@ -8,7 +8,7 @@
  * Each peer gets a fresh temporary directory `dir` for whatever it writes (data dir, downloads, storage),
  * removed by run.mjs after the run.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
 /**
@@ -125,7 +125,36 @@ export const wget = {
   },
 };
 
-export const PEERS = [petrel, crawlee, wget];
+/** Petrel with archiving off: what the web archive (WARC records built by the fetchers, stored by the queue server) costs. */
+export const petrelNoWarc = {
+  ...petrel,
+  name: 'petrel-nowarc',
+  label: 'Petrel --no-warc',
+  command(ctx) {
+    const command = petrel.command(ctx);
+    return { ...command, argv: [...command.argv, '--no-warc'] };
+  },
+};
+
+/** wget -r writing a WARC of its own (`--warc-file`, gzip per record as Petrel's): its archive's bytes per page. */
+export const wgetWarc = {
+  ...wget,
+  name: 'wget-warc',
+  label: 'wget -r --warc-file',
+  command(ctx) {
+    const command = wget.command(ctx);
+    const argv = [...command.argv];
+    argv.splice(argv.length - 1, 0, '--warc-file', join(ctx.dir, 'wget-archive'), '--no-warc-keep-log', '--no-warc-cdx');
+    return { ...command, argv };
+  },
+  ownCount(ctx) {
+    const own = wget.ownCount(ctx);
+    const file = join(ctx.dir, 'wget-archive.warc.gz');
+    return { ...own, report: { ...own.report, warcBytes: existsSync(file) ? statSync(file).size : null } };
+  },
+};
+
+export const PEERS = [petrel, petrelNoWarc, crawlee, wget, wgetWarc];
 
 /** wget's "Total wall clock time": "0.4s", "12s", "1m 3s", "1h 2m 3s". */
 function wgetDuration(text) {

@@ -39,6 +39,7 @@ export function handleHangingRequest(host: HangingHost, req: IncomingMessage, re
       ifModifiedSince: null,
       userAgent: typeof req.headers['user-agent'] === 'string' ? req.headers['user-agent'] : null,
       bytes: 0,
+      bodySha1: null,
     });
   });
   if (req.url === '/robots.txt') {
