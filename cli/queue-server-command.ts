@@ -68,7 +68,7 @@ export function queueServerCommand(): Command {
     }
     const running = server;
     const start = { loaded: running.loaded, pass: running.pass };
-    process.stdout.write(`${JSON.stringify({ event: 'listening', url: running.url, tokenFile: running.tokenFile, adminTokenFile: running.adminTokenFile, pid: process.pid, ...start })}\n`);
+    process.stdout.write(`${JSON.stringify({ event: 'listening', url: running.url, tokenFile: running.tokenFile, adminTokenFile: running.adminTokenFile, metricsTokenFile: running.metricsTokenFile, pid: process.pid, ...start })}\n`);
     process.stderr.write(`petrel queue-server listening on ${running.url} (fetcher token in ${running.tokenFile})\n`);
     let stopping = false;
     const stop = async (reason: 'stopped' | 'finished', status: number) => {
