@@ -168,6 +168,7 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
         // Draining: /readyz says so, no schedule is handed out (parked claims are answered `wait`),
         // results posts in flight are still applied and committed before their answer.
         draining = true;
+        log(`petrel queue-server: draining: no new schedules; requests in flight get up to ${drainMs} ms, then the last commit`);
         service.close();
         // Results being acknowledged get their answer: commit them, then let in-flight responses go out.
         // If storage still fails, what is not durable was not acknowledged either: fetchers keep it.
@@ -175,9 +176,13 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
         await service.flush().catch((error: unknown) => (unstored = error));
         if (unstored !== null) log(`petrel queue-server: stopping with results not stored (${(unstored as Error).message}); fetchers still hold them and post them again`);
         const drained = new Promise<void>((resolve) => listening.close(() => resolve()));
+        // A keep-alive connection whose last answer went out while draining is idle from then on and
+        // would hold the shutdown for drainMs: idle ones are closed as they become so.
         listening.closeIdleConnections();
+        const sweep = setInterval(() => listening.closeIdleConnections(), 50);
         const timer = setTimeout(() => listening.closeAllConnections(), drainMs);
         await drained;
+        clearInterval(sweep);
         clearTimeout(timer);
         metrics.close();
         // Posts applied while draining (their commit was due on its timer): durable before the stores close.
