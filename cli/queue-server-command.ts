@@ -14,6 +14,7 @@ import { addCrawlOptions, crawlSettingsFor, explicitCrawlSettings } from './craw
 import { EXIT, exitCodesHelp } from './exit-codes.js';
 import { checkWritableDataDir, DATA_OPTION, describeError, fail, integerOption, readTlsFiles } from './options.js';
 import { supervisedSignals } from './children.js';
+import { applyDaemonOptions, readConfigFile, type ConfigFile } from './config-file.js';
 
 interface QueueServerValues {
   data: string;
@@ -27,24 +28,20 @@ interface QueueServerValues {
 }
 
 export function queueServerCommand(): Command {
-  const command = new Command('queue-server')
-    .description('run the queue server: frontier, schedules, robots.txt, results; fetchers connect to it over HTTP')
-    .option(DATA_OPTION.flags, 'data directory (created if missing; holds fetcher.token, the crawl database, the page archive and the crawl\'s settings)', DATA_OPTION.default)
-    .option('--host <address>', 'address to listen on', '127.0.0.1')
-    .option('--port <port>', 'port to listen on (0 picks a free one)', integerOption('--port', 0, 65535), 7700)
-    .option('--token-file <file>', 'fetcher API token to use (default: <data>/fetcher.token, created on first start)')
-    .option('--tls-cert <file>', 'serve HTTPS with this certificate (PEM; with --tls-key); fetchers then need --ca unless a public CA signed it')
-    .option('--tls-key <file>', 'private key of --tls-cert (PEM)')
-    .option('--once', CRAWL_SETTINGS.once.help)
-    .option('--listen-fd <n>', 'accept connections on this inherited file descriptor, a socket already listening, instead of --host and --port (petrel crawl passes one, so its fetchers can connect before the queue server is ready)', integerOption('--listen-fd', 3, 1023));
-  addCrawlOptions(command);
-  command.addHelpText('after', `\nSettings not given here are those the last run on the data directory saved in <data>/crawl.json.\n${exitCodesHelp(['ok', 'failed', 'usage', 'interrupted'])}`);
-  command.action(async (values: QueueServerValues) => {
+  const command = addQueueServerOptions(new Command('queue-server').description('run the queue server: frontier, schedules, robots.txt, results; fetchers connect to it over HTTP'));
+  command.addHelpText(
+    'after',
+    `\nSettings not given here come from --config FILE, then from what the last run on the data directory saved in <data>/crawl.json.\n` +
+      `petrel config print [the same options] shows the effective settings and where each came from.\n${exitCodesHelp(['ok', 'failed', 'usage', 'interrupted'])}`,
+  );
+  command.action(async () => {
     const name = 'queue-server';
+    const file = configFileOf(command, name);
+    const values = command.opts() as QueueServerValues;
     const once = values.once === true;
     checkWritableDataDir(values.data, name);
     const saved = loadSaved(values.data, name);
-    const config = crawlSettingsFor(command, once, saved?.settings ?? null, name);
+    const config = crawlSettingsFor(command, once, saved?.settings ?? null, name, file?.crawl ?? null);
     const tls = readTlsFiles(values);
     // Loaded here, not at the top, so that other commands do not pay for express and the storage stack.
     const { startQueueServer } = await import('../queue-server/daemon.js');
@@ -59,6 +56,7 @@ export function queueServerCommand(): Command {
         tokenFile: values.tokenFile,
         tls,
         crawl: config,
+        // Seeds of a config file do not restart a stopped crawl (config-file.ts says why); --seed does.
         stopped: !once && saved?.stopped === true && explicitCrawlSettings(command).seeds === undefined,
       });
     } catch (error) {
@@ -91,6 +89,36 @@ export function queueServerCommand(): Command {
       void stop('finished', EXIT.ok);
     }
   });
+  return command;
+}
+
+/** The --config file of a command, read and checked, its daemon options applied; a usage error when it is bad. */
+export function configFileOf(command: Command, name: string): ConfigFile | null {
+  const path = command.getOptionValue('config') as string | undefined;
+  if (path === undefined) return null;
+  let file: ConfigFile;
+  try {
+    file = readConfigFile(path);
+  } catch (error) {
+    fail((error as Error).message, { status: EXIT.usage, command: name });
+  }
+  applyDaemonOptions(command, file);
+  return file;
+}
+
+/** The queue server's options (also those of `petrel config print`, which shows what they give). */
+export function addQueueServerOptions(command: Command): Command {
+  command
+    .option(DATA_OPTION.flags, 'data directory (created if missing; holds fetcher.token, the crawl database, the page archive and the crawl\'s settings)', DATA_OPTION.default)
+    .option('--host <address>', 'address to listen on', '127.0.0.1')
+    .option('--port <port>', 'port to listen on (0 picks a free one)', integerOption('--port', 0, 65535), 7700)
+    .option('--token-file <file>', 'fetcher API token to use (default: <data>/fetcher.token, created on first start)')
+    .option('--tls-cert <file>', 'serve HTTPS with this certificate (PEM; with --tls-key); fetchers then need --ca unless a public CA signed it')
+    .option('--tls-key <file>', 'private key of --tls-cert (PEM)')
+    .option('--once', CRAWL_SETTINGS.once.help)
+    .option('--listen-fd <n>', 'accept connections on this inherited file descriptor, a socket already listening, instead of --host and --port (petrel crawl passes one, so its fetchers can connect before the queue server is ready)', integerOption('--listen-fd', 3, 1023))
+    .option('--config <file>', 'read options from this YAML file: keys are the long options without "--" (delay-ms: 2s, seed: [https://example.org/]); options given on the command line win');
+  addCrawlOptions(command);
   return command;
 }
 
