@@ -18,6 +18,7 @@ import { z } from 'zod';
 import { CRAWL_SETTINGS, type CrawlConfigInput, type CrawlSetting } from '../queue-server/crawl-config.js';
 import { DURATION_SYNTAX, formatDuration, parseDuration } from '../shared/duration.js';
 import { crawlOptionKeys } from './crawl-options.js';
+import { LOG_FORMATS, LOG_LEVELS } from '../shared/logger.js';
 
 /** Options of the queue server itself (not crawl settings) that a config file may set: key, commander attribute. */
 const DAEMON_KEYS = {
@@ -28,7 +29,8 @@ const DAEMON_KEYS = {
   'tls-cert': { attribute: 'tlsCert', schema: z.string().min(1), expected: 'a PEM file path' },
   'tls-key': { attribute: 'tlsKey', schema: z.string().min(1), expected: 'a PEM file path' },
   once: { attribute: 'once', schema: z.boolean(), expected: 'true or false' },
-  'log-level': { attribute: 'logLevel', schema: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']), expected: 'one of trace, debug, info, warn, error, fatal, silent' },
+  'log-level': { attribute: 'logLevel', schema: z.enum(LOG_LEVELS), expected: `one of ${LOG_LEVELS.join(', ')}` },
+  'log-format': { attribute: 'logFormat', schema: z.enum(LOG_FORMATS), expected: `one of ${LOG_FORMATS.join(', ')}` },
 } as const;
 
 interface FileKey {

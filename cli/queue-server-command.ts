@@ -6,7 +6,8 @@
  * options given here on top; they are checked before anything is created or started.
  */
 import { existsSync, rmSync } from 'node:fs';
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
+import { createLogger, LOG_FORMATS, LOG_LEVELS, logFormatFromEnv, logLevelFromEnv, type LogFormat, type LogLevel } from '../shared/logger.js';
 import { CRAWL_SETTINGS } from '../queue-server/crawl-config.js';
 import { readSavedCrawl } from '../queue-server/crawl/saved-settings.js';
 import { dataPath } from '../queue-server/storage/data-dir.js';
@@ -25,6 +26,8 @@ interface QueueServerValues {
   tlsKey?: string;
   once: boolean;
   listenFd?: number;
+  logLevel: LogLevel;
+  logFormat: LogFormat;
 }
 
 export function queueServerCommand(): Command {
@@ -43,6 +46,7 @@ export function queueServerCommand(): Command {
     const saved = loadSaved(values.data, name);
     const config = crawlSettingsFor(command, once, saved?.settings ?? null, name, file?.crawl ?? null);
     const tls = readTlsFiles(values);
+    const logger = createLogger({ role: 'queue-server', level: values.logLevel, format: values.logFormat });
     // Loaded here, not at the top, so that other commands do not pay for express and the storage stack.
     const { startQueueServer } = await import('../queue-server/daemon.js');
     const created = !existsSync(values.data);
@@ -56,6 +60,7 @@ export function queueServerCommand(): Command {
         tokenFile: values.tokenFile,
         tls,
         crawl: config,
+        logger,
         // Seeds of a config file do not restart a stopped crawl (config-file.ts says why); --seed does.
         stopped: !once && saved?.stopped === true && explicitCrawlSettings(command).seeds === undefined,
       });
@@ -67,7 +72,7 @@ export function queueServerCommand(): Command {
     const running = server;
     const start = { loaded: running.loaded, pass: running.pass };
     process.stdout.write(`${JSON.stringify({ event: 'listening', url: running.url, tokenFile: running.tokenFile, adminTokenFile: running.adminTokenFile, metricsTokenFile: running.metricsTokenFile, pid: process.pid, ...start })}\n`);
-    process.stderr.write(`petrel queue-server listening on ${running.url} (fetcher token in ${running.tokenFile})\n`);
+    logger.info({ event: 'listening', say: true, url: running.url, config: file?.path ?? null }, `petrel queue-server listening on ${running.url} (fetcher token in ${running.tokenFile})`);
     let stopping = false;
     const stop = async (reason: 'stopped' | 'finished', status: number) => {
       if (stopping) return;
@@ -76,6 +81,7 @@ export function queueServerCommand(): Command {
       const summary = running.service.summary();
       const fetchers = now.fetchers.map(({ name: fetcher, address, resultsApplied, pagesFetched }) => ({ name: fetcher, address, resultsApplied, pagesFetched }));
       await running.close();
+      logger.info({ event: reason, pagesFetched: summary.pagesFetched, errors: summary.errors, status }, reason === 'finished' ? 'crawl finished' : 'stopped');
       process.stdout.write(`${JSON.stringify({ event: reason, summary, fetchers })}\n`);
       process.exit(status);
     };
@@ -117,6 +123,8 @@ export function addQueueServerOptions(command: Command): Command {
     .option('--tls-key <file>', 'private key of --tls-cert (PEM)')
     .option('--once', CRAWL_SETTINGS.once.help)
     .option('--listen-fd <n>', 'accept connections on this inherited file descriptor, a socket already listening, instead of --host and --port (petrel crawl passes one, so its fetchers can connect before the queue server is ready)', integerOption('--listen-fd', 3, 1023))
+    .addOption(new Option('--log-level <level>', 'log records at this level and above (debug adds the access log of the HTTP API)').choices(LOG_LEVELS).default(logLevelFromEnv()))
+    .addOption(new Option('--log-format <format>', 'json: one JSON object a line (level, time, role, event, msg); human: the lines of a terminal').choices(LOG_FORMATS).default(logFormatFromEnv()))
     .option('--config <file>', 'read options from this YAML file: keys are the long options without "--" (delay-ms: 2s, seed: [https://example.org/]); options given on the command line win');
   addCrawlOptions(command);
   return command;

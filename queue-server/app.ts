@@ -32,6 +32,8 @@ import { HttpError, jsonErrorHandler, parseBody } from './api/http-errors.js';
 import { BodyBudget } from './api/body-budget.js';
 import { INSTANCE_HEADER, RequestAuth } from './api/request-auth.js';
 import { streamStatus } from './api/status-stream.js';
+import { accessLog } from './ops/access-log.js';
+import type { Logger } from '../shared/logger.js';
 
 export { HttpError } from './api/http-errors.js';
 
@@ -57,6 +59,8 @@ export interface AppOptions {
   readonly streamStallLimitMs?: number;
   /** GET /metrics (ops/metrics.ts), for metrics.token or admin.token as bearer token; absent: no such route. */
   readonly metrics?: { readonly token: string; readonly contentType: string; scrape(): Promise<string> };
+  /** The access log (debug level, ops/access-log.ts); none when absent. */
+  readonly logger?: Logger;
   /** What GET /readyz answers: false (503) while the queue server drains; true when absent. */
   readonly ready?: () => boolean;
 }
@@ -85,6 +89,7 @@ export function createApp(options: AppOptions): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
+  if (options.logger !== undefined) app.use(accessLog(options.logger));
   app.use((_req, res, next) => {
     // JSON answers are never to be rendered or framed; the admin router sets its own page policy.
     res.set({

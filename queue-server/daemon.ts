@@ -17,6 +17,8 @@ import { CrawlService, systemClock, type Clock } from './crawl/crawl-service.js'
 import { dataPath, ensureDataDir, lockDataDir } from './storage/data-dir.js';
 import { createApp } from './app.js';
 import { createMetrics } from './ops/metrics.js';
+import { logCrawlEvents } from './ops/crawl-events.js';
+import { createLogger, type Logger } from '../shared/logger.js';
 import { ReadinessGate } from './ops/readiness.js';
 import { loadOrCreateToken, readTokenFile } from './auth/tokens.js';
 import { PageArchive } from './crawl/page-archive.js';
@@ -48,8 +50,10 @@ export interface QueueServerOptions {
   readonly operator?: string | null;
   /** The file operations of every store (default node:fs); tests inject disk faults through it. */
   readonly fileOps?: FileOps;
-  /** Messages for people (storage failures and recoveries); stderr by default. */
+  /** Messages for people (storage failures and recoveries); through `logger` by default. */
   readonly log?: (line: string) => void;
+  /** The process's logger (shared/logger.ts); a queue-server logger on stderr by default. */
+  readonly logger?: Logger;
   /**
    * How long a shutdown waits for requests in flight (results posts being read, applied and committed)
    * before it closes their connections, ms (default DRAIN_MS). Parked claims are answered at once.
@@ -79,7 +83,13 @@ export interface RunningQueueServer {
 export async function startQueueServer(options: QueueServerOptions): Promise<RunningQueueServer> {
   const config = crawlConfigSchema.parse(options.crawl);
   const io = options.fileOps;
-  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const logger = options.logger ?? createLogger({ role: 'queue-server' });
+  /** A line for people, as a record with its event (the human form prints the line as it was). */
+  const say = (event: string, line: string, level: 'info' | 'warn' | 'error' = 'info', fields: Record<string, unknown> = {}) => {
+    if (options.log !== undefined) options.log(line);
+    else logger[level]({ event, say: true, ...fields }, line);
+  };
+  const log = (line: string) => say('message', line);
   ensureDataDir(options.dataDir, io);
   const releaseLock = lockDataDir(options.dataDir);
   let stores: OpenStores | null = null;
@@ -116,13 +126,17 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
     const service = new CrawlService(crawl, { clock });
     service.on('storage-error', (failed) => {
       const retryInMs = Math.max(0, failed.retryAt - clock());
-      log(
+      const diskFull = failed.code === 'ENOSPC' || failed.code === 'EDQUOT' || failed.code === 'EFBIG';
+      say(
+        diskFull ? 'disk-full' : 'storage-error',
         `petrel queue-server: storage error ${failed.code}: ${failed.message}; the crawl is paused (results are refused with 503 and kept by the fetchers, ` +
           `no new work is handed out) until a commit succeeds: attempt ${failed.attempts} failed, next in ${retryInMs} ms`,
+        'error',
+        { code: failed.code, attempts: failed.attempts, retryInMs },
       );
     });
     service.on('storage-recovered', ({ failedForMs, attempts }) => {
-      log(`petrel queue-server: storage works again after ${failedForMs} ms and ${attempts} failed commit${attempts === 1 ? '' : 's'}; the crawl goes on`);
+      say('storage-recovered', `petrel queue-server: storage works again after ${failedForMs} ms and ${attempts} failed commit${attempts === 1 ? '' : 's'}; the crawl goes on`, 'info', { failedForMs, attempts });
     });
     // The settings live in the data directory, so that the next start on it keeps them.
     const settingsFile = dataPath(options.dataDir, 'settings');
@@ -140,10 +154,12 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
     );
     const ready = () => !draining;
     const metrics = createMetrics(service, { clock, ready });
-    const app = createApp({ service, token, adminToken, clock, ready, metrics: { token: metricsToken, contentType: metrics.contentType, scrape: () => metrics.scrape() } });
+    const app = createApp({ service, token, adminToken, clock, ready, logger, metrics: { token: metricsToken, contentType: metrics.contentType, scrape: () => metrics.scrape() } });
     const { address, port } = server.address() as AddressInfo;
     const host = address.includes(':') ? `[${address}]` : address;
     service.start();
+    logger.info({ event: 'crawl-started', seeds: crawl.config.seeds.length, once: crawl.config.once, pass: pass?.number ?? null, queued: crawl.status(clock()).frontierSize, stopped: options.stopped === true }, 'crawl started');
+    const stopEvents = logCrawlEvents(service, logger, clock);
     if (options.stopped === true) service.stop();
     else saveCrawl(settingsFile, crawl.config, false);
     crawl.commit();
@@ -168,7 +184,8 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
         // Draining: /readyz says so, no schedule is handed out (parked claims are answered `wait`),
         // results posts in flight are still applied and committed before their answer.
         draining = true;
-        log(`petrel queue-server: draining: no new schedules; requests in flight get up to ${drainMs} ms, then the last commit`);
+        logger.info({ event: 'draining', drainMs }, `draining: no new schedules; requests in flight get up to ${drainMs} ms, then the last commit`);
+        stopEvents();
         service.close();
         // Results being acknowledged get their answer: commit them, then let in-flight responses go out.
         // If storage still fails, what is not durable was not acknowledged either: fetchers keep it.

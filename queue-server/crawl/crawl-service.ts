@@ -46,7 +46,7 @@ export class CrawlService extends EventEmitter<{
   /** A group commit ran (ops/metrics.ts times them): how long it took, and whether it stored everything. */
   commit: [{ readonly durationMs: number; readonly ok: boolean }];
   /** A claim was answered, `durationMs` after it arrived (long polls included). */
-  claim: [{ readonly kind: ClaimResponse['kind']; readonly durationMs: number }];
+  claim: [{ readonly kind: ClaimResponse['kind']; readonly durationMs: number; readonly fetcherId: string; readonly name: string }];
   /** A results post was applied (before its commit): how many results it carried. */
   results: [{ readonly results: number; readonly applied: number }];
 }> {
@@ -86,7 +86,7 @@ export class CrawlService extends EventEmitter<{
   async claim(request: ClaimRequest, address: string, signal?: AbortSignal): Promise<ClaimResponse> {
     const arrived = performance.now();
     const response = await this.#claim(request, address, signal);
-    this.emit('claim', { kind: response.kind, durationMs: performance.now() - arrived });
+    this.emit('claim', { kind: response.kind, durationMs: performance.now() - arrived, fetcherId: request.fetcherId, name: request.name });
     return response;
   }
 

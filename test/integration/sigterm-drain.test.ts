@@ -57,7 +57,7 @@ describe('SIGTERM', () => {
 
   it('drains: no new schedules, posts in flight are applied and acknowledged, nothing acknowledged is lost, exit 0', async () => {
     const dataDir = join(tempDir('drain'), 'data');
-    const server = startPetrel(['queue-server', '--data', dataDir, '--port', '0', '--seed', `${ORIGIN}/index.html`, '--delay-ms', '0', '--host-concurrency', '8', '--slot-urls', '10', '--lease-ms', '10min']);
+    const server = startPetrel(['queue-server', '--data', dataDir, '--port', '0', '--seed', `${ORIGIN}/index.html`, '--delay-ms', '0', '--host-concurrency', '8', '--slot-urls', '10', '--lease-ms', '10min', '--log-format', 'json']);
     const listening = await waitForEvent(server, 'listening');
     const url = String(listening.url);
     const { port } = new URL(url);
@@ -114,7 +114,7 @@ describe('SIGTERM', () => {
     let stderr = '';
     server.stderr!.on('data', (chunk: Buffer) => {
       stderr += chunk.toString();
-      if (stderr.includes('draining')) release();
+      if (stderr.includes('"event":"draining"')) release();
     });
     server.kill('SIGTERM');
     // Posts begun after SIGTERM on new connections: refused or acknowledged, never acknowledged and lost.
