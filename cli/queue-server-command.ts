@@ -71,8 +71,6 @@ export function queueServerCommand(): Command {
     }
     const running = server;
     const start = { loaded: running.loaded, pass: running.pass };
-    process.stdout.write(`${JSON.stringify({ event: 'listening', url: running.url, tokenFile: running.tokenFile, adminTokenFile: running.adminTokenFile, metricsTokenFile: running.metricsTokenFile, pid: process.pid, ...start })}\n`);
-    logger.info({ event: 'listening', say: true, url: running.url, config: file?.path ?? null }, `petrel queue-server listening on ${running.url} (fetcher token in ${running.tokenFile})`);
     let stopping = false;
     const stop = async (reason: 'stopped' | 'finished', status: number) => {
       if (stopping) return;
@@ -88,6 +86,10 @@ export function queueServerCommand(): Command {
     // A one-shot crawl stopped before its end was interrupted; a daemon stopped is a daemon done.
     const stopped = () => void stop('stopped', once ? EXIT.interrupted : EXIT.ok);
     supervisedSignals({ onInterrupt: stopped, onTerminate: stopped });
+    // Announced only now that SIGTERM has its handler: a supervisor that stops the queue server as soon as
+    // it hears `listening` must get a drain, not the default action of the signal (killed at once).
+    process.stdout.write(`${JSON.stringify({ event: 'listening', url: running.url, tokenFile: running.tokenFile, adminTokenFile: running.adminTokenFile, metricsTokenFile: running.metricsTokenFile, pid: process.pid, ...start })}\n`);
+    logger.info({ event: 'listening', say: true, url: running.url, config: file?.path ?? null }, `petrel queue-server listening on ${running.url} (fetcher token in ${running.tokenFile})`);
     if (once) {
       await running.finished;
       // Let every fetcher hear `done` before the port closes (at most 1.5 s for one that stays silent).
