@@ -14,6 +14,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { createServer } from 'node:net';
+import { createLogger, sayer } from '../shared/logger.js';
 import { Command } from 'commander';
 import type { CrawlSummary } from '../queue-server/crawl/crawl-stats.js';
 import type { HostHealth } from '../queue-server/frontier/host-backoff.js';
@@ -166,19 +167,21 @@ async function runCrawl(values: CrawlValues, settingsArgs: string[]): Promise<Cr
   });
   const serverExit = exited(server);
 
+  // The crawl's own messages (its progress display stays plain text for people: progress.ts).
+  const logger = createLogger({ role: 'crawl' });
   let interrupted = false;
   // Typed by its initializer: it is assigned in closures, which narrowing does not follow.
   let fetchers = null as FetcherChildren | null;
   const interrupt = () => {
     if (interrupted) {
       // A second Ctrl-C: do not wait for held slots (their URLs are fetched again on resume).
-      process.stderr.write('petrel crawl: stopping now\n');
+      logger.warn({ event: 'stopping-now', say: true }, 'petrel crawl: stopping now');
       fetchers?.kill();
       server.kill('SIGTERM');
       return;
     }
     interrupted = true;
-    process.stderr.write('\npetrel crawl: interrupted: stopping the fetchers (they deliver what they hold; Ctrl-C again to stop at once), then the queue server\n');
+    logger.warn({ event: 'interrupted', say: true }, '\npetrel crawl: interrupted: stopping the fetchers (they deliver what they hold; Ctrl-C again to stop at once), then the queue server');
     void (async () => {
       await fetchers?.stop();
       server.kill('SIGTERM');
@@ -193,7 +196,7 @@ async function runCrawl(values: CrawlValues, settingsArgs: string[]): Promise<Cr
       namePrefix: 'fetcher',
       args: (name) => [...fetcherArgs(values, { serverUrl, tokenFile, name }), '--once'],
       restart: { kind: 'limited', restarts: FETCHER_RESTARTS },
-      log: (line) => process.stderr.write(`${line}\n`),
+      log: sayer(logger, 'fetcher-children', 'warn'),
     });
     fetchers.start(values.fetchers);
   };

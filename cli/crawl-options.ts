@@ -38,6 +38,11 @@ const CRAWL_OPTIONS: readonly CrawlOption[] = (Object.entries(CRAWL_SETTINGS) as
   return [{ name, flag: probe.long!, attribute: probe.attributeName(), build }];
 });
 
+/** Each crawl setting that has an option: its name, its long flag (`--delay-ms`) and commander attribute. */
+export function crawlOptionKeys(): readonly { readonly name: CrawlSettingName; readonly flag: string; readonly attribute: string }[] {
+  return CRAWL_OPTIONS.map(({ name, flag, attribute }) => ({ name, flag, attribute }));
+}
+
 /** How --help shows a setting's default: durations as `30d`, `1s`. */
 export function helpDefaultOf(setting: CrawlSetting): string | undefined {
   if (setting.kind === 'list') return undefined;
@@ -94,12 +99,14 @@ export function explicitCrawlSettings(command: Command): Partial<CrawlConfigInpu
 
 /**
  * The settings a command runs with: the defaults, then what the data directory saved from the last
- * run (if anything), then the options given on the command line. Refuses bad seeds and settings with
+ * run (if anything), then a config file's (`petrel queue-server --config`), then the options given on
+ * the command line. Refuses bad seeds and settings with
  * a usage error before anything is started or created.
  */
-export function crawlSettingsFor(command: Command, once: boolean, saved: Partial<CrawlConfig> | null, name: string): CrawlConfig {
+export function crawlSettingsFor(command: Command, once: boolean, saved: Partial<CrawlConfig> | null, name: string, file: Partial<CrawlConfigInput> | null = null): CrawlConfig {
   const values = command.opts() as CrawlOptionValues;
-  const merged = { ...crawlConfigFrom(values, once), ...(saved ?? {}), ...explicitCrawlSettings(command), once };
+  // Precedence (README "Operating Petrel"): the command line, then a --config file, then crawl.json, then the defaults.
+  const merged = { ...crawlConfigFrom(values, once), ...(saved ?? {}), ...(file ?? {}), ...explicitCrawlSettings(command), once };
   if (merged.seeds === undefined) merged.seeds = [];
   return validCrawlSettings(merged, name);
 }

@@ -6,7 +6,8 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
+import { createLogger, LOG_FORMATS, LOG_LEVELS, logFormatFromEnv, logLevelFromEnv, type LogFormat, type LogLevel } from '../shared/logger.js';
 import { parseResolveEntry, userAgentFor, type FetcherSettingValues } from '../fetcher/defaults.js';
 import { supervisedSignals } from './children.js';
 import { EXIT, exitCodesHelp } from './exit-codes.js';
@@ -24,6 +25,35 @@ interface FetcherValues extends FetcherSettingValues {
   ca?: string;
   name?: string;
   userAgent?: string;
+  logLevel: LogLevel;
+  logFormat: LogFormat;
+}
+
+/**
+ * Stable event names for the fetcher's messages (fetcher/fetcher.ts writes them for people; the names
+ * are given here, by their wording, so that the fetcher's code keeps one log function).
+ */
+const FETCHER_EVENTS: readonly [RegExp, string][] = [
+  [/^giving up/, 'gave-up'],
+  [/^still waiting for the queue server|; waiting for it/, 'queue-server-unreachable'],
+  [/answers again$/, 'queue-server-back'],
+  [/^results for .* refused/, 'results-refused'],
+  [/^leases lost/, 'leases-lost'],
+  [/^heartbeat failed/, 'heartbeat-failed'],
+  [/^stopping/, 'stopping'],
+  [/^failed:/, 'failed'],
+  [/^crawl finished$/, 'done'],
+  [/^stopped$/, 'stopped'],
+];
+
+function eventOf(message: string): string {
+  return FETCHER_EVENTS.find(([pattern]) => pattern.test(message))?.[1] ?? 'message';
+}
+
+function levelOf(message: string): 'info' | 'warn' | 'error' {
+  const event = eventOf(message);
+  if (event === 'failed' || event === 'gave-up') return 'error';
+  return ['queue-server-unreachable', 'results-refused', 'leases-lost', 'heartbeat-failed'].includes(event) ? 'warn' : 'info';
 }
 
 export function fetcherCommand(version: string): Command {
@@ -33,7 +63,9 @@ export function fetcherCommand(version: string): Command {
     .option('--token-file <file>', 'file holding the fetcher API token (<data>/fetcher.token on the queue server); or set PETREL_TOKEN')
     .option('--ca <file>', 'CA certificate (PEM) to verify an https:// queue server with, e.g. its self-signed certificate (default: the system\'s CAs)')
     .option('--name <name>', 'name shown in the queue server\'s fetcher table (default: <hostname>-<pid>)')
-    .option('--user-agent <string>', 'full User-Agent override (default: Petrel/<version> (+<contact>))');
+    .option('--user-agent <string>', 'full User-Agent override (default: Petrel/<version> (+<contact>))')
+    .addOption(new Option('--log-level <level>', 'log records at this level and above').choices(LOG_LEVELS).default(logLevelFromEnv()))
+    .addOption(new Option('--log-format <format>', 'json: one JSON object a line (level, time, role, fetcher, event, msg); human: the lines of a terminal').choices(LOG_FORMATS).default(logFormatFromEnv()));
   addFetcherOptions(command, 'all');
   command.addHelpText(
     'after',
@@ -48,7 +80,8 @@ export function fetcherCommand(version: string): Command {
     const ca = readCa(values.ca, serverUrl);
     const name = (values.name ?? `${hostname()}-${process.pid}`).slice(0, 64);
     const resolve = readResolve(values.resolve);
-    const log = (message: string) => process.stderr.write(`petrel fetcher ${name}: ${message}\n`);
+    const logger = createLogger({ role: 'fetcher', fetcher: name, level: values.logLevel, format: values.logFormat });
+    const log = (message: string) => logger[levelOf(message)]({ event: eventOf(message), say: true }, `petrel fetcher ${name}: ${message}`);
     // Loaded here, not at the top: `petrel --help` and the other commands do not pay for undici and cheerio.
     const { Fetcher } = await import('../fetcher/fetcher.js');
     const { TrustedHosts } = await import('../fetcher/address-guard.js');
@@ -72,6 +105,7 @@ export function fetcherCommand(version: string): Command {
         totalTimeoutMs: values.timeoutMs,
       },
     });
+    logger.info({ event: 'fetcher-started', server: new URL(serverUrl).origin, concurrency: values.concurrency }, 'started');
     let signals = 0;
     const supervised = process.env.PETREL_SUPERVISED === '1';
     const onSignal = () => {

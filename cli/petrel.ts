@@ -44,6 +44,8 @@ const COMMANDS = {
   warc: async () => (await import('./warc-command.js')).warcCommand(),
   index: async () => (await import('./index-command.js')).indexCommand(),
   search: async () => (await import('./index-command.js')).searchCommand(),
+  config: async () => (await import('./config-command.js')).configCommand(),
+  status: async () => (await import('./status-command.js')).statusCommand(),
 } as const satisfies Record<string, (version: string) => Promise<Command>>;
 
 type CommandName = keyof typeof COMMANDS;

@@ -6,7 +6,8 @@
  * options given here on top; they are checked before anything is created or started.
  */
 import { existsSync, rmSync } from 'node:fs';
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
+import { createLogger, LOG_FORMATS, LOG_LEVELS, logFormatFromEnv, logLevelFromEnv, type LogFormat, type LogLevel } from '../shared/logger.js';
 import { CRAWL_SETTINGS } from '../queue-server/crawl-config.js';
 import { readSavedCrawl } from '../queue-server/crawl/saved-settings.js';
 import { dataPath } from '../queue-server/storage/data-dir.js';
@@ -14,6 +15,7 @@ import { addCrawlOptions, crawlSettingsFor, explicitCrawlSettings } from './craw
 import { EXIT, exitCodesHelp } from './exit-codes.js';
 import { checkWritableDataDir, DATA_OPTION, describeError, fail, integerOption, readTlsFiles } from './options.js';
 import { supervisedSignals } from './children.js';
+import { applyDaemonOptions, readConfigFile, type ConfigFile } from './config-file.js';
 
 interface QueueServerValues {
   data: string;
@@ -24,28 +26,27 @@ interface QueueServerValues {
   tlsKey?: string;
   once: boolean;
   listenFd?: number;
+  logLevel: LogLevel;
+  logFormat: LogFormat;
 }
 
 export function queueServerCommand(): Command {
-  const command = new Command('queue-server')
-    .description('run the queue server: frontier, schedules, robots.txt, results; fetchers connect to it over HTTP')
-    .option(DATA_OPTION.flags, 'data directory (created if missing; holds fetcher.token, the crawl database, the page archive and the crawl\'s settings)', DATA_OPTION.default)
-    .option('--host <address>', 'address to listen on', '127.0.0.1')
-    .option('--port <port>', 'port to listen on (0 picks a free one)', integerOption('--port', 0, 65535), 7700)
-    .option('--token-file <file>', 'fetcher API token to use (default: <data>/fetcher.token, created on first start)')
-    .option('--tls-cert <file>', 'serve HTTPS with this certificate (PEM; with --tls-key); fetchers then need --ca unless a public CA signed it')
-    .option('--tls-key <file>', 'private key of --tls-cert (PEM)')
-    .option('--once', CRAWL_SETTINGS.once.help)
-    .option('--listen-fd <n>', 'accept connections on this inherited file descriptor, a socket already listening, instead of --host and --port (petrel crawl passes one, so its fetchers can connect before the queue server is ready)', integerOption('--listen-fd', 3, 1023));
-  addCrawlOptions(command);
-  command.addHelpText('after', `\nSettings not given here are those the last run on the data directory saved in <data>/crawl.json.\n${exitCodesHelp(['ok', 'failed', 'usage', 'interrupted'])}`);
-  command.action(async (values: QueueServerValues) => {
+  const command = addQueueServerOptions(new Command('queue-server').description('run the queue server: frontier, schedules, robots.txt, results; fetchers connect to it over HTTP'));
+  command.addHelpText(
+    'after',
+    `\nSettings not given here come from --config FILE, then from what the last run on the data directory saved in <data>/crawl.json.\n` +
+      `petrel config print [the same options] shows the effective settings and where each came from.\n${exitCodesHelp(['ok', 'failed', 'usage', 'interrupted'])}`,
+  );
+  command.action(async () => {
     const name = 'queue-server';
+    const file = configFileOf(command, name);
+    const values = command.opts() as QueueServerValues;
     const once = values.once === true;
     checkWritableDataDir(values.data, name);
     const saved = loadSaved(values.data, name);
-    const config = crawlSettingsFor(command, once, saved?.settings ?? null, name);
+    const config = crawlSettingsFor(command, once, saved?.settings ?? null, name, file?.crawl ?? null);
     const tls = readTlsFiles(values);
+    const logger = createLogger({ role: 'queue-server', level: values.logLevel, format: values.logFormat });
     // Loaded here, not at the top, so that other commands do not pay for express and the storage stack.
     const { startQueueServer } = await import('../queue-server/daemon.js');
     const created = !existsSync(values.data);
@@ -59,6 +60,8 @@ export function queueServerCommand(): Command {
         tokenFile: values.tokenFile,
         tls,
         crawl: config,
+        logger,
+        // Seeds of a config file do not restart a stopped crawl (config-file.ts says why); --seed does.
         stopped: !once && saved?.stopped === true && explicitCrawlSettings(command).seeds === undefined,
       });
     } catch (error) {
@@ -68,8 +71,6 @@ export function queueServerCommand(): Command {
     }
     const running = server;
     const start = { loaded: running.loaded, pass: running.pass };
-    process.stdout.write(`${JSON.stringify({ event: 'listening', url: running.url, tokenFile: running.tokenFile, adminTokenFile: running.adminTokenFile, pid: process.pid, ...start })}\n`);
-    process.stderr.write(`petrel queue-server listening on ${running.url} (fetcher token in ${running.tokenFile})\n`);
     let stopping = false;
     const stop = async (reason: 'stopped' | 'finished', status: number) => {
       if (stopping) return;
@@ -78,12 +79,17 @@ export function queueServerCommand(): Command {
       const summary = running.service.summary();
       const fetchers = now.fetchers.map(({ name: fetcher, address, resultsApplied, pagesFetched }) => ({ name: fetcher, address, resultsApplied, pagesFetched }));
       await running.close();
+      logger.info({ event: reason, pagesFetched: summary.pagesFetched, errors: summary.errors, status }, reason === 'finished' ? 'crawl finished' : 'stopped');
       process.stdout.write(`${JSON.stringify({ event: reason, summary, fetchers })}\n`);
       process.exit(status);
     };
     // A one-shot crawl stopped before its end was interrupted; a daemon stopped is a daemon done.
     const stopped = () => void stop('stopped', once ? EXIT.interrupted : EXIT.ok);
     supervisedSignals({ onInterrupt: stopped, onTerminate: stopped });
+    // Announced only now that SIGTERM has its handler: a supervisor that stops the queue server as soon as
+    // it hears `listening` must get a drain, not the default action of the signal (killed at once).
+    process.stdout.write(`${JSON.stringify({ event: 'listening', url: running.url, tokenFile: running.tokenFile, adminTokenFile: running.adminTokenFile, metricsTokenFile: running.metricsTokenFile, pid: process.pid, ...start })}\n`);
+    logger.info({ event: 'listening', say: true, url: running.url, config: file?.path ?? null }, `petrel queue-server listening on ${running.url} (fetcher token in ${running.tokenFile})`);
     if (once) {
       await running.finished;
       // Let every fetcher hear `done` before the port closes (at most 1.5 s for one that stays silent).
@@ -91,6 +97,38 @@ export function queueServerCommand(): Command {
       void stop('finished', EXIT.ok);
     }
   });
+  return command;
+}
+
+/** The --config file of a command, read and checked, its daemon options applied; a usage error when it is bad. */
+export function configFileOf(command: Command, name: string): ConfigFile | null {
+  const path = command.getOptionValue('config') as string | undefined;
+  if (path === undefined) return null;
+  let file: ConfigFile;
+  try {
+    file = readConfigFile(path);
+  } catch (error) {
+    fail((error as Error).message, { status: EXIT.usage, command: name });
+  }
+  applyDaemonOptions(command, file);
+  return file;
+}
+
+/** The queue server's options (also those of `petrel config print`, which shows what they give). */
+export function addQueueServerOptions(command: Command): Command {
+  command
+    .option(DATA_OPTION.flags, 'data directory (created if missing; holds fetcher.token, the crawl database, the page archive and the crawl\'s settings)', DATA_OPTION.default)
+    .option('--host <address>', 'address to listen on', '127.0.0.1')
+    .option('--port <port>', 'port to listen on (0 picks a free one)', integerOption('--port', 0, 65535), 7700)
+    .option('--token-file <file>', 'fetcher API token to use (default: <data>/fetcher.token, created on first start)')
+    .option('--tls-cert <file>', 'serve HTTPS with this certificate (PEM; with --tls-key); fetchers then need --ca unless a public CA signed it')
+    .option('--tls-key <file>', 'private key of --tls-cert (PEM)')
+    .option('--once', CRAWL_SETTINGS.once.help)
+    .option('--listen-fd <n>', 'accept connections on this inherited file descriptor, a socket already listening, instead of --host and --port (petrel crawl passes one, so its fetchers can connect before the queue server is ready)', integerOption('--listen-fd', 3, 1023))
+    .addOption(new Option('--log-level <level>', 'log records at this level and above (debug adds the access log of the HTTP API)').choices(LOG_LEVELS).default(logLevelFromEnv()))
+    .addOption(new Option('--log-format <format>', 'json: one JSON object a line (level, time, role, event, msg); human: the lines of a terminal').choices(LOG_FORMATS).default(logFormatFromEnv()))
+    .option('--config <file>', 'read options from this YAML file: keys are the long options without "--" (delay-ms: 2s, seed: [https://example.org/]); options given on the command line win');
+  addCrawlOptions(command);
   return command;
 }
 

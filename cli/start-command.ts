@@ -10,6 +10,7 @@
 import { existsSync, rmSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Command } from 'commander';
+import { createLogger, sayer } from '../shared/logger.js';
 import { addCrawlOptions, crawlSettingsFor, explicitCrawlSettings, type CrawlOptionValues } from './crawl-options.js';
 import { supervisedSignals } from './children.js';
 import { EXIT, exitCodesHelp } from './exit-codes.js';
@@ -72,7 +73,7 @@ export function startCommand(): Command {
     const adminUrl = `${running.url}/admin`;
     const adminTokenFile = resolve(running.adminTokenFile);
     const tokenFile = resolve(running.tokenFile);
-    const log = (line: string) => process.stderr.write(`${line}\n`);
+    const log = sayer(createLogger({ role: 'start' }), 'message');
     // Over TLS, local fetchers verify the certificate (the CA, or the self-signed certificate itself)
     // and reach a wildcard listener over loopback, the address a test certificate names.
     const ca = tls === undefined ? undefined : resolve(values.ca ?? values.tlsCert!);

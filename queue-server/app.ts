@@ -32,6 +32,8 @@ import { HttpError, jsonErrorHandler, parseBody } from './api/http-errors.js';
 import { BodyBudget } from './api/body-budget.js';
 import { INSTANCE_HEADER, RequestAuth } from './api/request-auth.js';
 import { streamStatus } from './api/status-stream.js';
+import { accessLog } from './ops/access-log.js';
+import type { Logger } from '../shared/logger.js';
 
 export { HttpError } from './api/http-errors.js';
 
@@ -55,6 +57,12 @@ export interface AppOptions {
   readonly bodyBytesInFlight?: number;
   /** A status stream whose client has not read for this long is closed, ms (default 60 s). */
   readonly streamStallLimitMs?: number;
+  /** GET /metrics (ops/metrics.ts), for metrics.token or admin.token as bearer token; absent: no such route. */
+  readonly metrics?: { readonly token: string; readonly contentType: string; scrape(): Promise<string> };
+  /** The access log (debug level, ops/access-log.ts); none when absent. */
+  readonly logger?: Logger;
+  /** What GET /readyz answers: false (503) while the queue server drains; true when absent. */
+  readonly ready?: () => boolean;
 }
 
 /**
@@ -81,6 +89,7 @@ export function createApp(options: AppOptions): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
+  if (options.logger !== undefined) app.use(accessLog(options.logger));
   app.use((_req, res, next) => {
     // JSON answers are never to be rendered or framed; the admin router sets its own page policy.
     res.set({
@@ -98,11 +107,19 @@ export function createApp(options: AppOptions): express.Express {
     res.json({ ok: true });
   });
 
-  /** The admin token as bearer token. Wrong ones are counted (see the header comment); a right one always passes. */
-  const requireAdmin = (req: Request, _res: Response, next: NextFunction) => {
+  // Liveness is /healthz (the process answers); readiness is /readyz: stores open and not draining
+  // (ops/readiness.ts answers it 503 before the stores are open).
+  app.get('/readyz', (_req, res) => {
+    const ready = options.ready?.() ?? true;
+    res.status(ready ? 200 : 503).json({ ready, ...(ready ? {} : { reason: 'draining' }) });
+  });
+
+  /** One of `accepted` as bearer token. Wrong ones are counted (see the header comment); a right one always passes. */
+  const requireBearer = (accepted: readonly string[], which: string) => (req: Request, _res: Response, next: NextFunction) => {
     const presented = bearerToken(req.headers.authorization);
-    if (presented !== null && tokensEqual(presented, adminToken)) return next();
-    if (presented === null) return next(new HttpError(401, 'unauthorized', 'missing admin bearer token (Authorization: Bearer <admin.token>)'));
+    // Every token compared, so the time taken does not say which one matched.
+    if (presented !== null && accepted.map((token) => tokensEqual(presented, token)).includes(true)) return next();
+    if (presented === null) return next(new HttpError(401, 'unauthorized', `missing bearer token (Authorization: Bearer <${which}>)`));
     const address = clientAddress(req);
     const waitMs = bearerLimiter.blockedForMs(address, clock());
     if (waitMs > 0) {
@@ -110,8 +127,9 @@ export function createApp(options: AppOptions): express.Express {
       return next(new HttpError(429, 'too-many-logins', `too many wrong tokens from this address: try again in ${retryAfter} s`, { headers: { 'Retry-After': retryAfter } }));
     }
     bearerLimiter.recordFailure(address, clock());
-    next(new HttpError(401, 'unauthorized', 'wrong admin bearer token (fetcher.token is not one: fetchers sign their requests)'));
+    next(new HttpError(401, 'unauthorized', `wrong bearer token: ${which} expected (fetcher.token is not one: fetchers sign their requests)`));
   };
+  const requireAdmin = requireBearer([adminToken], 'admin.token');
   // The fetcher routes: signed requests only (request-auth.ts checks the headers before reading the body).
   const auth = new RequestAuth({ secret: token, instance, clock, ...(options.bodyBytesInFlight === undefined ? {} : { budget: new BodyBudget(options.bodyBytesInFlight) }) });
   /** The status routes: a signed request (fetchers, `petrel crawl`'s progress), or the admin bearer token (programs). */
@@ -144,6 +162,14 @@ export function createApp(options: AppOptions): express.Express {
   app.get(ROUTES.statusStream, requireStatusAuth, (req, res) => {
     streamStatus(service, req, res, { clock, stallLimitMs: options.streamStallLimitMs });
   });
+
+  // Prometheus: metrics.token (read-only, what a scrape config holds) or the operator's admin.token.
+  const { metrics } = options;
+  if (metrics !== undefined) {
+    app.get('/metrics', requireBearer([metrics.token, adminToken], 'metrics.token'), async (_req, res) => {
+      res.type(metrics.contentType).send(await metrics.scrape());
+    });
+  }
 
   // Crawl control: each control of the admin page is also an API route (same code: crawl-control.ts).
   for (const action of Object.keys(CONTROL_ROUTES) as ControlAction[]) {

@@ -4,7 +4,7 @@
  * and what tests start on port 0.
  */
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:http';
+import { createServer, type RequestListener } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo, Server } from 'node:net';
 import { crawlConfigSchema, fetchScheduleOf, type CrawlConfigInput } from './crawl-config.js';
@@ -16,6 +16,10 @@ import { RobotsStore } from './robots/robots-store.js';
 import { CrawlService, systemClock, type Clock } from './crawl/crawl-service.js';
 import { dataPath, ensureDataDir, lockDataDir } from './storage/data-dir.js';
 import { createApp } from './app.js';
+import { createMetrics } from './ops/metrics.js';
+import { logCrawlEvents } from './ops/crawl-events.js';
+import { createLogger, type Logger } from '../shared/logger.js';
+import { ReadinessGate } from './ops/readiness.js';
 import { loadOrCreateToken, readTokenFile } from './auth/tokens.js';
 import { PageArchive } from './crawl/page-archive.js';
 import { CacheStore } from './cache/cache-store.js';
@@ -46,15 +50,27 @@ export interface QueueServerOptions {
   readonly operator?: string | null;
   /** The file operations of every store (default node:fs); tests inject disk faults through it. */
   readonly fileOps?: FileOps;
-  /** Messages for people (storage failures and recoveries); stderr by default. */
+  /** Messages for people (storage failures and recoveries); through `logger` by default. */
   readonly log?: (line: string) => void;
+  /** The process's logger (shared/logger.ts); a queue-server logger on stderr by default. */
+  readonly logger?: Logger;
+  /**
+   * How long a shutdown waits for requests in flight (results posts being read, applied and committed)
+   * before it closes their connections, ms (default DRAIN_MS). Parked claims are answered at once.
+   */
+  readonly drainMs?: number;
 }
+
+/** A shutdown (SIGTERM) waits this long at most for requests in flight; README "Operating Petrel". */
+export const DRAIN_MS = 10_000;
 
 export interface RunningQueueServer {
   readonly url: string;
   readonly token: string;
   readonly tokenFile: string;
   readonly adminTokenFile: string;
+  /** The read-only secret of GET /metrics (metrics.token in the data directory). */
+  readonly metricsTokenFile: string;
   readonly service: CrawlService;
   /** Resolves when a one-shot crawl has finished. */
   readonly finished: Promise<void>;
@@ -67,15 +83,32 @@ export interface RunningQueueServer {
 export async function startQueueServer(options: QueueServerOptions): Promise<RunningQueueServer> {
   const config = crawlConfigSchema.parse(options.crawl);
   const io = options.fileOps;
-  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const logger = options.logger ?? createLogger({ role: 'queue-server' });
+  /** A line for people, as a record with its event (the human form prints the line as it was). */
+  const say = (event: string, line: string, level: 'info' | 'warn' | 'error' = 'info', fields: Record<string, unknown> = {}) => {
+    if (options.log !== undefined) options.log(line);
+    else logger[level]({ event, say: true, ...fields }, line);
+  };
+  const log = (line: string) => say('message', line);
   ensureDataDir(options.dataDir, io);
   const releaseLock = lockDataDir(options.dataDir);
   let stores: OpenStores | null = null;
+  // Listening first, the stores opened after: /healthz answers while they open, /readyz says when
+  // they are (ops/readiness.ts); requests that come meanwhile wait for the app.
+  const gate = new ReadinessGate();
+  let server: ReturnType<typeof createServer> | null = null;
+  let draining = false;
   try {
+    server = options.tls === undefined ? createServer(gate.handler) : createHttpsServer(options.tls, gate.handler);
+    server.keepAliveTimeout = 65_000;
+    server.headersTimeout = 66_000;
+    await listen(server, options.listenFd === undefined ? { host: options.host ?? '127.0.0.1', port: options.port ?? 7700 } : { fd: options.listenFd });
     const tokenFile = options.tokenFile ?? dataPath(options.dataDir, 'token');
     const token = options.tokenFile === undefined ? loadOrCreateToken(tokenFile, io) : readTokenFile(tokenFile);
     const adminTokenFile = dataPath(options.dataDir, 'adminToken');
     const adminToken = loadOrCreateToken(adminTokenFile, io);
+    const metricsTokenFile = dataPath(options.dataDir, 'metricsToken');
+    const metricsToken = loadOrCreateToken(metricsTokenFile, io);
     stores = openStores(options.dataDir, {
       io,
       warc: !config.warc ? undefined : { maxFileBytes: config.warcMaxFileBytes, warcinfo: { software: `Petrel/${petrelVersion()}`, operator: options.operator ?? null, userAgent: null, settings: config } },
@@ -93,13 +126,17 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
     const service = new CrawlService(crawl, { clock });
     service.on('storage-error', (failed) => {
       const retryInMs = Math.max(0, failed.retryAt - clock());
-      log(
+      const diskFull = failed.code === 'ENOSPC' || failed.code === 'EDQUOT' || failed.code === 'EFBIG';
+      say(
+        diskFull ? 'disk-full' : 'storage-error',
         `petrel queue-server: storage error ${failed.code}: ${failed.message}; the crawl is paused (results are refused with 503 and kept by the fetchers, ` +
           `no new work is handed out) until a commit succeeds: attempt ${failed.attempts} failed, next in ${retryInMs} ms`,
+        'error',
+        { code: failed.code, attempts: failed.attempts, retryInMs },
       );
     });
     service.on('storage-recovered', ({ failedForMs, attempts }) => {
-      log(`petrel queue-server: storage works again after ${failedForMs} ms and ${attempts} failed commit${attempts === 1 ? '' : 's'}; the crawl goes on`);
+      say('storage-recovered', `petrel queue-server: storage works again after ${failedForMs} ms and ${attempts} failed commit${attempts === 1 ? '' : 's'}; the crawl goes on`, 'info', { failedForMs, attempts });
     });
     // The settings live in the data directory, so that the next start on it keeps them.
     const settingsFile = dataPath(options.dataDir, 'settings');
@@ -115,24 +152,28 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
         resolve();
       }),
     );
-    const app = createApp({ service, token, adminToken, clock });
-    const server = options.tls === undefined ? createServer(app) : createHttpsServer(options.tls, app);
-    server.keepAliveTimeout = 65_000;
-    server.headersTimeout = 66_000;
-    await listen(server, options.listenFd === undefined ? { host: options.host ?? '127.0.0.1', port: options.port ?? 7700 } : { fd: options.listenFd });
+    const ready = () => !draining;
+    const metrics = createMetrics(service, { clock, ready });
+    const app = createApp({ service, token, adminToken, clock, ready, logger, metrics: { token: metricsToken, contentType: metrics.contentType, scrape: () => metrics.scrape() } });
     const { address, port } = server.address() as AddressInfo;
     const host = address.includes(':') ? `[${address}]` : address;
     service.start();
+    logger.info({ event: 'crawl-started', seeds: crawl.config.seeds.length, once: crawl.config.once, pass: pass?.number ?? null, queued: crawl.status(clock()).frontierSize, stopped: options.stopped === true }, 'crawl started');
+    const stopEvents = logCrawlEvents(service, logger, clock);
     if (options.stopped === true) service.stop();
     else saveCrawl(settingsFile, crawl.config, false);
     crawl.commit();
+    gate.open(app);
     const open = stores;
+    const listening = server;
+    const drainMs = options.drainMs ?? DRAIN_MS;
     let closed = false;
     return {
       url: `${options.tls === undefined ? 'http' : 'https'}://${host}:${port}`,
       token,
       tokenFile,
       adminTokenFile,
+      metricsTokenFile,
       service,
       finished,
       loaded: { ...loaded, queued: crawl.status(now).frontierSize },
@@ -140,17 +181,29 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
       async close() {
         if (closed) return;
         closed = true;
+        // Draining: /readyz says so, no schedule is handed out (parked claims are answered `wait`),
+        // results posts in flight are still applied and committed before their answer.
+        draining = true;
+        logger.info({ event: 'draining', drainMs }, `draining: no new schedules; requests in flight get up to ${drainMs} ms, then the last commit`);
+        stopEvents();
         service.close();
         // Results being acknowledged get their answer: commit them, then let in-flight responses go out.
         // If storage still fails, what is not durable was not acknowledged either: fetchers keep it.
         let unstored: unknown = null;
         await service.flush().catch((error: unknown) => (unstored = error));
         if (unstored !== null) log(`petrel queue-server: stopping with results not stored (${(unstored as Error).message}); fetchers still hold them and post them again`);
-        const drained = new Promise<void>((resolve) => server.close(() => resolve()));
-        server.closeIdleConnections();
-        const timer = setTimeout(() => server.closeAllConnections(), 1000);
+        const drained = new Promise<void>((resolve) => listening.close(() => resolve()));
+        // A keep-alive connection whose last answer went out while draining is idle from then on and
+        // would hold the shutdown for drainMs: idle ones are closed as they become so.
+        listening.closeIdleConnections();
+        const sweep = setInterval(() => listening.closeIdleConnections(), 50);
+        const timer = setTimeout(() => listening.closeAllConnections(), drainMs);
         await drained;
+        clearInterval(sweep);
         clearTimeout(timer);
+        metrics.close();
+        // Posts applied while draining (their commit was due on its timer): durable before the stores close.
+        if (unstored === null) await service.flush().catch((error: unknown) => (unstored = error));
         try {
           open.close();
         } catch (error) {
@@ -161,6 +214,9 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
       },
     };
   } catch (error) {
+    gate.fail();
+    server?.close();
+    server?.closeAllConnections();
     stores?.close();
     releaseLock();
     throw error;
@@ -233,7 +289,7 @@ function petrelVersion(): string {
   return 'unknown';
 }
 
-function createHttpsServer(tls: NonNullable<QueueServerOptions['tls']>, app: ReturnType<typeof createApp>) {
+function createHttpsServer(tls: NonNullable<QueueServerOptions['tls']>, app: RequestListener) {
   try {
     return createTlsServer({ cert: tls.cert, key: tls.key }, app);
   } catch (error) {

@@ -43,6 +43,12 @@ export class CrawlService extends EventEmitter<{
   'storage-error': [StorageErrorState];
   /** A retried commit succeeded after `failedForMs` of failures: the crawl goes on. */
   'storage-recovered': [{ readonly failedForMs: number; readonly attempts: number }];
+  /** A group commit ran (ops/metrics.ts times them): how long it took, and whether it stored everything. */
+  commit: [{ readonly durationMs: number; readonly ok: boolean }];
+  /** A claim was answered, `durationMs` after it arrived (long polls included). */
+  claim: [{ readonly kind: ClaimResponse['kind']; readonly durationMs: number; readonly fetcherId: string; readonly name: string }];
+  /** A results post was applied (before its commit): how many results it carried. */
+  results: [{ readonly results: number; readonly applied: number }];
 }> {
   readonly #crawl: Crawl;
   readonly #clock: Clock;
@@ -78,6 +84,13 @@ export class CrawlService extends EventEmitter<{
 
   /** Long poll: answers with a schedule as soon as one can be cut, else `wait` after waitMs. */
   async claim(request: ClaimRequest, address: string, signal?: AbortSignal): Promise<ClaimResponse> {
+    const arrived = performance.now();
+    const response = await this.#claim(request, address, signal);
+    this.emit('claim', { kind: response.kind, durationMs: performance.now() - arrived, fetcherId: request.fetcherId, name: request.name });
+    return response;
+  }
+
+  async #claim(request: ClaimRequest, address: string, signal?: AbortSignal): Promise<ClaimResponse> {
     const deadline = this.#clock() + request.waitMs;
     for (;;) {
       // While storage fails, what is applied may not be durable yet: the crawl is not over until it is.
@@ -108,6 +121,7 @@ export class CrawlService extends EventEmitter<{
   async results(request: ResultsRequest): Promise<ResultsResponse> {
     if (this.#storageError !== null) throw this.#unavailable();
     const response = this.#crawl.applyResults(request, this.#clock());
+    this.emit('results', { results: request.results.length, applied: response.applied });
     this.#afterChange(response.applied > 0);
     await this.#durable();
     return response;
@@ -134,7 +148,7 @@ export class CrawlService extends EventEmitter<{
       // Storage failed meanwhile (a flush): this commit would be a retry out of turn.
       if (this.#storageError !== null) return settle.reject(this.#unavailable());
       try {
-        this.#crawl.commit();
+        this.#timedCommit();
         this.#lastCommitAt = this.#clock();
         settle.resolve();
       } catch (error) {
@@ -146,6 +160,18 @@ export class CrawlService extends EventEmitter<{
     const timer = setTimeout(commitNow, wait);
     this.#pendingCommit = { done, commitNow };
     return done;
+  }
+
+  /** Crawl.commit, timed by the monotonic clock for the `commit` event. */
+  #timedCommit(): void {
+    const began = performance.now();
+    let ok = false;
+    try {
+      this.#crawl.commit();
+      ok = true;
+    } finally {
+      this.emit('commit', { durationMs: performance.now() - began, ok });
+    }
   }
 
   /** Records the failure, pauses the crawl, and retries the commit after a backoff. */
@@ -166,7 +192,7 @@ export class CrawlService extends EventEmitter<{
     const failed = this.#storageError;
     if (failed === null) return;
     try {
-      this.#crawl.commit();
+      this.#timedCommit();
     } catch (error) {
       if (!(error instanceof CommitFailure)) throw error;
       this.#storageFailed(error);
@@ -235,7 +261,7 @@ export class CrawlService extends EventEmitter<{
       pending.commitNow();
       await pending.done.catch(() => undefined);
     }
-    this.#crawl.commit();
+    this.#timedCommit();
     if (this.#storageError !== null) {
       this.#storageError = null;
       if (this.#storageRetry !== null) clearTimeout(this.#storageRetry);

@@ -3,6 +3,7 @@
  *
  *   fetcher.token   the fetcher API secret (mode 0600), created on first start unless one is given
  *   admin.token     the admin page and control API secret (mode 0600), a different secret
+ *   metrics.token   the read-only secret of GET /metrics, for Prometheus (mode 0600)
  *   pages.jsonl     the page archive (page-archive.ts), append-only
  *   cache.btree     cache validators per URL hash (cache-store.ts, B-Tree layout in btree/LAYOUT.md)
  *   crawldb.btree   the crawl database, one record per known URL (crawldb/), 16 KiB pages
@@ -27,6 +28,7 @@ export const DEFAULT_DATA_DIR = './petrel-data';
 export const DATA_FILES = {
   token: 'fetcher.token',
   adminToken: 'admin.token',
+  metricsToken: 'metrics.token',
   pages: 'pages.jsonl',
   cache: 'cache.btree',
   crawlDb: 'crawldb.btree',

@@ -24,6 +24,7 @@ const ALLOWED: Record<string, string> = {
   'cli/progress.ts': 'the progress display prints a line at most every 5 s',
   'cli/index-command.ts': 'petrel search reports how long its query took (tookMs); the index itself never reads a clock',
   'cli/fetcher-children.ts': 'the fetcher-children supervisor spaces restarts by how long a child ran',
+  'queue-server/ops/access-log.ts': 'the access log states how long each request took (monotonic clock), for people reading the log',
   'cli/export-command.ts': 'the warcinfo record opening an exported WARC is dated when the export runs',
 };
 
