@@ -17,15 +17,28 @@ const ROBOTS_MAX_REDIRECTS = 5;
  * a fetcher's first request is a robots.txt, which needs neither, so start-up does not wait for them.
  */
 let extractor: Promise<typeof import('./html-extract.js')> | null = null;
+/** The index data builder (tokenizer and stemmers), loaded with the extractor. */
+let indexer: Promise<typeof import('../shared/index-data.js')> | null = null;
 
 export function preloadExtractor(): Promise<typeof import('./html-extract.js')> {
   extractor ??= import('./html-extract.js');
+  indexer ??= import('../shared/index-data.js');
   return extractor;
 }
+
+function loadIndexer(): Promise<typeof import('../shared/index-data.js')> {
+  indexer ??= import('../shared/index-data.js');
+  return indexer;
+}
+
+/** Characters of a text/plain body indexed (its index data keeps 16,384 body tokens and 16 KiB of text). */
+const PLAIN_TEXT_CHARS = 256 * 1024;
 
 export interface FetchContext {
   readonly dispatcher: Dispatcher;
   readonly download: DownloadOptions;
+  /** Build the search index's data of pages (the schedule says; false under the crawl's --no-index). Default true. */
+  readonly index?: boolean;
 }
 
 export async function fetchItem(ctx: FetchContext, slot: number, item: ScheduleItem): Promise<ItemResult> {
@@ -54,11 +67,38 @@ async function fetchPage(ctx: FetchContext, slot: number, item: ScheduleItem): P
   if (response.status < 200 || response.status >= 300) return result;
 
   const signature = contentSignature(response.body);
+  const indexing = ctx.index !== false;
+  const contentLanguage = boundedHeader(response.headers['content-language'], 35);
   // Binary bytes are not parsed even when labelled text/html: they hold no links, and garbage costs.
-  if (!isHtml(contentType, response.body) || looksBinary(response.body)) return { ...result, signature };
+  if (looksBinary(response.body)) return { ...result, signature };
+  if (!isHtml(contentType, response.body)) {
+    if (!indexing || !isPlainText(contentType)) return { ...result, signature };
+    // A text/plain page is indexed as body text alone (no title, headings or links).
+    const { buildIndexData } = await loadIndexer();
+    const text = decodeHtml(response.body, contentType).slice(0, PLAIN_TEXT_CHARS);
+    return { ...result, signature, index: buildIndexData({ title: null, headings: [], bodyText: text, language: firstLanguage(contentLanguage), anchors: [] }) };
+  }
   const { extractPage } = await preloadExtractor();
   const extracted = extractPage(decodeHtml(response.body, contentType), item.url);
-  return { ...result, signature, truncated: result.truncated || extracted.truncated, page: extracted.page, links: extracted.links };
+  const page = extracted.page;
+  let index: ItemResult['index'] = null;
+  // A noindex page is not indexed at all (its links are still followed, unless nofollow).
+  if (indexing && !page.noindex) {
+    const { buildIndexData } = await loadIndexer();
+    const source = extracted.indexSource;
+    index = buildIndexData({ title: page.title, headings: source.headings, bodyText: source.bodyText, storedText: source.storedText, language: page.language ?? firstLanguage(contentLanguage), anchors: source.anchors });
+  }
+  return { ...result, signature, truncated: result.truncated || extracted.truncated, page, links: extracted.links, index };
+}
+
+/** The first tag of a Content-Language header (RFC 9110 section 8.5), or null. */
+function firstLanguage(header: string | null): string | null {
+  const first = header?.split(',')[0]?.trim() ?? '';
+  return /^[A-Za-z]{1,8}(-[A-Za-z0-9]{1,8})*$/.test(first) ? first : null;
+}
+
+function isPlainText(contentType: string | null): boolean {
+  return contentType !== null && contentType.split(';')[0]!.trim().toLowerCase() === 'text/plain';
 }
 
 async function fetchRobots(ctx: FetchContext, slot: number, item: ScheduleItem): Promise<ItemResult> {
@@ -99,6 +139,7 @@ function baseResult(slot: number, item: ScheduleItem, fetchedAt: number, respons
     page: null,
     links: [],
     robotsTxt: null,
+    index: null,
   };
   if (!response.ok) {
     return {

@@ -224,7 +224,7 @@ export class Fetcher {
   async #runSlot(active: ActiveSchedule, slot: Schedule['slots'][number]): Promise<void> {
     const stopping = this.#claimAbort.signal;
     if (slot.startAfterMs > 0) await sleepAtLeast(slot.startAfterMs + TIMER_SLACK_MS, stopping);
-    const ctx = { dispatcher: this.#agent, download: this.#options.download };
+    const ctx = { dispatcher: this.#agent, download: this.#options.download, index: active.schedule.index };
     for (let index = 0; index < slot.items.length; index++) {
       if (index > 0 && slot.delayMs > 0) await sleepAtLeast(slot.delayMs + TIMER_SLACK_MS, stopping);
       // Stopping: the request in flight was finished; the rest of the slot returns with its lease.

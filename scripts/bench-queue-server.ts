@@ -191,6 +191,7 @@ class SyntheticWeb {
       retryAfterMs: null,
       cache: { etag: null, lastModified: null, date: new Date(fetchedAt).toUTCString(), age: null, expires: null, cacheControl: null },
       robotsTxt: null,
+      index: null,
     };
   }
 
