@@ -82,11 +82,15 @@ async function fetchPage(ctx: FetchContext, slot: number, item: ScheduleItem): P
   const extracted = extractPage(decodeHtml(response.body, contentType), item.url);
   const page = extracted.page;
   let index: ItemResult['index'] = null;
-  // A noindex page is not indexed at all (its links are still followed, unless nofollow).
-  if (indexing && !page.noindex) {
+  if (indexing) {
     const { buildIndexData } = await loadIndexer();
     const source = extracted.indexSource;
-    index = buildIndexData({ title: page.title, headings: source.headings, bodyText: source.bodyText, storedText: source.storedText, language: page.language ?? firstLanguage(contentLanguage), anchors: source.anchors });
+    const language = page.language ?? firstLanguage(contentLanguage);
+    // A noindex page's own text is not indexed; its links' anchor text still counts for their targets
+    // (noindex is not nofollow), so its index data carries the anchors alone.
+    index = page.noindex
+      ? buildIndexData({ title: null, headings: [], bodyText: '', storedText: '', language, anchors: source.anchors })
+      : buildIndexData({ title: page.title, headings: source.headings, bodyText: source.bodyText, storedText: source.storedText, language, anchors: source.anchors });
   }
   return { ...result, signature, truncated: result.truncated || extracted.truncated, page, links: extracted.links, index };
 }

@@ -21,6 +21,7 @@ import { PageArchive } from './crawl/page-archive.js';
 import { CacheStore } from './cache/cache-store.js';
 import { WarcArchive, type WarcArchiveOptions } from './warc/warc-archive.js';
 import type { FileOps } from './storage/file-ops.js';
+import { IndexStore } from './crawl/index-store.js';
 
 export interface QueueServerOptions {
   readonly dataDir: string;
@@ -78,6 +79,7 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
     const adminToken = loadOrCreateToken(adminTokenFile, io);
     stores = openStores(options.dataDir, {
       io,
+      index: true,
       warc: { maxFileBytes: config.warcMaxFileBytes, warcinfo: { software: `Petrel/${petrelVersion()}`, operator: options.operator ?? null, userAgent: null, settings: config } },
     });
     const clock = options.clock ?? systemClock;
@@ -156,12 +158,15 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
         } catch (error) {
           if (unstored === null) throw error;
         } finally {
+          // The merge worker stops before the directory is given up.
+          await open.index?.close().catch(() => undefined);
           releaseLock();
         }
       },
     };
   } catch (error) {
     stores?.close();
+    await stores?.index?.close().catch(() => undefined);
     releaseLock();
     throw error;
   }
@@ -174,9 +179,10 @@ interface OpenStores extends CrawlStores {
 /**
  * Opens every store of the data directory; closing commits what is staged and closes every file even
  * when a commit fails (the first failure is thrown after all are closed). `warc`: the web archive's
- * settings; without it the archive stays closed (no warc/ files are touched).
+ * settings; without it the archive stays closed (no warc/ files are touched). `index`: open the search
+ * index too (its merge worker is stopped by `index.close()`, which the caller awaits after `close`).
  */
-export function openStores(dataDir: string, options: { io?: FileOps; warc?: Omit<WarcArchiveOptions, 'dataDir' | 'io'> } = {}): OpenStores {
+export function openStores(dataDir: string, options: { io?: FileOps; warc?: Omit<WarcArchiveOptions, 'dataDir' | 'io'>; index?: boolean } = {}): OpenStores {
   const { io } = options;
   const warc = options.warc === undefined ? null : WarcArchive.open({ dataDir, io, ...options.warc });
   const opened: { close(): void }[] = warc === null ? [] : [warc];
@@ -199,6 +205,7 @@ export function openStores(dataDir: string, options: { io?: FileOps; warc?: Omit
     }
     if (failure !== null) throw failure;
   };
+  let index: IndexStore | null = null;
   try {
     const robots = new RobotsStore(dataPath(dataDir, 'robots'), { io });
     // Closed (committed) in this order, as Crawl.commit does: the crawl database last, since it is the
@@ -206,16 +213,21 @@ export function openStores(dataDir: string, options: { io?: FileOps; warc?: Omit
     opened.push({ close: () => robots.commit() });
     const cache = CacheStore.open(dataPath(dataDir, 'cache'), { io });
     opened.push(cache);
+    // The search index, committed before the crawl database, as in Crawl.commit.
+    index = options.index === true ? IndexStore.open(dataPath(dataDir, 'index')) : null;
+    const opening = index;
+    if (opening !== null) opened.push({ close: () => opening.commit() });
     const crawlDb = CrawlDb.open(dataPath(dataDir, 'crawlDb'), { io });
     opened.push(crawlDb);
     // WARC files are committed first (crawl db records name them), as in Crawl.commit.
-    return { archive, warc, cache, crawlDb, robots, close: closeAll };
+    return { archive, warc, cache, index, crawlDb, robots, close: closeAll };
   } catch (error) {
     try {
       closeAll();
     } catch {
       // The open's own error is the one to report.
     }
+    void index?.close();
     throw error;
   }
 }

@@ -188,7 +188,7 @@ export const itemResultSchema = z.object({
   /**
    * The page's search index data (shared/index-data.ts, every bound there): terms by field with
    * positions, stored text, anchor text of its outlinks. Null for anything not indexed: no 2xx, not HTML
-   * or text/plain, noindex, or the crawl runs with --no-index. Typically 2-3 times the page's visible
+   * or text/plain, or the crawl runs with --no-index; a noindex page's carries only its anchors. Typically 2-3 times the page's visible
    * text in JSON (a 14 KB page: 36 KB, 13 KB gzipped); at most about 16 KiB of text, 18,560 term
    * entries and 5,000 anchors.
    */

@@ -18,6 +18,7 @@ import { newCrawlDbRecord, type CrawlDbRecord } from '../crawldb/record.js';
 import { applyFetch, type FetchOutcome } from '../crawldb/transition.js';
 import type { OriginQueue, QueuedUrl } from '../frontier/frontier.js';
 import type { CrawlParts } from './crawl.js';
+import { indexChangeOf } from './index-change.js';
 import { classifyResult, crawlDbOutcomeOf, pageRecordOf, type PageRecord } from './outcome.js';
 import { RetryAfterBudget } from './retry-after.js';
 
@@ -85,13 +86,20 @@ export class ResultApplier {
     return { applied, duplicates, leaseActive };
   }
 
-  /** Stores the crawl database transition of a URL for `outcome` (a fetch, or a robots.txt denial). */
-  settle(entry: QueuedUrl, outcome: FetchOutcome, now: number): CrawlDbRecord {
-    const { crawlDb } = this.#parts.stores;
+  /**
+   * Stores the crawl database transition of a URL for `outcome` (a fetch, or a robots.txt denial), and
+   * queues what that verdict changes in the search index (index-change.ts; nothing under --no-index).
+   */
+  settle(entry: QueuedUrl, outcome: FetchOutcome, now: number, result: ItemResult | null = null): CrawlDbRecord {
+    const { crawlDb, index } = this.#parts.stores;
     const known = crawlDb.get(entry.hash);
     const old = known ?? newCrawlDbRecord(entry.url, entry.depth, 0, now, this.#parts.schedule);
     const { record } = applyFetch(old, outcome, now, this.#parts.schedule);
     crawlDb.put(entry.hash, record, known);
+    if (index != null && this.#parts.config.index) {
+      const change = indexChangeOf(entry.url, record, result, (hash) => crawlDb.get(hash)?.url ?? null);
+      if (change !== null) index.stage(change);
+    }
     return record;
   }
 
@@ -159,7 +167,7 @@ export class ResultApplier {
     // 429 and 503 with Retry-After slow the whole host down, not only this URL.
     if (retryAfterMs !== null) frontier.origin(new URL(entry.url).origin).delayUntil(now + retryAfterMs, now);
     const fetchOutcome = crawlDbOutcomeOf(result, outcome, { ...relations, freshUntil: cache.get(entry.hash)?.freshUntil ?? null, simhash, retryAfterMs });
-    const next = this.settle(entry, fetchOutcome, now);
+    const next = this.settle(entry, fetchOutcome, now, result);
     if (next.status === 'retry' || !config.once) this.#parts.placement.later(entry.hash, next.nextFetchAt);
     return pageRecordOf(result, depth, outcome);
   }

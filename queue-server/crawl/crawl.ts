@@ -35,6 +35,7 @@ import { crawlStatus, crawlSummary, type CrawlStatus } from './crawl-status.js';
 import { FetcherRegistry } from './fetcher-registry.js';
 import type { PageArchive } from './page-archive.js';
 import type { WarcArchive } from '../warc/warc-archive.js';
+import type { IndexStore } from './index-store.js';
 import { RecentEvents } from './recent-events.js';
 import { CommitFailure, isStorageFailure } from './storage-error.js';
 
@@ -68,6 +69,8 @@ export interface CrawlStores {
   readonly cache: CacheStore;
   readonly crawlDb: CrawlDb;
   readonly robots: RobotsStore | null;
+  /** The search index (data directory index/); absent or null: not kept (tests of other parts). */
+  readonly index?: IndexStore | null;
 }
 
 /** The crawl's parts, for the modules that do one job each for it (apply-results.ts, crawl-status.ts). */
@@ -402,8 +405,10 @@ export class Crawl {
 
   /**
    * Makes everything applied so far durable: WARC records first (a crawl db record may name them), then
-   * page records, robots.txt files, cache records, and the crawl database (the authority on what is
-   * done, so last). Each store keeps what it could not write when this throws (a full disk, an I/O
+   * page records, robots.txt files, cache records, the search index, and the crawl database (the
+   * authority on what is done, so last). The index before the crawl database: a kill between the two
+   * leaves the URL not done in the crawl database, so it is fetched again and its entry replaced; the
+   * other way round a page the crawl database calls done could stay missing from the index for good. Each store keeps what it could not write when this throws (a full disk, an I/O
    * error), and calling it again writes the rest: a store that committed is not written twice.
    */
   commit(): void {
@@ -411,6 +416,7 @@ export class Crawl {
     commitStore('pages.jsonl', () => this.#stores.archive.commit());
     commitStore('robots/', () => this.#stores.robots?.commit());
     commitStore('cache.btree', () => this.#stores.cache.commit());
+    commitStore('index/', () => this.#stores.index?.commit());
     commitStore('crawldb.btree', () => this.#stores.crawlDb.commit());
   }
 
