@@ -24,6 +24,7 @@ interface QueueServerValues {
   tlsKey?: string;
   once: boolean;
   listenFd?: number;
+  publicSearch?: boolean;
 }
 
 export function queueServerCommand(): Command {
@@ -36,6 +37,7 @@ export function queueServerCommand(): Command {
     .option('--tls-cert <file>', 'serve HTTPS with this certificate (PEM; with --tls-key); fetchers then need --ca unless a public CA signed it')
     .option('--tls-key <file>', 'private key of --tls-cert (PEM)')
     .option('--once', CRAWL_SETTINGS.once.help)
+    .option('--public-search', 'serve /search (a search page) and /api/search without login, each address at most 60 searches a minute; without it they need the admin session or token')
     .option('--listen-fd <n>', 'accept connections on this inherited file descriptor, a socket already listening, instead of --host and --port (petrel crawl passes one, so its fetchers can connect before the queue server is ready)', integerOption('--listen-fd', 3, 1023));
   addCrawlOptions(command);
   command.addHelpText('after', `\nSettings not given here are those the last run on the data directory saved in <data>/crawl.json.\n${exitCodesHelp(['ok', 'failed', 'usage', 'interrupted'])}`);
@@ -58,6 +60,7 @@ export function queueServerCommand(): Command {
         listenFd: values.listenFd,
         tokenFile: values.tokenFile,
         tls,
+        publicSearch: values.publicSearch === true,
         crawl: config,
         stopped: !once && saved?.stopped === true && explicitCrawlSettings(command).seeds === undefined,
       });

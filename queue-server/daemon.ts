@@ -22,6 +22,7 @@ import { CacheStore } from './cache/cache-store.js';
 import { WarcArchive, type WarcArchiveOptions } from './warc/warc-archive.js';
 import type { FileOps } from './storage/file-ops.js';
 import { IndexStore } from './crawl/index-store.js';
+import { indexSearcher } from './api/search-api.js';
 
 export interface QueueServerOptions {
   readonly dataDir: string;
@@ -49,6 +50,8 @@ export interface QueueServerOptions {
   readonly fileOps?: FileOps;
   /** Messages for people (storage failures and recoveries); stderr by default. */
   readonly log?: (line: string) => void;
+  /** Serve /search and /api/search without login, rate limited per address (api/search-api.ts). Default false. */
+  readonly publicSearch?: boolean;
 }
 
 export interface RunningQueueServer {
@@ -117,7 +120,8 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
         resolve();
       }),
     );
-    const app = createApp({ service, token, adminToken, clock });
+    const searcher = indexSearcher(stores.index!, stores.crawlDb);
+    const app = createApp({ service, token, adminToken, clock, search: { searcher, public: options.publicSearch === true } });
     const server = options.tls === undefined ? createServer(app) : createHttpsServer(options.tls, app);
     server.keepAliveTimeout = 65_000;
     server.headersTimeout = 66_000;
