@@ -152,6 +152,7 @@ export function renderSearchPage(model: PageModel): string {
     '<meta charset="utf-8">',
     '<meta name="viewport" content="width=device-width, initial-scale=1">',
     `<title>${q === '' ? 'Search' : `${escapeHtml(q)} - Search`} - Petrel</title>`,
+    '<link rel="icon" href="/admin/static/favicon.svg" type="image/svg+xml">',
     `<link rel="stylesheet" href="${SEARCH_ROUTES.style}">`,
     '</head>',
     '<body>',
