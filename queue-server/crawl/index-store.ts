@@ -1,7 +1,8 @@
 /**
  * The search index as one of the crawl's stores: changes decided while results are applied
- * (index-change.ts) are queued here and written by the group commit (Crawl.commit), like every other
- * store's, so applying results never writes a file and an acknowledged result is searchable.
+ * (index-change.ts) are staged here and made durable by the group commit (Crawl.commit), like every
+ * other store's, so an acknowledged result is searchable. (Staging writes a file only when the index's
+ * staging buffer passes its bound, 32 MiB: then a segment file that the next commit names.)
  *
  * Why a queue in front of SearchIndex: the index stages into its segment builder, which writes a
  * segment file when it outgrows its bound (I/O while results are applied), and after a failed write
@@ -20,7 +21,7 @@ export class IndexStore {
   readonly #dir: string;
   readonly #options: SearchIndexOptions;
   #index: SearchIndex;
-  /** Changes not yet in a successful commit, in the order they were decided. */
+  /** Changes not yet in a successful commit, in the order they were decided (kept for a retry). */
   #queued: IndexChange[] = [];
   /** A write or commit failed: the index is reopened before the next attempt. */
   #failed = false;
@@ -42,10 +43,33 @@ export class IndexStore {
     return this.#index;
   }
 
-  /** Queues a change for the next commit; a later change of the same URL replaces it there. */
+  /**
+   * Stages a change for the next commit (a later change of the same URL replaces it there). It goes into
+   * the index's staging buffer at once, so the work is spread over the posts instead of lengthening the
+   * group commit (claims wait less); it is also kept here until the commit, for a retry. A failure (the
+   * buffer's segment file could not be written) is not thrown: the commit reopens the index and stages
+   * everything again, and fails itself if the disk still does.
+   */
   stage(change: IndexChange): void {
     this.#queued.push(change);
+    if (!this.#failed) this.#stageOne(change);
   }
+
+  #stageOne(change: IndexChange): void {
+    try {
+      this.#index.stage(change);
+    } catch (error) {
+      if ((error as IndexError).code === 'INDEX_BAD_DATA') {
+        this.refused++;
+        return;
+      }
+      this.#failed = true;
+      this.#stageError = error;
+    }
+  }
+
+  /** Why staging failed (a write error with its errno), thrown by the commit that finds it so. */
+  #stageError: unknown = null;
 
   get queued(): number {
     return this.#queued.length;
@@ -54,20 +78,17 @@ export class IndexStore {
   /** Writes the queued changes and commits the index; on failure keeps them for the next call and throws. */
   commit(): void {
     if (this.#queued.length === 0 && !this.#failed) return;
-    if (this.#failed) {
-      // What the failed attempt staged or wrote is dropped with the old handle (orphan files are removed on open).
-      const old = this.#index;
-      void old.close();
-      this.#index = SearchIndex.open(this.#dir, this.#options);
-      this.#failed = false;
-    }
     try {
-      for (const change of this.#queued) {
-        try {
-          this.#index.stage(change);
-        } catch (error) {
-          if ((error as IndexError).code !== 'INDEX_BAD_DATA') throw error;
-          this.refused++;
+      if (this.#failed) {
+        // What the failed attempt staged or wrote is dropped with the old handle (orphan files are removed on open).
+        const old = this.#index;
+        void old.close();
+        this.#index = SearchIndex.open(this.#dir, this.#options);
+        this.#failed = false;
+        for (const change of this.#queued) {
+          this.#stageOne(change);
+          // The disk still fails: this attempt fails with the write's own error (a CommitFailure of index/).
+          if (this.#failed) throw this.#stageError;
         }
       }
       this.#index.commit();
