@@ -15,6 +15,7 @@
  * shared/index-data.ts), plus the index's own (search-index.ts header).
  */
 import type { IndexError } from '../search/errors.js';
+import { errnoCodeOf } from './storage-error.js';
 import { SearchIndex, type IndexChange, type SearchIndexOptions } from '../search/search-index.js';
 
 export class IndexStore {
@@ -78,25 +79,33 @@ export class IndexStore {
   /** Writes the queued changes and commits the index; on failure keeps them for the next call and throws. */
   commit(): void {
     if (this.#queued.length === 0 && !this.#failed) return;
-    try {
-      if (this.#failed) {
-        // What the failed attempt staged or wrote is dropped with the old handle (orphan files are removed on open).
-        const old = this.#index;
-        void old.close();
-        this.#index = SearchIndex.open(this.#dir, this.#options);
-        this.#failed = false;
-        for (const change of this.#queued) {
-          this.#stageOne(change);
-          // The disk still fails: this attempt fails with the write's own error (a CommitFailure of index/).
-          if (this.#failed) throw this.#stageError;
-        }
+    for (let attempt = 0; ; attempt++) {
+      try {
+        if (this.#failed) this.#reopen();
+        this.#index.commit();
+        break;
+      } catch (error) {
+        this.#failed = true;
+        // An index a failed merge install left broken refuses with no errno of its own (INDEX_IO, "failed
+        // earlier"): that is no failure of this commit's writes, so reopen and try once more at once.
+        if (attempt === 0 && (error as IndexError).code === 'INDEX_IO' && errnoCodeOf(error) === null) continue;
+        throw error;
       }
-      this.#index.commit();
-    } catch (error) {
-      this.#failed = true;
-      throw error;
     }
     this.#queued = [];
+  }
+
+  /** A new handle on the last manifest, with every queued change staged again; throws the write error if staging fails again. */
+  #reopen(): void {
+    // What the failed attempt staged or wrote is dropped with the old handle (orphan files are removed on open).
+    void this.#index.close();
+    this.#index = SearchIndex.open(this.#dir, this.#options);
+    this.#failed = false;
+    for (const change of this.#queued) {
+      this.#stageOne(change);
+      // The disk still fails: this attempt fails with the write's own error (a CommitFailure of index/).
+      if (this.#failed) throw this.#stageError;
+    }
   }
 
   /** Stops merges and closes the files; what is queued and not committed is dropped (it was not acknowledged). */
