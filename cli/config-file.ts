@@ -29,6 +29,7 @@ const DAEMON_KEYS = {
   'tls-cert': { attribute: 'tlsCert', schema: z.string().min(1), expected: 'a PEM file path' },
   'tls-key': { attribute: 'tlsKey', schema: z.string().min(1), expected: 'a PEM file path' },
   once: { attribute: 'once', schema: z.boolean(), expected: 'true or false' },
+  'public-search': { attribute: 'publicSearch', schema: z.boolean(), expected: 'true or false' },
   'log-level': { attribute: 'logLevel', schema: z.enum(LOG_LEVELS), expected: `one of ${LOG_LEVELS.join(', ')}` },
   'log-format': { attribute: 'logFormat', schema: z.enum(LOG_FORMATS), expected: `one of ${LOG_FORMATS.join(', ')}` },
 } as const;

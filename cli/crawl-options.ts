@@ -67,13 +67,25 @@ function optionOf(setting: CrawlSetting, flags: string): Option {
       // No default shown: "(default: [])" tells nobody anything.
       return option.argParser(collect);
     case 'other':
+      // commander shows no default for a --no-x switch; say in words what happens without it.
+      if (typeof setting.default === 'boolean' && flags.startsWith('--no-')) return new Option(flags, `${setting.help} (default: ${setting.default ? 'on' : 'off'})`).default(setting.default);
       return option.default(setting.default);
   }
 }
 
 export function addCrawlOptions(command: Command): Command {
-  for (const option of CRAWL_OPTIONS) command.addOption(option.build());
+  for (const option of CRAWL_OPTIONS) {
+    command.addOption(option.build());
+    // A switch that is on by default (--no-index) can be turned on again over a saved "off" (--index).
+    const positive = positiveFlagOf(option);
+    if (positive !== null) command.addOption(new Option(positive, `the opposite of ${option.flag} (wins over a saved ${option.flag})`));
+  }
   return command;
+}
+
+/** `--index` for a `--no-index` switch, else null. */
+function positiveFlagOf(option: CrawlOption): string | null {
+  return typeof CRAWL_SETTINGS[option.name].default === 'boolean' && option.flag.startsWith('--no-') ? `--${option.flag.slice(5)}` : null;
 }
 
 export function crawlConfigFrom(values: CrawlOptionValues, once: boolean): CrawlConfigInput {
@@ -137,9 +149,9 @@ export function crawlArgsFrom(config: CrawlConfig): string[] {
       args.push(option.flag, NO_LIMIT);
       continue;
     }
-    // A switch (`--no-warc`) is given when it is on; off is the default.
     if (typeof value === 'boolean') {
-      if (value !== option.build().defaultValue) args.push(option.flag);
+      // A switch: --no-index or --index (said either way, so a saved value does not win).
+      args.push(value ? (positiveFlagOf(option) ?? option.flag) : option.flag);
       continue;
     }
     for (const one of Array.isArray(value) ? value : [value]) args.push(option.flag, String(one));

@@ -28,6 +28,7 @@ interface QueueServerValues {
   listenFd?: number;
   logLevel: LogLevel;
   logFormat: LogFormat;
+  publicSearch?: boolean;
 }
 
 export function queueServerCommand(): Command {
@@ -59,6 +60,7 @@ export function queueServerCommand(): Command {
         listenFd: values.listenFd,
         tokenFile: values.tokenFile,
         tls,
+        publicSearch: values.publicSearch === true,
         crawl: config,
         logger,
         // Seeds of a config file do not restart a stopped crawl (config-file.ts says why); --seed does.
@@ -124,6 +126,7 @@ export function addQueueServerOptions(command: Command): Command {
     .option('--tls-cert <file>', 'serve HTTPS with this certificate (PEM; with --tls-key); fetchers then need --ca unless a public CA signed it')
     .option('--tls-key <file>', 'private key of --tls-cert (PEM)')
     .option('--once', CRAWL_SETTINGS.once.help)
+    .option('--public-search', 'serve /search (a search page) and /api/search without login, each address at most 60 searches a minute; without it they need the admin session or token')
     .option('--listen-fd <n>', 'accept connections on this inherited file descriptor, a socket already listening, instead of --host and --port (petrel crawl passes one, so its fetchers can connect before the queue server is ready)', integerOption('--listen-fd', 3, 1023))
     .addOption(new Option('--log-level <level>', 'log records at this level and above (debug adds the access log of the HTTP API)').choices(LOG_LEVELS).default(logLevelFromEnv()))
     .addOption(new Option('--log-format <format>', 'json: one JSON object a line (level, time, role, event, msg); human: the lines of a terminal').choices(LOG_FORMATS).default(logFormatFromEnv()))

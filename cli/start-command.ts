@@ -27,6 +27,7 @@ interface StartValues extends CrawlOptionValues, LocalFetcherValues {
   tlsCert?: string;
   tlsKey?: string;
   ca?: string;
+  publicSearch?: boolean;
 }
 
 export function startCommand(): Command {
@@ -38,6 +39,7 @@ export function startCommand(): Command {
     .option('--port <port>', 'port to listen on (0 picks a free one)', integerOption('--port', 0, 65535), 7700)
     .option('--tls-cert <file>', 'serve HTTPS with this certificate (PEM; with --tls-key)')
     .option('--tls-key <file>', 'private key of --tls-cert (PEM)')
+    .option('--public-search', 'serve /search (a search page) and /api/search without login, each address at most 60 searches a minute; without it they need the admin session or token')
     .option('--ca <file>', 'with --tls-cert: the CA certificate local fetchers verify the queue server with (default: --tls-cert itself, for a self-signed one)');
   addFetcherOptions(command, 'local');
   addCrawlOptions(command);
@@ -63,7 +65,7 @@ export function startCommand(): Command {
     const stopped = saved?.stopped === true && explicitCrawlSettings(command).seeds === undefined;
     let server;
     try {
-      server = await startQueueServer({ dataDir: values.data, host: values.host, port: values.port, tls, crawl: config, stopped });
+      server = await startQueueServer({ dataDir: values.data, host: values.host, port: values.port, tls, publicSearch: values.publicSearch === true, crawl: config, stopped });
     } catch (error) {
       // Refused at start (a busy port, a directory in use): a directory this run created is not left behind.
       if (created) rmSync(values.data, { recursive: true, force: true });

@@ -24,17 +24,30 @@ const ROBOTS_MAX_REDIRECTS = 5;
  * a fetcher's first request is a robots.txt, which needs neither, so start-up does not wait for them.
  */
 let extractor: Promise<typeof import('./html-extract.js')> | null = null;
+/** The index data builder (tokenizer and stemmers), loaded with the extractor. */
+let indexer: Promise<typeof import('../shared/index-data.js')> | null = null;
 
 export function preloadExtractor(): Promise<typeof import('./html-extract.js')> {
   extractor ??= import('./html-extract.js');
+  indexer ??= import('../shared/index-data.js');
   return extractor;
 }
+
+function loadIndexer(): Promise<typeof import('../shared/index-data.js')> {
+  indexer ??= import('../shared/index-data.js');
+  return indexer;
+}
+
+/** Characters of a text/plain body indexed (its index data keeps 16,384 body tokens and 16 KiB of text). */
+const PLAIN_TEXT_CHARS = 256 * 1024;
 
 export interface FetchContext {
   readonly dispatcher: Dispatcher;
   readonly download: DownloadOptions;
   /** Build each exchange's WARC records (the schedule's `warc`). */
   readonly archive?: boolean;
+  /** Build the search index's data of pages (the schedule says; false under the crawl's --no-index). Default true. */
+  readonly index?: boolean;
 }
 
 /**
@@ -79,20 +92,54 @@ async function fetchPage(ctx: FetchContext, slot: number, item: ScheduleItem): P
   if (response.status < 200 || response.status >= 300) return result;
 
   const signature = contentSignature(response.body);
+  const indexing = ctx.index !== false;
+  const contentLanguage = boundedHeader(response.headers['content-language'], 35);
   // Binary bytes are not parsed even when labelled text/html: they hold no links, and garbage costs.
-  if (!isHtml(contentType, response.body) || looksBinary(response.body)) return { ...result, signature };
+  if (looksBinary(response.body)) return { ...result, signature };
+  if (!isHtml(contentType, response.body)) {
+    if (!indexing || !isPlainText(contentType) || xRobotsTag(response.headers['x-robots-tag'], 'petrel').noindex) return { ...result, signature };
+    // A text/plain page is indexed as body text alone (no title, headings or links).
+    const { buildIndexData } = await loadIndexer();
+    const text = decodeHtml(response.body, contentType).slice(0, PLAIN_TEXT_CHARS);
+    return { ...result, signature, index: buildIndexData({ title: null, headings: [], bodyText: text, language: firstLanguage(contentLanguage), anchors: [] }) };
+  }
   const { extractPage } = await preloadExtractor();
   const extracted = extractPage(decodeHtml(response.body, contentType), item.url);
   // X-Robots-Tag says what the meta robots tag says (x-robots-tag.ts); either one is enough.
   const header = xRobotsTag(response.headers['x-robots-tag'], 'petrel');
-  if (!header.noindex && !header.nofollow) return { ...result, signature, truncated: result.truncated || extracted.truncated, page: extracted.page, links: extracted.links };
-  const page = {
-    ...extracted.page,
-    noindex: extracted.page.noindex || header.noindex,
-    nofollow: extracted.page.nofollow || header.nofollow,
-    outlinks: header.nofollow ? 0 : extracted.page.outlinks,
-  };
-  return { ...result, signature, truncated: result.truncated || extracted.truncated, page, links: header.nofollow ? [] : extracted.links };
+  const page =
+    header.noindex || header.nofollow
+      ? {
+          ...extracted.page,
+          noindex: extracted.page.noindex || header.noindex,
+          nofollow: extracted.page.nofollow || header.nofollow,
+          outlinks: header.nofollow ? 0 : extracted.page.outlinks,
+        }
+      : extracted.page;
+  const links = header.nofollow ? [] : extracted.links;
+  let index: ItemResult['index'] = null;
+  if (indexing) {
+    const { buildIndexData } = await loadIndexer();
+    const source = extracted.indexSource;
+    const anchors = header.nofollow ? [] : source.anchors;
+    const language = page.language ?? firstLanguage(contentLanguage);
+    // A noindex page's own text is not indexed; its links' anchor text still counts for their targets
+    // (noindex is not nofollow), so its index data carries the anchors alone.
+    index = page.noindex
+      ? buildIndexData({ title: null, headings: [], bodyText: '', storedText: '', language, anchors })
+      : buildIndexData({ title: page.title, headings: source.headings, bodyText: source.bodyText, storedText: source.storedText, language, anchors });
+  }
+  return { ...result, signature, truncated: result.truncated || extracted.truncated, page, links, index };
+}
+
+/** The first tag of a Content-Language header (RFC 9110 section 8.5), or null. */
+function firstLanguage(header: string | null): string | null {
+  const first = header?.split(',')[0]?.trim() ?? '';
+  return /^[A-Za-z]{1,8}(-[A-Za-z0-9]{1,8})*$/.test(first) ? first : null;
+}
+
+function isPlainText(contentType: string | null): boolean {
+  return contentType !== null && contentType.split(';')[0]!.trim().toLowerCase() === 'text/plain';
 }
 
 async function fetchRobots(ctx: FetchContext, slot: number, item: ScheduleItem): Promise<ItemResult> {
@@ -176,6 +223,7 @@ function baseResult(slot: number, item: ScheduleItem, fetchedAt: number, respons
     page: null,
     links: [],
     robotsTxt: null,
+    index: null,
   };
   if (!response.ok) {
     return {

@@ -50,6 +50,12 @@ export { bound };
 export interface ExtractedPage {
   readonly page: PageData;
   readonly links: string[];
+  /**
+   * What the page's index data is built from (shared/index-data.ts `buildIndexData`, with the title and
+   * language of `page`): headings, the visible text, and the anchor text of each followable link
+   * (none when the page is nofollow; rel=nofollow links are not among them).
+   */
+  readonly indexSource: { readonly headings: readonly string[]; readonly bodyText: string; readonly storedText: string; readonly anchors: ReadonlyArray<{ readonly url: string; readonly text: string }> };
   /** The page had more than MAX_START_TAGS start tags and only the part before was parsed. */
   readonly truncated: boolean;
 }
@@ -61,6 +67,13 @@ export const MAX_START_TAGS = 32_000;
 const SIMHASH_TEXT_CHARS = 64 * 1024;
 /** Title text kept before it is collapsed and bounded to LIMITS.titleChars. */
 const TITLE_TEXT_CHARS = LIMITS.titleChars * 4;
+/** Characters of the visible text looked at for the stored text (16 KiB of UTF-8 is at most 16,384). */
+const STORED_TEXT_CHARS = 16 * 1024 + 1024;
+/** Characters of one link's anchor text gathered (index data looks at 256). */
+const ANCHOR_TEXT_CHARS = 256;
+/** Headings kept per page, and characters of each (index data indexes 2,048 heading tokens). */
+const MAX_HEADINGS = 512;
+const HEADING_TEXT_CHARS = 1024;
 /** Elements whose text is not visible (nor is anything inside them). */
 const SKIP_TEXT = new Set(['script', 'style', 'noscript', 'template', 'head', 'title']);
 /** Elements whose boundaries separate words in the excerpt. */
@@ -82,6 +95,10 @@ class PageCollector implements Partial<Handler> {
   noindex = false;
   nofollow = false;
   readonly hrefs: string[] = [];
+  /** Anchor text of each href, same index (index data: indexed on the link's target). */
+  readonly anchorTexts: string[] = [];
+  /** Texts of h1-h6 in document order (index data), at most MAX_HEADINGS, each bounded. */
+  readonly headings: string[] = [];
   text = '';
 
   readonly #maxHrefs: number;
@@ -104,6 +121,10 @@ class PageCollector implements Partial<Handler> {
   #titleText = '';
   /** The current text node inside the title is being kept. */
   #keepTitleRun = false;
+  /** Index in `hrefs` of the open `<a>` whose text is being gathered, or -1. */
+  #anchor = -1;
+  /** Open h1-h6 elements; their text goes to the last of `headings` while this is above 0. */
+  #headingDepth = 0;
 
   constructor(maxHrefs: number) {
     this.#maxHrefs = maxHrefs;
@@ -115,9 +136,21 @@ class PageCollector implements Partial<Handler> {
       case 'a':
       case 'area': {
         const href = attribs.href;
-        if (href !== undefined && this.hrefs.length < this.#maxHrefs && !hasToken(attribs.rel, 'nofollow') && !NOT_CRAWLABLE.test(href) && !href.startsWith('#')) this.hrefs.push(href);
+        if (href !== undefined && this.hrefs.length < this.#maxHrefs && !hasToken(attribs.rel, 'nofollow') && !NOT_CRAWLABLE.test(href) && !href.startsWith('#')) {
+          this.hrefs.push(href);
+          this.anchorTexts.push('');
+          if (name === 'a') this.#anchor = this.hrefs.length - 1;
+        }
         break;
       }
+      case 'h1':
+      case 'h2':
+      case 'h3':
+      case 'h4':
+      case 'h5':
+      case 'h6':
+        if (this.#headingDepth++ === 0 && this.headings.length < MAX_HEADINGS) this.headings.push('');
+        break;
       case 'base':
         if (this.base === null && attribs.href !== undefined) this.base = attribs.href;
         break;
@@ -152,6 +185,8 @@ class PageCollector implements Partial<Handler> {
   onclosetag(name: string): void {
     this.#inTextRun = false;
     if (SKIP_TEXT.has(name)) this.#hidden--;
+    if (name === 'a') this.#anchor = -1;
+    else if (this.#headingDepth > 0 && name.length === 2 && name.charCodeAt(0) === 0x68 && name >= 'h1' && name <= 'h6') this.#headingDepth--;
     if (this.#inTitle) {
       this.#inTitle = false;
       this.title = this.#titleText;
@@ -170,6 +205,12 @@ class PageCollector implements Partial<Handler> {
     if (this.#keepTextRun && data.length > 0) {
       this.text += data;
       this.#endsWithSpace = data.charCodeAt(data.length - 1) === 0x20;
+    }
+    if (this.#hidden !== 0) return;
+    if (this.#anchor >= 0 && this.anchorTexts[this.#anchor]!.length < ANCHOR_TEXT_CHARS) this.anchorTexts[this.#anchor] += data;
+    if (this.#headingDepth > 0 && this.headings.length > 0) {
+      const last = this.headings.length - 1;
+      if (this.headings[last]!.length < HEADING_TEXT_CHARS) this.headings[last] += data;
     }
   }
 
@@ -194,6 +235,10 @@ export interface PageScan {
   readonly nofollow: boolean;
   /** Link targets as written, in document order, at most `maxHrefs`. */
   readonly hrefs: readonly string[];
+  /** The anchor text of each of `hrefs` (same index; empty for `<area>`), at most ANCHOR_TEXT_CHARS each, as found. */
+  readonly anchorTexts: readonly string[];
+  /** Texts of h1-h6, in document order, as found. */
+  readonly headings: readonly string[];
   /** The visible text, whitespace not yet collapsed, at most about SIMHASH_TEXT_CHARS. */
   readonly text: string;
   /** The page had more than MAX_START_TAGS start tags and only the part before was parsed. */
@@ -207,8 +252,8 @@ export function scanPage(input: string, maxHrefs: number): PageScan {
   const found = new PageCollector(maxHrefs);
   // The options of cheerio's htmlparser2 mode, which the DOM extractor used: HTML, entities decoded.
   new Parser(found, { decodeEntities: true }).end(html);
-  const { base, title, description, language, contentLanguage, canonicalHref, noindex, nofollow, hrefs, text } = found;
-  return { base, title, description, language, contentLanguage, canonicalHref, noindex, nofollow, hrefs, text, truncated: cut !== null };
+  const { base, title, description, language, contentLanguage, canonicalHref, noindex, nofollow, hrefs, anchorTexts, headings, text } = found;
+  return { base, title, description, language, contentLanguage, canonicalHref, noindex, nofollow, hrefs, anchorTexts, headings, text, truncated: cut !== null };
 }
 
 export function extractPage(input: string, pageUrl: string, maxLinks: number = LIMITS.linksPerPage): ExtractedPage {
@@ -216,11 +261,16 @@ export function extractPage(input: string, pageUrl: string, maxLinks: number = L
   const found = scanPage(input, maxLinks * 2);
   const baseUrl = resolveBase(found.base, pageUrl);
   const links: string[] = [];
+  const anchors: Array<{ url: string; text: string }> = [];
   if (!found.nofollow) {
     const seen = new Set<string>();
-    for (const href of found.hrefs) {
-      const result = normalizeUrl(href.trim(), baseUrl, LIMITS.urlChars);
-      if (!result.ok || seen.has(result.url)) continue;
+    for (let h = 0; h < found.hrefs.length; h++) {
+      const result = normalizeUrl(found.hrefs[h]!.trim(), baseUrl, LIMITS.urlChars);
+      if (!result.ok) continue;
+      // Every followable link's text counts for its target, repeated links' too (index-data.ts joins them).
+      const anchorText = found.anchorTexts[h]!;
+      if (anchorText.length > 0) anchors.push({ url: result.url, text: anchorText });
+      if (seen.has(result.url)) continue;
       seen.add(result.url);
       links.push(result.url);
       if (links.length >= maxLinks) break;
@@ -244,6 +294,13 @@ export function extractPage(input: string, pageUrl: string, maxLinks: number = L
     },
     links,
     truncated: found.truncated,
+    indexSource: {
+      headings: found.headings,
+      bodyText: found.text,
+      // Stored for snippets: white space collapsed, from a prefix long enough for 16 KiB of UTF-8.
+      storedText: collapseWhitespace(found.text.slice(0, STORED_TEXT_CHARS)),
+      anchors,
+    },
   };
 }
 

@@ -34,6 +34,8 @@ import { INSTANCE_HEADER, RequestAuth } from './api/request-auth.js';
 import { streamStatus } from './api/status-stream.js';
 import { accessLog } from './ops/access-log.js';
 import type { Logger } from '../shared/logger.js';
+import { rateLimited, SEARCH_ROUTES, searchJson, searchPage, searchStyle, type Searcher } from './api/search-api.js';
+import { securityHeaders } from './admin/security.js';
 
 export { HttpError } from './api/http-errors.js';
 
@@ -63,6 +65,12 @@ export interface AppOptions {
   readonly logger?: Logger;
   /** What GET /readyz answers: false (503) while the queue server drains; true when absent. */
   readonly ready?: () => boolean;
+  /**
+   * Searching the crawl (api/search-api.ts). `public`: /search and /api/search without login, rate
+   * limited per address (`limiter`: 60 a minute by default); else /api/search takes the admin bearer
+   * token and /search sends browsers to /admin/search, behind the session. Absent: no search routes.
+   */
+  readonly search?: { readonly searcher: Searcher; readonly public: boolean; readonly limiter?: LoginLimiter };
 }
 
 /**
@@ -178,8 +186,24 @@ export function createApp(options: AppOptions): express.Express {
     });
   }
 
+  if (options.search !== undefined) {
+    const { searcher } = options.search;
+    app.get(SEARCH_ROUTES.style, searchStyle);
+    if (options.search.public) {
+      // Anyone may search; each address at most 60 searches a minute (counted as the login limiter counts attempts).
+      const limiter = options.search.limiter ?? new LoginLimiter({ maxFailures: 60, windowMs: 60_000 });
+      const limit = rateLimited((address) => limiter.begin(address, clock()));
+      app.get(SEARCH_ROUTES.api, limit, searchJson(searcher));
+      app.get(SEARCH_ROUTES.page, securityHeaders, limit, searchPage(searcher, SEARCH_ROUTES.page));
+    } else {
+      app.get(SEARCH_ROUTES.api, requireAdmin, searchJson(searcher));
+      // The session cookie is sent to /admin only: the page behind it is /admin/search.
+      app.get(SEARCH_ROUTES.page, (req, res) => res.redirect(303, `${SEARCH_ROUTES.adminPage}${req.originalUrl.slice(SEARCH_ROUTES.page.length)}`));
+    }
+  }
+
   // The admin page: session cookie, CSRF token, its own security headers (admin/routes.ts).
-  app.use(ADMIN_BASE, adminRouter({ service, adminToken, sessions, loginLimiter, clock, streamStallLimitMs: options.streamStallLimitMs }));
+  app.use(ADMIN_BASE, adminRouter({ service, adminToken, sessions, loginLimiter, clock, streamStallLimitMs: options.streamStallLimitMs, search: options.search?.searcher }));
 
   app.use((_req, _res, next) => next(new HttpError(404, 'not-found', 'no such route')));
   app.use(jsonErrorHandler);

@@ -182,6 +182,13 @@ export const CRAWL_SETTINGS = {
     schema: z.boolean(),
     default: true,
   }),
+  /** Off: fetchers build no index data and the search index is not written (the crawl's own stores are). */
+  index: other({
+    option: '--no-index',
+    help: 'build no search index: fetchers send no index data and the index (data directory index/) is left as it is; --index turns it on again after a saved --no-index',
+    schema: z.boolean(),
+    default: true,
+  }),
   /** `petrel crawl` always sets it, `petrel start` never; `petrel queue-server --once` chooses. */
   once: other({ help: 'exit when nothing is due or leased (a one-shot crawl), telling fetchers they are done', schema: z.boolean(), default: false }),
 } as const satisfies Record<string, CrawlSetting>;

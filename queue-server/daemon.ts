@@ -25,6 +25,8 @@ import { PageArchive } from './crawl/page-archive.js';
 import { CacheStore } from './cache/cache-store.js';
 import { WarcArchive, type WarcArchiveOptions } from './warc/warc-archive.js';
 import type { FileOps } from './storage/file-ops.js';
+import { IndexStore } from './crawl/index-store.js';
+import { indexSearcher } from './api/search-api.js';
 
 export interface QueueServerOptions {
   readonly dataDir: string;
@@ -59,6 +61,8 @@ export interface QueueServerOptions {
    * before it closes their connections, ms (default DRAIN_MS). Parked claims are answered at once.
    */
   readonly drainMs?: number;
+  /** Serve /search and /api/search without login, rate limited per address (api/search-api.ts). Default false. */
+  readonly publicSearch?: boolean;
 }
 
 /** A shutdown (SIGTERM) waits this long at most for requests in flight; README "Operating Petrel". */
@@ -111,6 +115,7 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
     const metricsToken = loadOrCreateToken(metricsTokenFile, io);
     stores = openStores(options.dataDir, {
       io,
+      index: true,
       warc: !config.warc ? undefined : { maxFileBytes: config.warcMaxFileBytes, warcinfo: { software: `Petrel/${petrelVersion()}`, operator: options.operator ?? null, userAgent: null, settings: config } },
     });
     const clock = options.clock ?? systemClock;
@@ -154,7 +159,8 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
     );
     const ready = () => !draining;
     const metrics = createMetrics(service, { clock, ready });
-    const app = createApp({ service, token, adminToken, clock, ready, logger, metrics: { token: metricsToken, contentType: metrics.contentType, scrape: () => metrics.scrape() } });
+    const searcher = indexSearcher(stores.index!, stores.crawlDb);
+    const app = createApp({ service, token, adminToken, clock, ready, logger, metrics: { token: metricsToken, contentType: metrics.contentType, scrape: () => metrics.scrape() }, search: { searcher, public: options.publicSearch === true } });
     const { address, port } = server.address() as AddressInfo;
     const host = address.includes(':') ? `[${address}]` : address;
     service.start();
@@ -209,6 +215,8 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
         } catch (error) {
           if (unstored === null) throw error;
         } finally {
+          // The merge worker stops before the directory is given up.
+          await open.index?.close().catch(() => undefined);
           releaseLock();
         }
       },
@@ -218,6 +226,7 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
     server?.close();
     server?.closeAllConnections();
     stores?.close();
+    await stores?.index?.close().catch(() => undefined);
     releaseLock();
     throw error;
   }
@@ -230,9 +239,10 @@ interface OpenStores extends CrawlStores {
 /**
  * Opens every store of the data directory; closing commits what is staged and closes every file even
  * when a commit fails (the first failure is thrown after all are closed). `warc`: the web archive's
- * settings; without it the archive stays closed (no warc/ files are touched).
+ * settings; without it the archive stays closed (no warc/ files are touched). `index`: open the search
+ * index too (its merge worker is stopped by `index.close()`, which the caller awaits after `close`).
  */
-export function openStores(dataDir: string, options: { io?: FileOps; warc?: Omit<WarcArchiveOptions, 'dataDir' | 'io'> } = {}): OpenStores {
+export function openStores(dataDir: string, options: { io?: FileOps; warc?: Omit<WarcArchiveOptions, 'dataDir' | 'io'>; index?: boolean } = {}): OpenStores {
   const { io } = options;
   const warc = options.warc === undefined ? null : WarcArchive.open({ dataDir, io, ...options.warc });
   const opened: { close(): void }[] = warc === null ? [] : [warc];
@@ -255,6 +265,7 @@ export function openStores(dataDir: string, options: { io?: FileOps; warc?: Omit
     }
     if (failure !== null) throw failure;
   };
+  let index: IndexStore | null = null;
   try {
     const robots = new RobotsStore(dataPath(dataDir, 'robots'), { io });
     // Closed (committed) in this order, as Crawl.commit does: the crawl database last, since it is the
@@ -262,16 +273,21 @@ export function openStores(dataDir: string, options: { io?: FileOps; warc?: Omit
     opened.push({ close: () => robots.commit() });
     const cache = CacheStore.open(dataPath(dataDir, 'cache'), { io });
     opened.push(cache);
+    // The search index, committed before the crawl database, as in Crawl.commit.
+    index = options.index === true ? IndexStore.open(dataPath(dataDir, 'index')) : null;
+    const opening = index;
+    if (opening !== null) opened.push({ close: () => opening.commit() });
     const crawlDb = CrawlDb.open(dataPath(dataDir, 'crawlDb'), { io });
     opened.push(crawlDb);
     // WARC files are committed first (crawl db records name them), as in Crawl.commit.
-    return { archive, warc, cache, crawlDb, robots, close: closeAll };
+    return { archive, warc, cache, index, crawlDb, robots, close: closeAll };
   } catch (error) {
     try {
       closeAll();
     } catch {
       // The open's own error is the one to report.
     }
+    void index?.close();
     throw error;
   }
 }

@@ -9,6 +9,8 @@
  *     scan       the one parse: htmlparser2's callbacks collecting links, title, meta and text
  *     simhash    the 64-bit simhash of the visible text (shared/simhash.ts)
  *     the rest   links resolved and normalized, the excerpt (white space collapsed), strings bounded
+ *   index data   the search index's data of the page from what the extraction gathered (buildIndexData,
+ *                shared/index-data.ts: tokenizing, stemming, positions), and its JSON bytes (plain, gzipped)
  *   dom extract  the DOM extractor it replaced (scripts/bench-extract/cheerio-extract.ts), for comparison
  *
  * Each stage runs over all pages `--rounds` times after one warm-up round; the fastest round counts (on
@@ -22,6 +24,8 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { decodeHtml } from '../fetcher/decode.js';
 import { collapseWhitespace, extractPage, scanPage } from '../fetcher/html-extract.js';
+import { gzipSync } from 'node:zlib';
+import { buildIndexData } from '../shared/index-data.js';
 import { LIMITS } from '../shared/protocol.js';
 import { simhash } from '../shared/simhash.js';
 import { contentSignature } from '../shared/url-hash.js';
@@ -114,6 +118,20 @@ function main(): number {
     return collapseWhitespace(text.slice(0, 16)) === '' ? null : simhash(text);
   }));
   const dom = perPage(time(pages, rounds, (page) => extractPageWithCheerio(page.html, page.url)));
+  const extracted = pages.map((page) => extractPage(page.html, page.url));
+  const indexInput = (i: number) => {
+    const { page, indexSource } = extracted[i]!;
+    return { title: page.title, language: page.language, headings: indexSource.headings, bodyText: indexSource.bodyText, storedText: indexSource.storedText, anchors: indexSource.anchors };
+  };
+  let nextIndex = 0;
+  const indexData = perPage(time(pages, rounds, () => buildIndexData(indexInput(nextIndex++ % pages.length))));
+  let indexJsonBytes = 0;
+  let indexGzipBytes = 0;
+  for (let i = 0; i < pages.length; i++) {
+    const json = Buffer.from(JSON.stringify(buildIndexData(indexInput(i))));
+    indexJsonBytes += json.length;
+    indexGzipBytes += gzipSync(json).length;
+  }
 
   const figures = {
     pages: pages.length,
@@ -127,8 +145,10 @@ function main(): number {
       extractScan: scan,
       extractSimhash: simhashMs,
       extractRest: Math.max(0, extract - scan - simhashMs),
+      indexData,
       domExtract: dom,
     },
+    indexDataBytesPerPage: { json: indexJsonBytes / pages.length, gzip: indexGzipBytes / pages.length },
   };
   if (values.json) {
     process.stdout.write(`${JSON.stringify(figures, null, 2)}\n`);
@@ -146,6 +166,8 @@ function main(): number {
       line('  parse: links, title, meta, text', f.extractScan, all),
       line('  simhash of the visible text', f.extractSimhash, all),
       line('  links normalized, excerpt, bounds', f.extractRest, all),
+      line('index data (buildIndexData)', indexData, all),
+      `  its JSON: ${(figures.indexDataBytesPerPage.json / 1024).toFixed(1)} KB a page, ${(figures.indexDataBytesPerPage.gzip / 1024).toFixed(1)} KB gzipped`,
       line('extract, DOM (before, for comparison)', dom, null),
       `  streaming extraction is ${(dom / extract).toFixed(1)}x faster than the DOM one`,
       '',

@@ -19,7 +19,7 @@
  */
 import { spawn } from 'node:child_process';
 import { setMaxListeners } from 'node:events';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -28,6 +28,7 @@ import { parseArgs } from 'node:util';
 import { QueueClient } from '../fetcher/queue-client.js';
 import { PROTOCOL_VERSION, type ClaimResponse, type ItemResult, type Schedule } from '../shared/protocol.js';
 import { mulberry32 } from './test-web/prng.js';
+import { buildIndexData, type IndexData } from '../shared/index-data.js';
 
 /** The build this script belongs to (dist/). */
 const OWN_DIST = fileURLToPath(new URL('..', import.meta.url));
@@ -54,6 +55,9 @@ Options:
   --rate N          pages per second the whole fleet "fetches" (results released at that pace and posted
                     as the fetcher posts them: 64 at a time, 200 ms after the first waits, or when a
                     slot is done); 0: as fast as the queue server takes them (default 0)
+  --index-data      pages carry search index data as fetchers build it (buildIndexData of ~2,000 words
+                    of generated prose, the page's links as anchors)
+  --no-index        the queue server runs with --no-index (the index data, if any, is not indexed)
   --profile         run the queue server under node --cpu-prof and print its top functions by self time
   --top N           functions in the profile (default 25)
   --dist DIR        the Petrel build to run (a dist/ directory; default: the one holding this script),
@@ -72,6 +76,8 @@ interface Options {
   batch: number;
   inFlight: number;
   rate: number;
+  indexData: boolean;
+  noIndex: boolean;
   profile: boolean;
   top: number;
   keep: boolean;
@@ -90,6 +96,8 @@ function options(): Options | null {
       batch: { type: 'string', default: '64' },
       'in-flight': { type: 'string', default: '8' },
       rate: { type: 'string', default: '0' },
+      'index-data': { type: 'boolean', default: false },
+      'no-index': { type: 'boolean', default: false },
       profile: { type: 'boolean', default: false },
       top: { type: 'string', default: '25' },
       keep: { type: 'boolean', default: false },
@@ -116,6 +124,8 @@ function options(): Options | null {
     batch: int('batch', values.batch, 2000),
     inFlight: int('in-flight', values['in-flight'], 256),
     rate: values.rate === '0' ? 0 : int('rate', values.rate, 1_000_000),
+    indexData: values['index-data'],
+    noIndex: values['no-index'],
     profile: values.profile,
     top: int('top', values.top, 1000),
     keep: values.keep,
@@ -153,9 +163,13 @@ class SyntheticWeb {
   readonly #space: number;
   readonly #random = mulberry32(0x5eed);
 
+  /** Index data of a few generated pages (anchors filled in per page), or null without --index-data. */
+  readonly #indexTemplates: IndexData[] | null;
+
   constructor(opts: Options) {
     this.origins = Array.from({ length: opts.hosts }, (_, h) => `http://127.0.1.${h + 1}`);
     this.#links = opts.links;
+    this.#indexTemplates = opts.indexData ? Array.from({ length: 16 }, (_, k) => indexTemplate(k)) : null;
     this.#space = Math.max(100, Math.ceil((4 * opts.pages) / opts.hosts));
   }
 
@@ -191,6 +205,7 @@ class SyntheticWeb {
       retryAfterMs: null,
       cache: { etag: null, lastModified: null, date: new Date(fetchedAt).toUTCString(), age: null, expires: null, cacheControl: null },
       robotsTxt: null,
+      index: null,
     };
   }
 
@@ -227,11 +242,25 @@ class SyntheticWeb {
         simhash: this.#hex16(),
       },
       links,
+      index: this.#indexTemplates === null ? null : { ...this.#indexTemplates[this.#int(this.#indexTemplates.length)]!, anchors: links.map((link, k) => ({ url: link, terms: ANCHOR_TERMS[k % ANCHOR_TERMS.length]! })) },
     };
   }
 }
 
+const VOCABULARY = 'petrel storm ocean wind wave shearwater albatross fulmar gannet tern plover sandpiper cliff colony nest burrow island harbour tide current swell spray foam reef shoal kelp plankton krill squid herring mackerel north south east west dawn dusk night season migration flight glide soar skim dive feed rest breed moult observer survey census record count estimate measure ring band track signal beacon satellite logger weather pressure front gale calm fog drizzle squall horizon latitude longitude chart compass bearing vessel deck mast sail hull keel crew captain watch log entry report archive index page link crawler'.split(' ');
+const ANCHOR_TERMS = [['section', 'page'], ['next'], ['index', 'of', 'report'], ['storm', 'petrel', 'survey']];
+
+/** Index data of a page of ~2,000 words (about a 14 KB page's visible text), as a fetcher builds it. */
+function indexTemplate(k: number): IndexData {
+  const random = mulberry32(0x1dea + k);
+  const words = (n: number) => Array.from({ length: n }, () => VOCABULARY[Math.floor(random() * VOCABULARY.length)]!).join(' ');
+  const headings = Array.from({ length: 6 }, () => words(4));
+  return buildIndexData({ title: `Page ${k} of the synthetic documentation`, headings, bodyText: `${headings.join('. ')}. ${words(2000)}.`, language: 'en', anchors: [] });
+}
+
 interface FleetTally {
+  /** ms from sending a claim to its answer, for claims answered with a schedule. */
+  claimMs: number[];
   posts: number;
   resultsPosted: number;
   applied: number;
@@ -253,7 +282,12 @@ async function simulatedFetcher(id: number, client: QueueClient, web: SyntheticW
     tally.posts++;
     tally.resultsPosted += results.length;
   };
-  const claim = () => client.claim({ protocolVersion: PROTOCOL_VERSION, fetcherId, name: fetcherId, capacity: opts.concurrency, waitMs: 2000, stats });
+  const claim = async () => {
+    const sent = performance.now();
+    const answer = await client.claim({ protocolVersion: PROTOCOL_VERSION, fetcherId, name: fetcherId, capacity: opts.concurrency, waitMs: 2000, stats });
+    if (answer.kind === 'schedule') tally.claimMs.push(performance.now() - sent);
+    return answer;
+  };
   if (opts.rate === 0) {
     for (;;) {
       while (open.size >= opts.inFlight) await Promise.race(open);
@@ -328,6 +362,22 @@ async function pacedFetcher(
   }
 }
 
+function percentiles(values: number[]): { p50: number | null; p95: number | null; max: number | null } {
+  if (values.length === 0) return { p50: null, p95: null, max: null };
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+  return { p50: at(0.5), p95: at(0.95), max: sorted[sorted.length - 1]! };
+}
+
+/** Bytes of the files directly in a directory (0 when it does not exist). */
+function dirBytes(dir: string): number {
+  try {
+    return readdirSync(dir).reduce((sum, name) => sum + statSync(join(dir, name)).size, 0);
+  } catch {
+    return 0;
+  }
+}
+
 /** Top functions by self time of a .cpuprofile. */
 function topSelfTimes(path: string, top: number): { name: string; ms: number; share: number }[] {
   const profile = JSON.parse(readFileSync(path, 'utf8')) as {
@@ -381,6 +431,7 @@ async function main(): Promise<number> {
     join(opts.dist, 'cli/petrel.js'), 'queue-server', '--data', data, '--port', '0', '--once',
     ...web.origins.flatMap((origin) => ['--seed', `${origin}/index.html`]),
     '--scope', 'host', '--delay-ms', '0', '--host-concurrency', '16', '--max-pages', String(opts.pages),
+    ...(opts.noIndex ? ['--no-index'] : []),
   ];
   log(`bench-queue-server: ${opts.pages.toLocaleString('en-US')} pages, ${opts.links} links each, ${opts.hosts} hosts, ${opts.fetchers} simulated fetchers, data in ${dir}`);
   const started = performance.now();
@@ -425,7 +476,7 @@ async function main(): Promise<number> {
   // Every open request listens on it (QueueClient), more than the default of 10 at once.
   setMaxListeners(0, abort.signal);
   const client = new QueueClient({ serverUrl: String(listening.url), token, signal: abort.signal, connections: 4 * opts.inFlight });
-  const tally: FleetTally = { posts: 0, resultsPosted: 0, applied: 0, duplicates: 0 };
+  const tally: FleetTally = { claimMs: [], posts: 0, resultsPosted: 0, applied: 0, duplicates: 0 };
   const driverCpu0 = process.cpuUsage();
   const work0 = performance.now();
   await Promise.all(Array.from({ length: opts.fetchers }, (_, i) => simulatedFetcher(i, client, web, opts, tally)));
@@ -470,6 +521,9 @@ async function main(): Promise<number> {
     cacheCommits,
     resultsPerCommit: crawlDbCommits === null || crawlDbCommits === 0 ? null : tally.applied / crawlDbCommits,
     driverCpuMs: Math.round((driverCpu.user + driverCpu.system) / 1000),
+    claimsAnswered: tally.claimMs.length,
+    claimMs: percentiles(tally.claimMs),
+    indexBytesOnDisk: dirBytes(join(data, 'index')),
     profile: [] as { name: string; ms: number; share: number }[],
   };
   if (opts.profile) {
@@ -484,6 +538,7 @@ async function main(): Promise<number> {
       [
         `pages ${f(pages)} (results applied ${f(tally.applied)}, duplicates ${f(tally.duplicates)}, posts ${f(tally.posts)}), URLs discovered ${f(report.urlsDiscovered)}`,
         `queue server: ${f(report.cpuMsPerPage, 3)} ms CPU per page (${f(workCpuMs)} ms = ${f(workUserMs)} user + ${f(workSystemMs)} system over ${f(workMs)} ms of work, ${f(report.pagesPerSecond)} pages/s); start-up ${f(startupMs)} ms (${f(report.startupCpuMs)} ms CPU); peak RSS ${f(report.peakRssMiB)} MiB`,
+        `claims answered with a schedule: ${f(tally.claimMs.length)}, ms from sending to answer p50 ${f(report.claimMs.p50, 1)}, p95 ${f(report.claimMs.p95, 1)}, max ${f(report.claimMs.max, 1)}; index on disk ${f(report.indexBytesOnDisk)} bytes`,
         `group commits: ${f(crawlDbCommits)} (${f(report.resultsPerCommit, 1)} results each, ${f(crawlDbCommits === null ? null : crawlDbCommits / (workMs / 1000), 1)} per second); driver CPU ${f(report.driverCpuMs)} ms; load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`,
         ...(opts.profile ? ['', 'queue server profile (self time, whole process):', ...report.profile.map((p) => `  ${f(p.ms).padStart(7)} ms ${f(p.share * 100, 1).padStart(5)} %  ${p.name}`)] : []),
         '',

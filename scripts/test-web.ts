@@ -18,7 +18,7 @@ export { canonicalUrl } from './test-web/canonical.js';
 export type { HostRole } from './test-web/hosts.js';
 export type { TestWebOptions } from './test-web/options.js';
 export type { RequestLogEntry } from './test-web/request-log.js';
-export type { ModelLink, ModelPage, SiteModel } from './test-web/site-model.js';
+export type { ModelLink, ModelPage, PageText, SiteModel } from './test-web/site-model.js';
 export type { GenerationChanges } from './test-web/generations.js';
 export type { ReachableOptions } from './test-web/reachable.js';
 export { startTestWeb, type TestWeb } from './test-web/start.js';

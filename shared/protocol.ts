@@ -19,6 +19,8 @@
 import { z } from 'zod';
 import { FETCH_ERROR_CODES } from './fetch-codes.js';
 import { captureWireSchema, isPlainCaptureWire } from './warc/capture-wire.js';
+import { INDEX_LIMITS, indexDataSchema, PAGE_FIELDS } from './index-data.js';
+import { STEMMERS } from './tokenize.js';
 
 export const PROTOCOL_VERSION = 1;
 
@@ -112,6 +114,8 @@ export type Slot = z.infer<typeof slotSchema>;
 export const scheduleSchema = z.object({
   id,
   leaseMs: z.number().int().positive(),
+  /** Build and post the search index's data of pages (`index` of item results); false under --no-index. Absent (an older queue server): true. */
+  index: z.boolean().default(true),
   slots: z.array(slotSchema).min(1).max(LIMITS.slotsPerSchedule),
   /** The queue server archives exchanges (WARC, not --no-warc): results carry their `capture`. Absent (an older queue server): false. */
   warc: z.boolean().default(false),
@@ -191,6 +195,14 @@ export const itemResultSchema = z.object({
    * results that have it.
    */
   capture: captureWireSchema.nullable().optional(),
+  /**
+   * The page's search index data (shared/index-data.ts, every bound there): terms by field with
+   * positions, stored text, anchor text of its outlinks. Null for anything not indexed: no 2xx, not HTML
+   * or text/plain, or the crawl runs with --no-index; a noindex page's carries only its anchors. Typically 2-3 times the page's visible
+   * text in JSON (a 14 KB page: 36 KB, 13 KB gzipped); at most about 16 KiB of text, 18,560 term
+   * entries and 5,000 anchors.
+   */
+  index: indexDataSchema.nullable(),
 });
 export type ItemResult = z.infer<typeof itemResultSchema>;
 
@@ -257,7 +269,13 @@ const KEYS = {
   error: Object.keys(fetchErrorSchema.shape).length,
   cache: Object.keys(cacheHeadersSchema.shape).length,
   page: Object.keys(pageDataSchema.shape).length,
+  index: Object.keys(indexDataSchema.shape).length,
+  fields: PAGE_FIELDS.length,
+  anchor: 2,
 };
+const STEMMER_SET: ReadonlySet<string> = new Set(STEMMERS);
+/** A field's term list is checked by the schema's own hand-written check (index-data.ts `fieldSchema`), which returns its input as it is. */
+const FIELD_SCHEMAS = indexDataSchema.shape.fields.shape;
 
 /** A plain object (what JSON.parse makes) with exactly `keys` own enumerable keys, all present. */
 function hasExactly(value: unknown, keys: number): value is Record<string, unknown> {
@@ -313,5 +331,31 @@ function isPlainItemResult(r: unknown): boolean {
   if (!Array.isArray(links) || links.length > LIMITS.linksPerPage) return false;
   for (let i = 0; i < links.length; i++) if (!isUrl(links[i])) return false;
   if (r.capture !== null && !isPlainCaptureWire(r.capture)) return false;
-  return isNullableString(r.robotsTxt, LIMITS.robotsTxtChars);
+  if (!isNullableString(r.robotsTxt, LIMITS.robotsTxtChars)) return false;
+  return r.index === null || isPlainIndexData(r.index);
+}
+
+/** `indexDataSchema` in place: the same bounds (INDEX_LIMITS), exact keys, and the fields' own check. */
+function isPlainIndexData(index: unknown): boolean {
+  if (!hasExactly(index, KEYS.index)) return false;
+  if (!isNullableString(index.language, INDEX_LIMITS.languageChars) || typeof index.stemmer !== 'string' || !STEMMER_SET.has(index.stemmer)) return false;
+  if (!isNullableString(index.title, INDEX_LIMITS.titleChars)) return false;
+  const text = index.text;
+  if (typeof text !== 'string' || text.length > INDEX_LIMITS.storedTextBytes || Buffer.byteLength(text, 'utf8') > INDEX_LIMITS.storedTextBytes) return false;
+  const fields = index.fields;
+  if (!hasExactly(fields, KEYS.fields)) return false;
+  for (const field of PAGE_FIELDS) if (!FIELD_SCHEMAS[field].safeParse(fields[field]).success) return false;
+  const anchors = index.anchors;
+  if (!Array.isArray(anchors) || anchors.length > INDEX_LIMITS.anchors) return false;
+  for (let i = 0; i < anchors.length; i++) {
+    const anchor: unknown = anchors[i];
+    if (!hasExactly(anchor, KEYS.anchor) || !isUrl(anchor.url)) return false;
+    const terms = anchor.terms;
+    if (!Array.isArray(terms) || terms.length < 1 || terms.length > INDEX_LIMITS.anchorTerms) return false;
+    for (let k = 0; k < terms.length; k++) {
+      const t: unknown = terms[k];
+      if (typeof t !== 'string' || t.length < 1 || t.length > INDEX_LIMITS.termChars) return false;
+    }
+  }
+  return true;
 }

@@ -40,8 +40,14 @@ interface SnowballFactory {
   newStemmer(algorithm: string): SnowballStemmer;
   algorithms(): string[];
 }
-// snowball-stemmers is CommonJS without type declarations: loaded through require, typed here.
-const snowball = createRequire(import.meta.url)('snowball-stemmers') as SnowballFactory;
+// snowball-stemmers is CommonJS without type declarations: loaded through require, typed here. Loaded
+// on first use (11 ms of CPU): shared/protocol.ts imports this module for the index data's schema, and
+// a fetcher's start-up or a CLI command that stems nothing should not pay for it.
+let snowballFactory: SnowballFactory | null = null;
+function snowball(): SnowballFactory {
+  snowballFactory ??= createRequire(import.meta.url)('snowball-stemmers') as SnowballFactory;
+  return snowballFactory;
+}
 
 /** BCP 47 primary language subtag → Snowball algorithm. Anything else is stemmed as English. */
 const STEMMER_OF_LANGUAGE: Readonly<Record<string, string>> = {
@@ -73,7 +79,7 @@ class StemCache {
   #old = new Map<string, string>();
 
   constructor(algorithm: string) {
-    this.#stemmer = snowball.newStemmer(algorithm);
+    this.#stemmer = snowball().newStemmer(algorithm);
   }
 
   /** The term for a raw word: folded, then stemmed when the word is alphabetic. */

@@ -8,6 +8,8 @@
  *   GET  /admin/api/session     the session's CSRF token, for the page's script
  *   GET  /admin/api/status      the status JSON                     GET  /admin/api/stream  the same, live (SSE)
  *   GET  /admin/api/history     pages fetched over the last minutes, for the chart
+ *   GET  /admin/search          search results, a server-rendered page (api/search-api.ts)
+ *   GET  /admin/api/search      the same as JSON
  *   GET  /admin/api/settings    the "start a crawl" form's settings: bounds, defaults, choices (crawl-config.ts)
  *   GET  /admin/cache?url=URL   the cached copy of a fetched page (warc/cached-copy.ts), sandboxed
  *   POST /admin/api/{pause,resume,stop,inject,crawl}   crawl control (crawl-control.ts, as the bearer routes)
@@ -28,6 +30,7 @@ import { formSettings } from '../crawl-config.js';
 import { CONTROL_ACTIONS, runControl } from '../api/crawl-control.js';
 import { systemClock, type CrawlService } from '../crawl/crawl-service.js';
 import { HttpError } from '../api/http-errors.js';
+import { SEARCH_ROUTES, searchJson, searchPage, type Searcher } from '../api/search-api.js';
 import { streamStatus } from '../api/status-stream.js';
 import { CounterHistory } from './counter-history.js';
 import { LoginLimiter } from '../auth/login-limiter.js';
@@ -75,6 +78,8 @@ export interface AdminOptions {
   readonly clock?: () => number;
   /** A page's status stream that has not read for this long is closed, ms (default 60 s). */
   readonly streamStallLimitMs?: number;
+  /** Searching the crawl's index (/admin/search, /admin/api/search); absent: no search routes. */
+  readonly search?: Searcher;
 }
 
 /** Pages-fetched samples for the chart are at least this far apart, ms. */
@@ -258,6 +263,14 @@ export function adminRouter(options: AdminOptions): Router {
     res.sendFile(file, { cacheControl: false, lastModified: false, etag: false });
   });
   router.use('/static', express.static(STATIC_DIR, { index: false, redirect: false, cacheControl: false, etag: false, lastModified: false, dotfiles: 'ignore' }));
+
+  // Search behind the session: the admin page's search box (a GET form) and its JSON (search-api.ts).
+  const searcher = options.search;
+  if (searcher !== undefined) {
+    const page = searchPage(searcher, SEARCH_ROUTES.adminPage);
+    router.get('/search', (req, res, next) => (sessionOf(req) === null ? res.redirect(303, ADMIN_ROUTES.login) : page(req, res, next)));
+    router.get('/api/search', requireSession, searchJson(searcher));
+  }
 
   router.use('/api', (_req, _res, next) => next(new HttpError(404, 'not-found', 'no such admin API route')));
   return router;

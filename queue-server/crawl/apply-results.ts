@@ -18,6 +18,7 @@ import { newCrawlDbRecord, type CrawlDbRecord } from '../crawldb/record.js';
 import { applyFetch, type FetchOutcome } from '../crawldb/transition.js';
 import type { OriginQueue, QueuedUrl } from '../frontier/frontier.js';
 import type { CrawlParts } from './crawl.js';
+import { indexChangeOf } from './index-change.js';
 import { classifyResult, crawlDbOutcomeOf, pageRecordOf, type PageRecord } from './outcome.js';
 import { MAX_RETRY_AFTER_MS, UrlRetryBudget } from './retry-after.js';
 import { isHostFailure } from '../../shared/fetch-codes.js';
@@ -110,17 +111,22 @@ export class ResultApplier {
   }
 
   /**
-   * Stores the crawl database transition of a URL for `outcome` (a fetch, or a robots.txt denial).
+   * Stores the crawl database transition of a URL for `outcome` (a fetch, or a robots.txt denial),
+   * and what that verdict changes in the search index (index-change.ts; nothing under --no-index).
    * `result`: the fetch's result, whose capture (if any) is archived and its location kept in the record.
    */
   settle(entry: QueuedUrl, outcome: FetchOutcome, now: number, result: ItemResult | null = null): CrawlDbRecord {
-    const { crawlDb } = this.#parts.stores;
+    const { crawlDb, index } = this.#parts.stores;
     const known = crawlDb.get(entry.hash);
     const old = known ?? newCrawlDbRecord(entry.url, entry.depth, 0, now, this.#parts.schedule);
     const { record } = applyFetch(old, outcome, now, this.#parts.schedule);
     const warc = result === null ? null : this.#archive(result, old.warc, now);
     const next = warc === null ? record : { ...record, warc };
     crawlDb.put(entry.hash, next, known);
+    if (index != null && this.#parts.config.index) {
+      const change = indexChangeOf(entry.url, next, result, (hash) => crawlDb.get(hash)?.url ?? null);
+      if (change !== null) index.stage(change);
+    }
     return next;
   }
 

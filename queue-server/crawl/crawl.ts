@@ -38,6 +38,7 @@ import { FetcherRegistry } from './fetcher-registry.js';
 import type { PageArchive } from './page-archive.js';
 import type { WarcArchive } from '../warc/warc-archive.js';
 import type { CachedCopy } from '../warc/cached-copy.js';
+import type { IndexStore } from './index-store.js';
 import { RecentEvents } from './recent-events.js';
 import { CommitFailure, isStorageFailure } from './storage-error.js';
 
@@ -71,6 +72,8 @@ export interface CrawlStores {
   readonly cache: CacheStore;
   readonly crawlDb: CrawlDb;
   readonly robots: RobotsStore | null;
+  /** The search index (data directory index/); absent or null: not kept (tests of other parts). */
+  readonly index?: IndexStore | null;
 }
 
 /** The crawl's parts, for the modules that do one job each for it (apply-results.ts, crawl-status.ts). */
@@ -356,7 +359,7 @@ export class Crawl {
     for (const slot of cut.slots) for (const item of slot.items) if (item.entry !== null) item.entry.leased = true;
     const lease = this.#leases.issue(request.fetcherId, cut.slots, now, this.#config.leaseMs);
     const seedHosts = this.#seedHosts();
-    return scheduleOf(lease, this.#config.leaseMs, (origin) => seedHosts.has(new URL(origin).hostname), this.archiving);
+    return scheduleOf(lease, this.#config.leaseMs, (origin) => seedHosts.has(new URL(origin).hostname), this.archiving, this.#config.index);
   }
 
   /**
@@ -445,8 +448,10 @@ export class Crawl {
 
   /**
    * Makes everything applied so far durable: WARC records first (a crawl db record may name them), then
-   * page records, robots.txt files, cache records, and the crawl database (the authority on what is
-   * done, so last). Each store keeps what it could not write when this throws (a full disk, an I/O
+   * page records, robots.txt files, cache records, the search index, and the crawl database (the
+   * authority on what is done, so last). The index before the crawl database: a kill between the two
+   * leaves the URL not done in the crawl database, so it is fetched again and its entry replaced; the
+   * other way round a page the crawl database calls done could stay missing from the index for good. Each store keeps what it could not write when this throws (a full disk, an I/O
    * error), and calling it again writes the rest: a store that committed is not written twice.
    */
   commit(): void {
@@ -454,6 +459,7 @@ export class Crawl {
     commitStore('pages.jsonl', () => this.#stores.archive.commit());
     commitStore('robots/', () => this.#stores.robots?.commit());
     commitStore('cache.btree', () => this.#stores.cache.commit());
+    commitStore('index/', () => this.#stores.index?.commit());
     commitStore('crawldb.btree', () => this.#stores.crawlDb.commit());
   }
 

@@ -120,11 +120,12 @@ export class LeaseTable {
 }
 
 /** A lease in its wire form (shared/protocol.ts): what the fetcher is told to fetch, slot by slot. */
-export function scheduleOf(lease: Lease, leaseMs: number, isSeedHost: (origin: string) => boolean = () => false, warc = false): Schedule {
+export function scheduleOf(lease: Lease, leaseMs: number, isSeedHost: (origin: string) => boolean = () => false, warc = false, index = true): Schedule {
   return {
     id: lease.id,
     leaseMs,
     warc,
+    index,
     slots: lease.slots.map((slot, index) => ({
       slot: index,
       origin: slot.queue.origin,

@@ -18,7 +18,12 @@ export interface MergeRunner {
 
 export type MergeMode = 'worker' | 'inline' | 'off';
 
-const WORKER_URL = new URL('./merge-worker.js', import.meta.url);
+/**
+ * The compiled worker: beside this module in tsc's output (dist/queue-server/search/), and from the
+ * bundled CLI's chunks in dist/cli/ (scripts/bundle-cli.mjs), where this module's code lives in a chunk,
+ * at tsc's copy. Without the second, a bundled queue server found no worker and merged on its event loop.
+ */
+const WORKER_URL = [new URL('./merge-worker.js', import.meta.url), new URL('../queue-server/search/merge-worker.js', import.meta.url)].find((url) => existsSync(fileURLToPath(url))) ?? new URL('./merge-worker.js', import.meta.url);
 
 /**
  * The merge worker's JS heap bound. A merge's big data (postings, columns, remap tables, store blocks)

@@ -500,7 +500,9 @@ export class SearchIndex {
     const matches = evaluate(this.#view(), parsed);
     const groups = this.#groups;
     // Without authority only the page asked for needs ordering; with it, the rescoring window.
-    const window = topByScore(matches, options.authorityOf === undefined ? offset + limit : Math.max(AUTHORITY_WINDOW, offset + limit));
+    // Ties are broken by URL hash here as in the order below, so that pages of results neither repeat nor skip a tied match.
+    const before = (a: Match, b: Match): boolean => a.bm25f > b.bm25f || (a.bm25f === b.bm25f && (groups.hashHi[a.group]! - groups.hashHi[b.group]! || groups.hashLo[a.group]! - groups.hashLo[b.group]!) < 0);
+    const window = topByScore(matches, options.authorityOf === undefined ? offset + limit : Math.max(AUTHORITY_WINDOW, offset + limit), before);
     let scores = window.map((m) => m.bm25f);
     if (options.authorityOf !== undefined) {
       const cash = window.map((m) => Math.max(0, options.authorityOf!(hashHex(groups.hashHi[m.group]!, groups.hashLo[m.group]!)) || 0));
@@ -621,12 +623,12 @@ export class SearchIndex {
   }
 }
 
-/** The `k` best matches by score (unordered beyond that), in O(n log k). */
-function topByScore(matches: readonly Match[], k: number): Match[] {
+/** The `k` best matches by `before` (unordered beyond that), in O(n log k). */
+function topByScore(matches: readonly Match[], k: number, before: (a: Match, b: Match) => boolean): Match[] {
   if (matches.length <= k) return [...matches];
   // Min-heap of the best k seen.
   const heap: Match[] = [];
-  const less = (a: Match, b: Match) => a.bm25f < b.bm25f;
+  const less = (a: Match, b: Match) => before(b, a);
   for (const m of matches) {
     if (heap.length < k) {
       heap.push(m);

@@ -28,7 +28,7 @@ const BLOCK = new Set(['p', 'div', 'li', 'ul', 'ol', 'br', 'h1', 'h2', 'h3', 'h4
 /** Links that can never be crawled, dropped before they take a place under the cap. */
 const NOT_CRAWLABLE = /^\s*(javascript|mailto|data|tel|about|blob|vbscript|sms|ftp):/i;
 
-export function extractPageWithCheerio(input: string, pageUrl: string, maxLinks: number = LIMITS.linksPerPage): ExtractedPage {
+export function extractPageWithCheerio(input: string, pageUrl: string, maxLinks: number = LIMITS.linksPerPage): Omit<ExtractedPage, 'indexSource'> {
   const cut = startTagBudgetEnd(input, MAX_START_TAGS);
   const html = cut === null ? input : input.slice(0, cut);
   const $ = load(html);

@@ -62,11 +62,31 @@ export function renderHtml(doc: HtmlDoc): string {
     const rel = link.rel === null ? '' : ` rel="${escapeAttribute(link.rel)}"`;
     parts.push(`<li><a href="${escapeAttribute(link.href)}"${rel}>${escapeText(link.text)}</a></li>\n`);
   }
-  parts.push('</ul>\n</nav>\n</main>\n<footer><p>Generated deterministically for crawler tests.</p></footer>\n');
+  parts.push(`</ul>\n</nav>\n</main>\n<footer><p>${FOOTER_TEXT}</p></footer>\n`);
   if (doc.rawMarkup !== undefined) parts.push(doc.rawMarkup);
   parts.push('</body>\n</html>\n');
   return parts.join('');
 }
+
+/**
+ * The text a browser shows of `renderHtml(doc)`, as the model's ground truth for search tests: the
+ * header line, the h1, each section's heading and paragraphs, every link's text, the footer, one
+ * element per line, in document order (kept beside renderHtml so the two cannot drift).
+ */
+export function visibleText(doc: HtmlDoc): { headings: string[]; body: string } {
+  const sections = doc.sections();
+  const headings = [doc.heading, ...sections.map((section) => section.heading)];
+  const body = [
+    'Petrel test web',
+    doc.heading,
+    ...sections.flatMap((section) => [section.heading, ...section.paragraphs]),
+    ...doc.links.map((link) => link.text),
+    FOOTER_TEXT,
+  ].join('\n');
+  return { headings, body };
+}
+
+const FOOTER_TEXT = 'Generated deterministically for crawler tests.';
 
 export function escapeText(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');

@@ -19,6 +19,11 @@
  *                                 whatever shows page titles must show it as text and run nothing; its
  *                                 body ends with real script (EVIL_MARKUP): whatever shows the page
  *                                 itself (a cached copy) must run none of it
+ *   /markup/text.html             its text carries markup and script (EVIL_TEXT), escaped: search snippets
+ *                                 must show it as text
+ *   /lang/zh.html, /lang/ja.html  Chinese and Japanese prose (ZH_TEXT, JA_TEXT), for word segmentation
+ *   /anchor/target.html           linked from the index as ANCHOR_TEXT, words found nowhere else in the
+ *                                 web: a search finds it by its inlinks' words alone
  */
 import type { WebContext } from './context.js';
 import type { HtmlDoc, HtmlLink, HtmlSection } from './html.js';
@@ -40,6 +45,13 @@ export const EVIL_MARKUP =
   '<svg><script>window.__pwned=6</script></svg>\n' +
   '<iframe srcdoc="<script>parent.__pwned=7</script>"></iframe>\n' +
   '<form action="/admin/api/stop" method="post"><button id="evil-submit">stop</button></form>\n';
+/** Text of /markup/text.html's paragraph, escaped in the HTML: a page that shows it must show it as text. */
+export const EVIL_TEXT = 'Zygomorphic orchid <script>window.__pwned=3</script><img src=x onerror="window.__pwned=4"> <b>bold</b> end.';
+/** Prose of /lang/zh.html and /lang/ja.html (within `<html lang="en">`, as every page of the test web). */
+export const ZH_TEXT = '网络爬虫是一种自动抓取网页的程序。搜索引擎使用爬虫建立索引。';
+export const JA_TEXT = 'ウェブクローラーはウェブページを自動的に収集するプログラムです。検索エンジンは索引を作ります。';
+/** The text of the index's link to /anchor/target.html: none of its words is in the test web's vocabulary. */
+export const ANCHOR_TEXT = 'Lighthouse almanac';
 
 /** Prose characters of /large.html: a little over 3 MiB of HTML once marked up. */
 const LARGE_PAGE_CHARS = 3 * 1024 * 1024;
@@ -53,6 +65,9 @@ export function mainExtras(ctx: WebContext, origin: string): MainExtras {
   const home = link('/index.html', 'Home');
   const page = (path: string, title: string, links: readonly HtmlLink[] = [home], metaRobots: string | null = null): HtmlResource =>
     htmlPage(simpleDoc({ url: `${origin}${path}`, title, links: [...links, ...NEVER_FOLLOW_LINKS], textSeed: `main:${path}`, metaRobots }));
+
+  const textPage = (path: string, title: string, text: string): HtmlResource =>
+    htmlPage({ ...simpleDoc({ url: `${origin}${path}`, title, links: [home], textSeed: `main:${path}` }), sections: () => [{ heading: title, paragraphs: [text] }] });
 
   let largeSections: readonly HtmlSection[] | undefined;
   const largePage = (): Resource => {
@@ -100,6 +115,10 @@ export function mainExtras(ctx: WebContext, origin: string): MainExtras {
     ['/files/doc.pdf', () => ({ kind: 'file', status: 200, contentType: 'application/pdf', body: pdfBytes() })],
     ['/files/data.json', () => ({ kind: 'file', status: 200, contentType: 'application/json', body: jsonBytes(origin) })],
     ['/evil.html', () => ({ ...page('/evil.html', EVIL_TITLE), doc: { ...page('/evil.html', EVIL_TITLE).doc, rawMarkup: EVIL_MARKUP } })],
+    ['/markup/text.html', () => textPage('/markup/text.html', 'Markup in the text', EVIL_TEXT)],
+    ['/lang/zh.html', () => textPage('/lang/zh.html', '中文网页', ZH_TEXT)],
+    ['/lang/ja.html', () => textPage('/lang/ja.html', '日本語のページ', JA_TEXT)],
+    ['/anchor/target.html', () => page('/anchor/target.html', 'Found by its inlinks')],
   ]);
 
   const indexLinks: HtmlLink[] = [
@@ -120,6 +139,10 @@ export function mainExtras(ctx: WebContext, origin: string): MainExtras {
     link('/files/doc.pdf', 'A PDF'),
     link('/files/data.json', 'Some JSON'),
     link('/evil.html', 'A page whose title carries markup'),
+    link('/markup/text.html', 'A page whose text carries markup'),
+    link('/lang/zh.html', 'Chinese'),
+    link('/lang/ja.html', 'Japanese'),
+    link('/anchor/target.html', ANCHOR_TEXT),
   ];
   for (const [role, special] of Object.entries(ctx.specialOrigins)) indexLinks.push(link(`${special}/index.html`, `Special host: ${role}`));
 

@@ -8,6 +8,7 @@ import { isAllowed, policyFromResponse, type RobotsPolicy } from './robots.js';
 import { reachable, type ReachableOptions } from './reachable.js';
 import type { Resource } from './resource.js';
 import { contentTypeOf } from './response.js';
+import { visibleText } from './html.js';
 import type { Web, WebHost } from './web.js';
 
 export interface ModelLink {
@@ -39,7 +40,24 @@ export interface ModelPage {
   title: string | null;
 }
 
+/** What a page shows, for search tests: the words a crawler indexes, and the anchor text of each link. */
+export interface PageText {
+  title: string;
+  /** The h1, then each section's h2, in order. */
+  headings: string[];
+  /** Everything visible in the body, one element per line (html.ts `visibleText`). */
+  body: string;
+  /** Every `<a href>` that resolves to an http(s) URL, in order: canonical target, its text, rel=nofollow. */
+  anchors: Array<{ url: string; text: string; nofollow: boolean }>;
+  /** noindex (or none) by the meta robots tag or the X-Robots-Tag header for agent `petrel`. */
+  metaNoindex: boolean;
+  /** nofollow (or none), the same way. */
+  metaNofollow: boolean;
+}
+
 export interface SiteModel {
+  /** The text of an HTML page as served in the current generation (see PageText); undefined for anything else. */
+  text(url: string): PageText | undefined;
   /**
    * What the server answers for this URL (canonicalized first): for any URL on a test-web host, a page,
    * including 404 pages for unknown paths and robots.txt; undefined for URLs outside the test web.
@@ -99,6 +117,23 @@ export function createSiteModel(web: Web, opts: SiteModelOptions = {}): SiteMode
       const located = canonical === null ? null : web.locate(canonical);
       if (located === null) return false;
       return isAllowed(policyOf(located.host), located.pathAndQuery);
+    },
+    text(url) {
+      const canonical = canonicalUrl(url);
+      const located = canonical === null ? null : web.locate(canonical);
+      if (canonical === null || located === null) return undefined;
+      const resource = located.host.site.resolve(located.pathAndQuery, generation());
+      if (resource.kind !== 'html' || resource.status !== 200) return undefined;
+      const { doc } = resource;
+      const base = doc.base === null ? canonical : new URL(doc.base, canonical).href;
+      const anchors: PageText['anchors'] = [];
+      for (const link of doc.links) {
+        const target = canonicalUrl(link.href, base);
+        if (target !== null) anchors.push({ url: target, text: link.text, nofollow: relTokens(link.rel).includes('nofollow') });
+      }
+      // The meta tag and the X-Robots-Tag header say the same, and either one is enough (as for Petrel).
+      const robots = [...relTokens(doc.metaRobots), ...headerRobots(resource.headers['X-Robots-Tag'] ?? null)];
+      return { title: doc.title, ...visibleText(doc), anchors, metaNoindex: robots.includes('noindex') || robots.includes('none'), metaNofollow: robots.includes('nofollow') || robots.includes('none') };
     },
     reachable: (opts) => reachable(model, opts),
     changes: (n) => web.changes(n),

@@ -63,10 +63,10 @@ describe('the crawl settings table', () => {
         expect(option.defaultValue).toBeUndefined();
         expect(help).not.toContain('(default:');
       } else if (option.negate) {
-        // A switch that turns something off (--no-warc): on by default, and --help shows no "(default: true)".
-        expect({ name, default: option.defaultValue }).toEqual({ name, default: true });
-        expect(setting.default).toBe(true);
-        expect(help).not.toContain('(default:');
+        // A switch that is on by default (--no-index): its help says so in words, --index turns it on over a saved value.
+        expect({ name, default: option.defaultValue }).toEqual({ name, default: setting.default });
+        expect(help).toContain(`(default: ${setting.default === true ? 'on' : 'off'})`);
+        expect(command.options.some((other) => other.long === `--${option.long!.slice(5)}`)).toBe(true);
       } else {
         expect({ name, default: option.defaultValue }).toEqual({ name, default: setting.default });
         // Durations are shown as people write them (30d, 1s), and the option takes that form too.

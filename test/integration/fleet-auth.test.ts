@@ -80,7 +80,7 @@ function robotsResult(schedule: Schedule, status: number): ItemResult {
   const slot = schedule.slots[0]!;
   return {
     slot: slot.slot, i: 0, url: slot.items[0]!.url, fetchedAt: Date.now(), durationMs: 1, status, error: null, contentType: null, bytes: 0, wireBytes: 0,
-    truncated: false, redirectTo: null, retryAfterMs: null, signature: null, page: null, links: [], robotsTxt: null,
+    truncated: false, redirectTo: null, retryAfterMs: null, signature: null, page: null, links: [], robotsTxt: null, index: null,
     cache: { etag: null, lastModified: null, date: null, age: null, expires: null, cacheControl: null },
   };
 }

@@ -106,6 +106,7 @@ function itemResult(overrides: Partial<ItemResult> & Pick<ItemResult, 'slot' | '
     page: null,
     links: [],
     robotsTxt: null,
+    index: null,
     ...overrides,
   };
 }

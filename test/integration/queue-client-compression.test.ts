@@ -56,7 +56,7 @@ function robotsResult(schedule: Schedule, robotsTxt: string): ItemResult {
   const slot = schedule.slots[0]!;
   return {
     slot: slot.slot, i: 0, url: slot.items[0]!.url, fetchedAt: Date.now(), durationMs: 1, status: 200, error: null, contentType: 'text/plain', bytes: robotsTxt.length,
-    wireBytes: robotsTxt.length, truncated: false, redirectTo: null, retryAfterMs: null, signature: null, page: null, links: [], robotsTxt,
+    wireBytes: robotsTxt.length, truncated: false, redirectTo: null, retryAfterMs: null, signature: null, page: null, links: [], robotsTxt, index: null,
     cache: { etag: null, lastModified: null, date: null, age: null, expires: null, cacheControl: null },
   };
 }

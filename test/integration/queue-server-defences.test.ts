@@ -137,7 +137,7 @@ function robotsResult(schedule: Schedule): ItemResult {
 function robotsResultFor(url: string): ItemResult {
   return {
     slot: 0, i: 0, url, fetchedAt: Date.now(), durationMs: 1, status: 404, error: null, contentType: null, bytes: 0, wireBytes: 0,
-    truncated: false, redirectTo: null, retryAfterMs: null, signature: null, page: null, links: [], robotsTxt: null,
+    truncated: false, redirectTo: null, retryAfterMs: null, signature: null, page: null, links: [], robotsTxt: null, index: null,
     cache: { etag: null, lastModified: null, date: null, age: null, expires: null, cacheControl: null },
   };
 }

@@ -42,6 +42,7 @@ function result(slot: number, i: number, url: string, links: string[] = []): Ite
     page: robots ? null : { title: `t ${url}`, description: null, language: 'en', excerpt: 'x', canonical: null, noindex: false, nofollow: false, outlinks: links.length, simhash: createSignature(`${url}#s`) },
     links,
     robotsTxt: null,
+    index: null,
   };
 }
 

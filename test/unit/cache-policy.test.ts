@@ -53,6 +53,7 @@ function itemResult(fields: Partial<ItemResult> = {}): ItemResult {
     },
     links: [],
     robotsTxt: null,
+    index: null,
     ...fields,
   };
 }

@@ -219,5 +219,6 @@ function robotsResult(url: string): ItemResult {
     page: null,
     links: [],
     robotsTxt: null,
+    index: null,
   };
 }

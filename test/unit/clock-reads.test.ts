@@ -22,6 +22,7 @@ const ALLOWED: Record<string, string> = {
   'fetcher/fetch-item.ts': 'a result\'s fetchedAt is the fetcher\'s clock (the protocol says so); Retry-After dates are read against it',
   'fetcher/queue-client.ts': 'request signatures carry the fetcher\'s timestamp (the queue server checks it against its own)',
   'cli/progress.ts': 'the progress display prints a line at most every 5 s',
+  'queue-server/api/search-api.ts': 'GET /api/search and the /search page report how long the query took (tookMs); the index itself never reads a clock',
   'cli/index-command.ts': 'petrel search reports how long its query took (tookMs); the index itself never reads a clock',
   'cli/fetcher-children.ts': 'the fetcher-children supervisor spaces restarts by how long a child ran',
   'queue-server/ops/access-log.ts': 'the access log states how long each request took (monotonic clock), for people reading the log',

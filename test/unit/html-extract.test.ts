@@ -294,3 +294,29 @@ describe('decodeHtml', () => {
     expect(charsetFromContentType(null)).toBeNull();
   });
 });
+
+describe('what the search index data is built from', () => {
+  it('gathers headings, the visible text and the anchor text of each followable link, repeated links included', () => {
+    const { indexSource } = extract(
+      '<html><head><title>T</title><script>var hidden = 1</script></head><body><h1>Grey <em>herons</em></h1><p>Body words.</p>' +
+        '<a href="a.html">Wading <b>birds</b></a> <a href="a.html">egrets</a> <area href="map.html"><h2>Second</h2>' +
+        '<a href="b.html" rel="nofollow">secret anchor</a><a href="c.html"><script>no</script>visible</a></body></html>',
+    );
+    expect(indexSource.headings).toEqual(['Grey herons', 'Second']);
+    expect(indexSource.anchors).toEqual([
+      { url: 'http://site.example/dir/a.html', text: 'Wading birds' },
+      { url: 'http://site.example/dir/a.html', text: 'egrets' },
+      { url: 'http://site.example/dir/c.html', text: 'visible' },
+    ]);
+    expect(indexSource.bodyText).toContain('Body words.');
+    expect(indexSource.bodyText).not.toContain('hidden');
+    // A block element's start separates words, its end does not (the excerpt's rule, held to the DOM extractor's).
+    expect(indexSource.storedText).toBe('Grey herons Body words.Wading birds egrets Secondsecret anchorvisible');
+  });
+
+  it('gives no anchor text when the page says nofollow (no link is followed)', () => {
+    const { indexSource, links } = extract('<html><head><meta name="robots" content="nofollow"></head><body><a href="a.html">anchor words</a></body></html>');
+    expect(links).toEqual([]);
+    expect(indexSource.anchors).toEqual([]);
+  });
+});

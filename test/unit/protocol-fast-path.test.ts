@@ -7,6 +7,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { buildIndexData } from '../../shared/index-data.js';
 import { isPlainResultsRequest, LIMITS, parseProtocolBody, PROTOCOL_VERSION, resultsRequestSchema } from '../../shared/protocol.js';
 import { captureToWire } from '../../shared/warc/capture-wire.js';
 import { buildCapture, MAX_HEAD_BYTES } from '../../shared/warc/exchange.js';
@@ -46,6 +47,7 @@ function pageResult(i: number): Record<string, unknown> {
     links: ['http://127.0.0.2:8080/a.html', 'http://127.0.0.2:8080/b.html'],
     robotsTxt: null,
     capture: null,
+    index: null,
   };
 }
 
@@ -54,6 +56,21 @@ const CAPTURE = captureToWire(
   buildCapture(exchangeOf({ url: 'http://127.0.0.2:8080/docs/0.html', body: '<html><title>T</title>hello</html>', startedAt: 1_764_000_000_000 }), { maxBodyBytes: 1024 }),
 ) as unknown as Record<string, unknown>;
 
+/** A page result with its search index data, as a fetcher builds it (terms, positions, stored text, anchors). */
+function indexedResult(i: number): Record<string, unknown> {
+  const index = buildIndexData({
+    title: 'Herons of the marsh',
+    headings: ['Grey heron', 'Feeding'],
+    bodyText: 'The grey heron waits in the reeds. Herons eat fish; the heron waits.',
+    language: 'en',
+    anchors: [
+      { url: 'http://127.0.0.2:8080/a.html', text: 'egrets' },
+      { url: 'http://127.0.0.2:8080/b.html', text: 'the bittern page' },
+    ],
+  });
+  return { ...pageResult(i), index };
+}
+
 function body(): Record<string, unknown> {
   return {
     protocolVersion: PROTOCOL_VERSION,
@@ -61,6 +78,7 @@ function body(): Record<string, unknown> {
     scheduleId: 'abc123:7',
     results: [
       { ...pageResult(0), capture: { ...CAPTURE } },
+      indexedResult(0),
       { ...pageResult(1), status: null, error: { code: 'timeout', message: 'no answer in 30000 ms' }, contentType: null, page: null, links: [], signature: null, bytes: 0, wireBytes: 0 },
       { ...pageResult(2), status: 301, redirectTo: 'http://127.0.0.2:8080/new.html', page: null, links: [] },
       { ...pageResult(3), status: 503, retryAfterMs: 5000, page: null, links: [] },
@@ -94,7 +112,23 @@ const edgeValues: unknown[] = [
   'not-a-code',
   'a:b_c.d-1',
   'bad id',
-  ...[35, 36, 64, 65, 200, 201, 500, 501, 512, 513, 1024, 1025, 2000, 2001, 2048, 2049].map((n) => 'a'.repeat(n)),
+  ...[35, 36, 64, 65, 200, 201, 500, 501, 512, 513, 1024, 1025, 2000, 2001, 2048, 2049, 16_384, 16_385].map((n) => 'a'.repeat(n)),
+  // Index data: 8,193 characters that are 16,386 bytes of UTF-8 (the stored text's bound is in bytes).
+  '\u00e9'.repeat(8193),
+  'english',
+  'klingon',
+  ['heron', 1, [0]],
+  ['heron', 2, [0]],
+  ['heron', 1, [-1]],
+  [['heron', 1, [0]]],
+  [['heron', 1, [0]], ['heron', 1, [1]]],
+  [['a'.repeat(65), 1, [0]]],
+  [['heron', 2, [3, 0]]],
+  [['heron', 1, [16_384]]],
+  { url: 'http://x/', terms: ['egret'] },
+  { url: 'http://x/', terms: [] },
+  { url: '', terms: ['egret'] },
+  Array.from({ length: 33 }, () => 'egret'),
   [],
   ['http://x/'],
   [''],
@@ -197,7 +231,7 @@ describe('fast acceptance of results bodies', () => {
     const { capture: _, ...older } = pageResult(0);
     expect(resultsRequestSchema.safeParse({ ...b, results: [older] }).success).toBe(true);
     expect(isPlainResultsRequest({ ...b, results: [older] })).toBe(false);
-    const full = { ...b, results: Array.from({ length: LIMITS.resultsPerPost }, (_, i) => pageResult(i)) };
+    const full = { ...b, results: Array.from({ length: LIMITS.resultsPerPost }, (_, i) => (i % 2 === 0 ? indexedResult(i) : pageResult(i))) };
     expect(isPlainResultsRequest(full)).toBe(true);
     expect(isPlainResultsRequest({ ...b, results: [...full.results, pageResult(0)] })).toBe(false);
   });

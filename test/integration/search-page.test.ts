@@ -1,0 +1,137 @@
+/**
+ * The search page and API of a real `petrel queue-server` over a crawled data directory: /search in
+ * Debian's chromium (driven by playwright-core) with JavaScript off and on: the GET form works, results
+ * are shown, and a page whose title and text carry markup and script shows them as text and runs
+ * nothing. Then the same data directory without --public-search: /search sends browsers to the admin
+ * session, /api/search wants the admin token, and bad queries get their 400s.
+ * The browser part is skipped where /usr/bin/chromium is missing (.ci/run installs it).
+ */
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type BrowserContext } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestWeb, type TestWeb } from '../../scripts/test-web.js';
+import { EVIL_TEXT, EVIL_TITLE } from '../../scripts/test-web/main-extras.js';
+import { assertBuilt, killStartedPetrels, runPetrel, startPetrel, tempDir, waitForEvent } from '../support/petrel-process.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const LAUNCH_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+
+describe('the search page and API of a queue server', () => {
+  let web: TestWeb;
+  let dataDir: string;
+
+  const serve = async (extra: string[]) => {
+    const server = startPetrel(['queue-server', '--data', dataDir, '--port', '0', ...extra]);
+    const listening = await waitForEvent(server, 'listening');
+    return { server, url: String(listening.url), adminToken: readFileSync(join(dataDir, 'admin.token'), 'utf8').trim() };
+  };
+  const stop = async (server: ReturnType<typeof startPetrel>) => {
+    server.kill('SIGTERM');
+    await server.output;
+  };
+
+  beforeAll(async () => {
+    assertBuilt();
+    web = await startTestWeb({ pagesPerHost: 20, hosts: 1 });
+    dataDir = join(tempDir('search-page'), 'data');
+    const crawl = await runPetrel(['crawl', '--seed', `${web.hostByRole.main}/index.html`, '--data', dataDir, '--scope', 'host', '--max-depth', '2', '--delay-ms', '0', '--max-retries', '0', '--no-progress']);
+    expect(crawl.code, crawl.stderr).toBe(0);
+  }, 120_000);
+
+  afterAll(async () => {
+    killStartedPetrels();
+    await web?.close();
+  });
+
+  it.skipIf(!existsSync(CHROMIUM))('with --public-search: the form works with JavaScript off, results show, markup in titles and text is shown as text and nothing runs', async () => {
+    const { server, url } = await serve(['--public-search']);
+    const profileDir = await mkdtemp(join(tmpdir(), 'petrel-pw-search-'));
+    let context: BrowserContext | undefined;
+    try {
+      for (const javaScriptEnabled of [false, true]) {
+        context = await chromium.launchPersistentContext(profileDir, { executablePath: CHROMIUM, headless: true, javaScriptEnabled, args: LAUNCH_ARGS });
+        const page = await context.newPage();
+        const problems: string[] = [];
+        page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+        page.on('console', (message) => problems.push(`console ${message.type()}: ${message.text()}`));
+        await page.goto(`${url}/search`);
+        await page.fill('input[name=q]', 'onerror');
+        await Promise.all([page.waitForURL(/\/search\?q=onerror$/), page.click('button[type=submit]')]);
+        // Both pages carry "onerror": /evil.html in its title, /markup/text.html in its text.
+        const titles = await page.locator('ol.results h2').allTextContents();
+        expect(titles, `javaScriptEnabled ${javaScriptEnabled}`).toContain(EVIL_TITLE);
+        const snippets = (await page.locator('ol.results .snippet').allTextContents()).join('\n');
+        expect(snippets).toContain('<script>window.__pwned=3</script>');
+        expect(snippets).toContain('<img src=x onerror="window.__pwned=4">');
+        expect(await page.locator('ol.results mark').count()).toBeGreaterThan(0);
+        // Nothing of it became an element, nothing ran.
+        expect(await page.locator('main script, main img, main b').count()).toBe(0);
+        if (javaScriptEnabled) expect(await page.evaluate(() => (globalThis as { __pwned?: unknown }).__pwned)).toBeUndefined();
+        expect(await page.locator('.summary').textContent()).toMatch(/^Results 1-2 of 2 \(/);
+        // A second search from the results page, words found in the text of the test web's pages.
+        await page.fill('input[name=q]', 'zygomorphic orchid');
+        await Promise.all([page.waitForURL(/q=zygomorphic\+orchid$/), page.click('button[type=submit]')]);
+        expect(await page.locator('ol.results li .url').allTextContents()).toEqual([`${web.hostByRole.main}/markup/text.html`]);
+        expect(EVIL_TEXT.startsWith('Zygomorphic')).toBe(true);
+        expect(problems).toEqual([]);
+        await context.close();
+        context = undefined;
+      }
+    } finally {
+      await context?.close();
+      rmSync(profileDir, { recursive: true, force: true });
+      await stop(server);
+    }
+  }, 120_000);
+
+  it('with --public-search: /api/search answers without a token, at most 60 searches a minute per address', async () => {
+    const { server, url } = await serve(['--public-search']);
+    try {
+      const statuses: number[] = [];
+      for (let i = 0; i < 61; i++) statuses.push((await fetch(`${url}/api/search?q=kelp`)).status);
+      expect(statuses.slice(0, 60).every((status) => status === 200)).toBe(true);
+      const limited = await fetch(`${url}/search?q=kelp`);
+      expect(statuses[60]).toBe(429);
+      expect(limited.status).toBe(429);
+      expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+    } finally {
+      await stop(server);
+    }
+  }, 60_000);
+
+  it('without --public-search: /search sends browsers to the admin session, /api/search takes the admin token; bad queries get 400s', async () => {
+    const { server, url, adminToken } = await serve([]);
+    try {
+      const redirect = await fetch(`${url}/search?q=kelp`, { redirect: 'manual' });
+      expect(redirect.status).toBe(303);
+      expect(redirect.headers.get('location')).toBe('/admin/search?q=kelp');
+      const adminPage = await fetch(`${url}/admin/search?q=kelp`, { redirect: 'manual' });
+      expect(adminPage.status).toBe(303);
+      expect(adminPage.headers.get('location')).toBe('/admin/login');
+      expect((await fetch(`${url}/api/search?q=kelp`)).status).toBe(401);
+      const auth = { headers: { authorization: `Bearer ${adminToken}` } };
+      const ok = await fetch(`${url}/api/search?q=zygomorphic`, auth);
+      expect(ok.status).toBe(200);
+      const body = (await ok.json()) as { query: string; total: number; results: Array<{ url: string; snippet: string }>; tookMs: number };
+      expect(body.total).toBe(1);
+      expect(body.results[0]!.url).toBe(`${web.hostByRole.main}/markup/text.html`);
+      expect(body.results[0]!.snippet).toContain('&lt;script&gt;');
+      expect(body.tookMs).toBeGreaterThanOrEqual(0);
+      const refused = async (query: string) => {
+        const res = await fetch(`${url}/api/search?${query}`, auth);
+        const error = ((await res.json()) as { error: { code: string; message: string } }).error;
+        return { status: res.status, code: error.code, message: error.message };
+      };
+      expect(await refused('q=')).toMatchObject({ status: 400, code: 'query-invalid', message: 'the query is empty' });
+      expect(await refused(`q=${'a'.repeat(513)}`)).toMatchObject({ status: 400, code: 'query-invalid' });
+      expect(await refused(`q=${Array.from({ length: 33 }, (_, i) => `w${i}`).join('+')}`)).toMatchObject({ status: 400, code: 'query-invalid' });
+      expect(await refused('q=kelp&limit=101')).toMatchObject({ status: 400, code: 'query-invalid', message: 'limit must be a whole number from 1 to 100' });
+      expect(await refused('q=kelp&q=gannet')).toMatchObject({ status: 400, code: 'query-invalid' });
+    } finally {
+      await stop(server);
+    }
+  }, 60_000);
+});
