@@ -262,7 +262,7 @@ export class SearchIndex {
    *     fsync the directory. This is the commit point;
    *  6. point the URLs' groups at their new entries;
    *  7. remove the deletion files no manifest names any more;
-   *  8. start a merge if one is due.
+   *  8. install a merge the worker finished meanwhile, then start one if one is due.
    */
   commit(): { generation: number; commits: number } {
     this.#writable();
