@@ -158,11 +158,52 @@ function mergeColumns(inputs: readonly Input[], entries: number, pages: number, 
   return out;
 }
 
+/**
+ * A term's postings from a window of the postings section read 1 MiB at a time: the merge reads the
+ * terms in file order, so one read serves thousands of terms (a positioned read per term and input
+ * was 40 % of the merge worker's time, profiled on the benchmark).
+ */
+class PostingsWindow {
+  static readonly BYTES = 1 << 20;
+  readonly #reader: SegmentReader;
+  readonly #sectionEnd: number;
+  #start = 0;
+  #bytes: Uint8Array = new Uint8Array(0);
+
+  constructor(reader: SegmentReader) {
+    this.#reader = reader;
+    const section = reader.footer.sections.postings;
+    this.#sectionEnd = section.offset + section.length;
+    this.#start = section.offset;
+  }
+
+  postings(info: TermInfo): TermPostings<Uint8Array> {
+    const total = info.pageDocsLength + info.pagePositionsLength + info.anchorDocsLength + info.anchorPositionsLength;
+    const first = info.pageDf > 0 ? info.pageDocsAt : info.anchorDocsAt;
+    if (first < this.#start || first + total > this.#start + this.#bytes.length) {
+      const length = Math.max(total, Math.min(PostingsWindow.BYTES, this.#sectionEnd - first));
+      this.#start = first;
+      this.#bytes = this.#reader.read(first, length);
+    }
+    let at = first - this.#start;
+    const take = (n: number): Uint8Array => this.#bytes.subarray(at, (at += n));
+    return {
+      term: info.term,
+      pageDf: info.pageDf,
+      pageDocs: take(info.pageDocsLength),
+      pagePositions: take(info.pagePositionsLength),
+      anchorDf: info.anchorDf,
+      anchorDocs: take(info.anchorDocsLength),
+      anchorPositions: take(info.anchorPositionsLength),
+    };
+  }
+}
+
 function* mergedTerms(inputs: readonly Input[]): Generator<TermPostings> {
   const cursors = inputs.map((input) => {
     const it = input.reader.terms();
     const first = it.next();
-    return { it, current: first.done === true ? null : first.value };
+    return { it, current: first.done === true ? null : first.value, window: new PostingsWindow(input.reader) };
   });
   const pageDocs = new ByteWriter(1 << 16);
   const pagePositions = new ByteWriter(1 << 16);
@@ -181,7 +222,7 @@ function* mergedTerms(inputs: readonly Input[]): Generator<TermPostings> {
       const cursor = cursors[i]!;
       const info: TermInfo | null = cursor.current;
       if (info === null || info.term !== term) continue;
-      const postings = inputs[i]!.reader.postings(info);
+      const postings = cursor.window.postings(info);
       remapPagePostings(postings, inputs[i]!.pageMap, pageDocs, pagePositions, state);
       remapAnchorPostings(postings, inputs[i]!.anchorMap, anchorDocs, anchorPositions, state);
       const next = cursor.it.next();

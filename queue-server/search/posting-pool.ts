@@ -111,6 +111,24 @@ export class PostingPool {
   }
 
   varint(stream: number, value: number): void {
+    // Fast path (almost every posting value): a value under 2^28 takes at most 4 bytes; when the
+    // slice has room for them, write straight into its block, without byte()'s per-byte slice check.
+    const at = this.#write[stream]!;
+    if (value < 0x10000000 && this.#end[stream]! - at >= 4) {
+      const block = this.#blocks[at >>> 16]!;
+      let offset = at & (BLOCK - 1);
+      const start = offset;
+      let v = value;
+      while (v >= 0x80) {
+        block[offset++] = (v & 0x7f) | 0x80;
+        v >>>= 7;
+      }
+      block[offset++] = v;
+      const n = offset - start;
+      this.#write[stream] = at + n;
+      this.#length[stream]! += n;
+      return;
+    }
     let v = value;
     while (v >= 0x80) {
       this.byte(stream, (v % 0x80) | 0x80);

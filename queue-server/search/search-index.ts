@@ -262,7 +262,7 @@ export class SearchIndex {
    *     fsync the directory. This is the commit point;
    *  6. point the URLs' groups at their new entries;
    *  7. remove the deletion files no manifest names any more;
-   *  8. start a merge if one is due.
+   *  8. install a merge the worker finished meanwhile, then start one if one is due.
    */
   commit(): { generation: number; commits: number } {
     this.#writable();
@@ -303,7 +303,9 @@ export class SearchIndex {
       this.#broken = error instanceof Error ? error : new Error(String(error));
       throw error instanceof IndexError ? error : new IndexError('INDEX_IO', `index commit failed: ${this.#broken.message}; reopen the index`, { cause: error });
     }
-    // 8.
+    // 8. (a merge the worker finished since the last commit is installed first, even when the event
+    // loop has not turned in between: merge-runner.ts)
+    this.#runner?.poll();
     this.#maybeMerge();
     return { generation: this.#manifest.generation, commits: this.#manifest.commits };
   }
@@ -393,17 +395,23 @@ export class SearchIndex {
       outputId,
       outputFile: segmentFileName(outputId),
     };
-    this.#merging = this.#runner
-      .run(job)
-      .then((result) => this.#installMerge(inputs, snapshot, result))
-      .catch((error: unknown) => {
+    let settled!: () => void;
+    this.#merging = new Promise<void>((resolve) => {
+      settled = resolve;
+    });
+    this.#runner.start(job, (outcome) => {
+      try {
+        if (!outcome.ok) throw outcome.error;
+        this.#installMerge(inputs, snapshot, outcome.result);
+      } catch (error) {
         this.#lastMergeError = error instanceof Error ? `${(error as IndexError).code ?? 'error'}: ${error.message}` : String(error);
         if (!this.#closed) rmSync(join(this.dir, job.outputFile), { force: true });
-      })
-      .finally(() => {
+      } finally {
         this.#merging = null;
+        settled();
         if (this.#lastMergeError === null) this.#maybeMerge();
-      });
+      }
+    });
   }
 
   /**

@@ -384,15 +384,33 @@ export class SegmentBuilder {
       headBlocks: this.#heads.blocks,
       textBlocks: this.#texts.blocks,
       terms: (function* (): Generator<TermPostings> {
-        // Four writers reused term after term: the segment writer copies each before asking for the next.
-        const out = { pageDocs: new ByteWriter(1 << 12), pagePositions: new ByteWriter(1 << 12), anchorDocs: new ByteWriter(1 << 10), anchorPositions: new ByteWriter(1 << 10) };
+        // Four writers and one result object reused term after term (the segment writer copies each
+        // before asking for the next), the four streams copied without a loop over their names: the
+        // generic version was 2.9 s of 100 commits of the benchmark (profiled).
+        const pageDocsOut = new ByteWriter(1 << 12);
+        const pagePositionsOut = new ByteWriter(1 << 12);
+        const anchorDocsOut = new ByteWriter(1 << 10);
+        const anchorPositionsOut = new ByteWriter(1 << 10);
+        const t = { term: '', pageDf: 0, anchorDf: 0, pageDocs: pageDocsOut, pagePositions: pagePositionsOut, anchorDocs: anchorDocsOut, anchorPositions: anchorPositionsOut };
         for (const id of order) {
-          for (const kind of ['pageDocs', 'pagePositions', 'anchorDocs', 'anchorPositions'] as const) {
-            out[kind].reset();
-            const stream = streams[kind][id]!;
-            if (stream >= 0) pool.copyTo(stream, out[kind]);
+          pageDocsOut.reset();
+          pagePositionsOut.reset();
+          anchorDocsOut.reset();
+          anchorPositionsOut.reset();
+          const pd = streams.pageDocs[id]!;
+          if (pd >= 0) {
+            pool.copyTo(pd, pageDocsOut);
+            pool.copyTo(streams.pagePositions[id]!, pagePositionsOut);
           }
-          yield { term: termList[id]!, pageDf: pageDf[id]!, anchorDf: anchorDf[id]!, ...out };
+          const ad = streams.anchorDocs[id]!;
+          if (ad >= 0) {
+            pool.copyTo(ad, anchorDocsOut);
+            pool.copyTo(streams.anchorPositions[id]!, anchorPositionsOut);
+          }
+          t.term = termList[id]!;
+          t.pageDf = pageDf[id]!;
+          t.anchorDf = anchorDf[id]!;
+          yield t;
         }
       })(),
     };

@@ -49,6 +49,8 @@ const f = results.fts5;
 const goals = p && f && !p.error && !f.error
   ? {
       buildsAtLeastAsFastAsFts5: p.docsPerSecond >= f.docsPerSecond,
+      // The queue server's share (without buildIndexData, the fetchers' work): what bounds a crawl (README, Search).
+      queueServerBuildsAtLeastAsFastAsFts5: p.queueServerDocsPerSecond >= f.docsPerSecond,
       indexNoLargerThanFts5: p.indexBytes <= f.indexBytes,
       p95NoHigherThanFts5: Object.fromEntries(Object.keys(p.latency).map((k) => [k, p.latency[k].p95Ms <= f.latency[k].p95Ms])),
       indexingMemoryUnder300MiB: p.buildPeakRssMiB < 300,

@@ -130,6 +130,26 @@ describe('search index', () => {
     await index.close();
   });
 
+  it('installs a finished merge at the next commit, with no turn of the event loop in between', async () => {
+    const dir = tempDir();
+    const index = SearchIndex.open(dir, { merges: 'inline' });
+    // Eight commits of 100 entries are eight level-1 segments: the eighth commit starts a merge of
+    // them. The loop never yields, so only the ninth commit's poll can install it.
+    const mergesSeen: number[] = [];
+    for (let c = 0; c < 10; c++) {
+      for (let k = 0; k < 100; k++) index.stage(page(`http://m.example/${c}/${k}`, { bodyText: `common word${c} unique${c}x${k}` }));
+      index.commit();
+      mergesSeen.push(index.stats().mergesDone);
+    }
+    expect(mergesSeen).toEqual([0, 0, 0, 0, 0, 0, 0, 0, 1, 1]);
+    expect(index.stats().segments).toBe(3);
+    expect(urls(index, 'unique3x7')).toEqual(['http://m.example/3/7']);
+    expect(index.search('common').total).toBe(1000);
+    await index.idle();
+    await index.close();
+    await expectCheckClean(dir);
+  });
+
   it('refuses bad queries and limits with QUERY_INVALID', async () => {
     const index = SearchIndex.open(tempDir(), { merges: 'off' });
     const code = (fn: () => unknown) => {
