@@ -11,7 +11,7 @@
  * stops the fetchers first (they deliver what they hold), then the queue server, and running the same
  * command again resumes the pass.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { createServer } from 'node:net';
 import { createLogger, sayer } from '../shared/logger.js';
@@ -121,6 +121,8 @@ function nextSteps(dataDir: string, summary: CrawlSummary, status: number): stri
     `  data:            ${dir}\n` +
     `  page records:    petrel export${data} > pages.jsonl\n` +
     `  every URL known: petrel db dump${data}   (petrel db check${data} verifies the database)\n` +
+    (existsSync(dataPath(dataDir, 'index')) ? `  search:          petrel search${data} 'some words'   (or --public-search on petrel start for a search page)\n` : '') +
+    (summary.warcRecords > 0 ? `  web archive:     petrel export${data} --format warc > crawl.warc.gz   (petrel warc get${data} URL prints one response)\n` : '') +
     `  run again:       petrel crawl${data}   (resumes an unfinished pass, else recrawls what changed)\n`
   );
 }

@@ -104,6 +104,8 @@ describe('the first hour of a new user', () => {
     expect(Number(resumed![2])).toBeGreaterThan(0);
     expect(run.stderr).toMatch(/^petrel crawl: done: \d+ pages fetched/m);
     expect(run.stderr).toContain(`every URL known: petrel db dump --data ${data()}`);
+    expect(run.stderr).toContain(`search:          petrel search --data ${data()} 'some words'`);
+    expect(run.stderr).toContain(`web archive:     petrel export --data ${data()} --format warc > crawl.warc.gz`);
   }, 150_000);
 
   it('exports the pages with their outlink URLs', async () => {
