@@ -18,6 +18,7 @@ import { countBy, pageRequests, urlOf } from '../support/request-log.js';
 import { justAfterResults, pageRepeats, refusedResults, untilWorkOut } from '../support/repeat-accounting.js';
 import { checkWarcPath, type ParsedRecord } from '../support/warc-exchange.js';
 import { CrawlDb } from '../../queue-server/crawldb/crawl-db.js';
+import { mulberry32 } from '../../scripts/test-web/prng.js';
 
 const KILLS = 20;
 const SLOT_URLS = 4;
@@ -25,12 +26,6 @@ const FETCHER_CONCURRENCY = 2;
 /** Paces the crawl so that it is still fetching at most kills, and fetchers go on fetching while it is away. */
 const DELAY_MS = 150;
 const seed = Number(process.env.KILL_SEED ?? Date.now() % 100_000);
-
-/** A small deterministic generator, so a failing run can be replayed with KILL_SEED. */
-function random(state: { s: number }): number {
-  state.s = (state.s * 1_103_515_245 + 12_345) % 2 ** 31;
-  return state.s / 2 ** 31;
-}
 
 describe('a queue server killed with SIGKILL again and again', () => {
   let web: TestWeb;
@@ -47,7 +42,8 @@ describe('a queue server killed with SIGKILL again and again', () => {
 
   it(`loses nothing over ${KILLS} kills and restarts (KILL_SEED=${seed})`, async () => {
     console.log(`queue-server kill test: KILL_SEED=${seed}`);
-    const rng = { s: seed };
+    // Deterministic, so a failing run can be replayed with KILL_SEED.
+    const random = mulberry32(seed);
     const dataDir = join(tempDir('kill'), 'data');
     const main = web.hostByRole.main;
     const port = await freePort();
@@ -74,7 +70,7 @@ describe('a queue server killed with SIGKILL again and again', () => {
       // Kill a queue server with work out, at a random moment of the slots it leased first, just after it
       // applied results (their commit may be pending).
       const busy = await untilWorkOut(server, serverUrl, adminToken);
-      if (busy !== null) await new Promise((resolve) => setTimeout(resolve, random(rng) * 600));
+      if (busy !== null) await new Promise((resolve) => setTimeout(resolve, random() * 600));
       const status = busy !== null && server.exitCode === null ? await justAfterResults(serverUrl, adminToken, 1000) : null;
       if (status === null || status.displayState === 'done') {
         // The pass ended (the queue server exits after `finished`) before this kill.

@@ -12,14 +12,10 @@ import { SearchIndex } from '../../queue-server/search/search-index.js';
 import { adminTokenOf } from '../support/admin-api.js';
 import { assertBuilt, freePort, killStartedPetrels, runPetrel, startPetrel, tempDir, waitForEvent } from '../support/petrel-process.js';
 import { justAfterResults, untilWorkOut } from '../support/repeat-accounting.js';
+import { mulberry32 } from '../../scripts/test-web/prng.js';
 
 const KILLS = 6;
 const seed = Number(process.env.KILL_SEED ?? Date.now() % 100_000);
-
-function random(state: { s: number }): number {
-  state.s = (state.s * 1_103_515_245 + 12_345) % 2 ** 31;
-  return state.s / 2 ** 31;
-}
 
 describe('the search index of a queue server killed with SIGKILL while it indexes', () => {
   let web: TestWeb;
@@ -60,7 +56,8 @@ describe('the search index of a queue server killed with SIGKILL while it indexe
 
   it(`keeps every committed page searchable and the index sound over ${KILLS} kills (KILL_SEED=${seed})`, async () => {
     console.log(`search index kill test: KILL_SEED=${seed}`);
-    const rng = { s: seed };
+    // Deterministic, so a failing run can be replayed with KILL_SEED.
+    const random = mulberry32(seed);
     const dataDir = join(tempDir('index-kill'), 'data');
     const main = web.hostByRole.main;
     const port = await freePort();
@@ -82,7 +79,7 @@ describe('the search index of a queue server killed with SIGKILL while it indexe
     while (kills < KILLS) {
       const finishedEvent = waitForEvent(server, 'finished', 60_000).catch(() => null);
       const busy = await untilWorkOut(server, serverUrl, adminToken);
-      if (busy !== null) await new Promise((resolve) => setTimeout(resolve, random(rng) * 600));
+      if (busy !== null) await new Promise((resolve) => setTimeout(resolve, random() * 600));
       const status = busy !== null && server.exitCode === null ? await justAfterResults(serverUrl, adminToken, 1000) : null;
       if (status === null || status.displayState === 'done') {
         finished = await finishedEvent;
