@@ -89,6 +89,21 @@ export function startCommand(): Command {
     });
     fetchers.start(values.fetchers);
 
+    // Signals have their handler before `started` is announced: a supervisor that stops this process as
+    // soon as it hears `started` gets a clean stop, not the signal's default action (killed at once).
+    let stopping = false;
+    const stop = async () => {
+      if (stopping) return;
+      stopping = true;
+      log('petrel start: stopping');
+      await fetchers.stop();
+      const summary = running.service.summary();
+      await running.close();
+      process.stdout.write(`${JSON.stringify({ event: 'stopped', summary })}\n`);
+      process.exit(EXIT.ok);
+    };
+    supervisedSignals({ onInterrupt: () => void stop(), onTerminate: () => void stop() });
+
     process.stdout.write(`${JSON.stringify({ event: 'started', url: running.url, adminUrl, adminTokenFile, tokenFile, fetchers: values.fetchers, pid: process.pid })}\n`);
     log(`petrel start: queue server on ${running.url} with ${values.fetchers} local fetcher${values.fetchers === 1 ? '' : 's'}`);
     log(`  admin page:     ${adminUrl}`);
@@ -103,18 +118,6 @@ export function startCommand(): Command {
     }
     log('Ctrl-C stops the queue server and the local fetchers.');
 
-    let stopping = false;
-    const stop = async () => {
-      if (stopping) return;
-      stopping = true;
-      log('petrel start: stopping');
-      await fetchers.stop();
-      const summary = running.service.summary();
-      await running.close();
-      process.stdout.write(`${JSON.stringify({ event: 'stopped', summary })}\n`);
-      process.exit(EXIT.ok);
-    };
-    supervisedSignals({ onInterrupt: () => void stop(), onTerminate: () => void stop() });
   });
   return command;
 }
