@@ -206,7 +206,7 @@ export function createApp(options: AppOptions): express.Express {
   app.use(ADMIN_BASE, adminRouter({ service, adminToken, sessions, loginLimiter, clock, streamStallLimitMs: options.streamStallLimitMs, search: options.search?.searcher }));
 
   app.use((_req, _res, next) => next(new HttpError(404, 'not-found', 'no such route')));
-  app.use(jsonErrorHandler);
+  app.use(jsonErrorHandler(options.logger));
   return app;
 }
 

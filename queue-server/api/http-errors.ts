@@ -5,6 +5,7 @@
  */
 import type { NextFunction, Request, Response } from 'express';
 import type { z } from 'zod';
+import type { Logger } from '../../shared/logger.js';
 import { describeZodError, parseProtocolBody } from '../../shared/protocol.js';
 import { StorageUnavailableError } from '../crawl/storage-error.js';
 
@@ -53,18 +54,28 @@ export function describeError(error: unknown): { status: number; code: string; m
   if (typeof bodyError.status === 'number' && bodyError.status >= 400 && bodyError.status < 500) {
     return { status: bodyError.status, code: 'bad-request', message: String(bodyError.message ?? 'bad request').slice(0, 200) };
   }
-  // A broken invariant: crash loudly in the log, answer 500 without details.
-  console.error(error);
+  // A broken invariant: answered 500 without details; the error handler logs it loudly.
   return { status: 500, code: 'internal', message: 'internal error' };
 }
 
-/** The last middleware of an app: errors as JSON. */
-export function jsonErrorHandler(error: unknown, _req: Request, res: Response, _next: NextFunction): void {
-  const { status, code, message, details, headers } = describeError(error);
-  if (res.headersSent) {
-    res.end();
-    return;
-  }
-  if (headers !== undefined) res.set(headers);
-  res.status(status).json({ error: { ...details, code, message } });
+/**
+ * The last middleware of an app: errors as JSON. An internal error (a broken invariant) is logged
+ * with its stack, as an `internal-error` record shown in either log format, naming the method and the
+ * path (never the query, headers or body: they may carry secrets); on stderr when there is no logger.
+ */
+export function jsonErrorHandler(logger?: Logger): (error: unknown, req: Request, res: Response, next: NextFunction) => void {
+  return (error, req, res, _next) => {
+    const { status, code, message, details, headers } = describeError(error);
+    if (status === 500 && code === 'internal') {
+      const stack = error instanceof Error ? (error.stack ?? error.message) : String(error);
+      if (logger === undefined) console.error(error);
+      else logger.error({ event: 'internal-error', say: true, method: req.method, path: req.path, err: error }, `petrel queue-server: internal error on ${req.method} ${req.path.slice(0, 200)}: ${stack}`);
+    }
+    if (res.headersSent) {
+      res.end();
+      return;
+    }
+    if (headers !== undefined) res.set(headers);
+    res.status(status).json({ error: { ...details, code, message } });
+  };
 }
