@@ -18,7 +18,7 @@ import { ByteReader, ByteWriter } from './bytes.js';
 import { IndexError } from './errors.js';
 import { blockRecords, CODEC_DEFLATE, decodeHead, encodeBlock, encodeHead, type StoreBlock } from './doc-store.js';
 import { MAX_POSITIONS, NO_PAGE, POSITIONED_FIELDS, type Columns } from './segment-format.js';
-import { SegmentReader, type StoreKind, type TermInfo } from './segment-reader.js';
+import { postingsAt, postingsSpan, SegmentReader, type StoreKind, type TermInfo } from './segment-reader.js';
 import { writeSegment, type TermPostings } from './segment-writer.js';
 
 export interface MergeInput {
@@ -178,24 +178,13 @@ class PostingsWindow {
   }
 
   postings(info: TermInfo): TermPostings<Uint8Array> {
-    const total = info.pageDocsLength + info.pagePositionsLength + info.anchorDocsLength + info.anchorPositionsLength;
-    const first = info.pageDf > 0 ? info.pageDocsAt : info.anchorDocsAt;
+    const { first, length: total } = postingsSpan(info);
     if (first < this.#start || first + total > this.#start + this.#bytes.length) {
       const length = Math.max(total, Math.min(PostingsWindow.BYTES, this.#sectionEnd - first));
       this.#start = first;
       this.#bytes = this.#reader.read(first, length);
     }
-    let at = first - this.#start;
-    const take = (n: number): Uint8Array => this.#bytes.subarray(at, (at += n));
-    return {
-      term: info.term,
-      pageDf: info.pageDf,
-      pageDocs: take(info.pageDocsLength),
-      pagePositions: take(info.pagePositionsLength),
-      anchorDf: info.anchorDf,
-      anchorDocs: take(info.anchorDocsLength),
-      anchorPositions: take(info.anchorPositionsLength),
-    };
+    return postingsAt(info, this.#bytes, first - this.#start);
   }
 }
 

@@ -201,20 +201,8 @@ export class SegmentReader {
 
   /** The bytes of a term's postings: page docs + positions, anchor docs + positions. */
   postings(info: TermInfo): TermPostings<Uint8Array> {
-    const total = info.pageDocsLength + info.pagePositionsLength + info.anchorDocsLength + info.anchorPositionsLength;
-    const first = info.pageDf > 0 ? info.pageDocsAt : info.anchorDocsAt;
-    const bytes = this.read(first, total);
-    let at = 0;
-    const take = (n: number): Uint8Array => bytes.subarray(at, (at += n));
-    return {
-      term: info.term,
-      pageDf: info.pageDf,
-      pageDocs: take(info.pageDocsLength),
-      pagePositions: take(info.pagePositionsLength),
-      anchorDf: info.anchorDf,
-      anchorDocs: take(info.anchorDocsLength),
-      anchorPositions: take(info.anchorPositionsLength),
-    };
+    const { first, length } = postingsSpan(info);
+    return postingsAt(info, this.read(first, length), 0);
   }
 
   /** Only the page doc stream (scoring a word needs no positions). */
@@ -364,4 +352,26 @@ function decodeBlock(bytes: Uint8Array, postingsBase: number, postingsSectionOff
   }
   if (!reader.done) throw corrupt(`${reader.end - reader.pos} bytes after the last term`);
   return out;
+}
+
+/** Where a term's postings lie in the segment: its four streams are contiguous, page docs first (or anchor docs, when no page has the term). */
+export function postingsSpan(info: TermInfo): { first: number; length: number } {
+  return {
+    first: info.pageDf > 0 ? info.pageDocsAt : info.anchorDocsAt,
+    length: info.pageDocsLength + info.pagePositionsLength + info.anchorDocsLength + info.anchorPositionsLength,
+  };
+}
+
+/** A term's four posting streams as views of `bytes`, which holds its span from offset `at` on. */
+export function postingsAt(info: TermInfo, bytes: Uint8Array, at: number): TermPostings<Uint8Array> {
+  const take = (n: number): Uint8Array => bytes.subarray(at, (at += n));
+  return {
+    term: info.term,
+    pageDf: info.pageDf,
+    pageDocs: take(info.pageDocsLength),
+    pagePositions: take(info.pagePositionsLength),
+    anchorDf: info.anchorDf,
+    anchorDocs: take(info.anchorDocsLength),
+    anchorPositions: take(info.anchorPositionsLength),
+  };
 }
