@@ -5,23 +5,15 @@
  * of a gzip body count too; the fetcher client waits and retries a 503 until it is served; and the
  * budget is whole again once the holder's answer is out.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
 import { request as httpRequest, type ClientRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
 import { QueueClient, QueueServerError } from '../../fetcher/queue-client.js';
 import { createApp } from '../../queue-server/app.js';
-import { CacheStore } from '../../queue-server/cache/cache-store.js';
-import { Crawl } from '../../queue-server/crawl/crawl.js';
-import { crawlConfigSchema, fetchScheduleOf } from '../../queue-server/crawl-config.js';
-import { CrawlService } from '../../queue-server/crawl/crawl-service.js';
-import { CrawlDb } from '../../queue-server/crawldb/crawl-db.js';
-import { PageArchive } from '../../queue-server/crawl/page-archive.js';
 import { PROTOCOL_VERSION, ROUTES, type HeartbeatRequest } from '../../shared/protocol.js';
 import { signatureFor } from '../support/signed-request.js';
+import { tempCrawlService } from '../support/temp-crawl-service.js';
 
 const TOKEN = 'budget-test-token-0123456789';
 const INSTANCE = 'bodyBudgetTestInstance';
@@ -34,13 +26,8 @@ afterEach(async () => {
 });
 
 async function server(): Promise<string> {
-  const dir = mkdtempSync(join(tmpdir(), 'petrel-budget-'));
-  const archive = PageArchive.open(join(dir, 'pages.jsonl'));
-  const cache = CacheStore.open(join(dir, 'cache.btree'));
-  const crawlDb = CrawlDb.open(join(dir, 'crawldb.btree'));
-  const config = crawlConfigSchema.parse({ seeds: ['http://example.com/'], bloomCapacity: 1000 });
-  const service = new CrawlService(new Crawl(config, { archive, cache, crawlDb, robots: null, warc: null }, fetchScheduleOf(config), null));
-  service.start();
+  const crawl = tempCrawlService('budget', { seeds: ['http://example.com/'], bloomCapacity: 1000 });
+  const { service } = crawl;
   const app = createApp({ service, token: TOKEN, adminToken: 'budget-admin-token-0123456789', instance: INSTANCE, bodyBytesInFlight: BUDGET });
   const listening: Server = await new Promise((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s));
@@ -48,11 +35,7 @@ async function server(): Promise<string> {
   cleanups.push(async () => {
     listening.closeAllConnections();
     await new Promise<void>((resolve) => listening.close(() => resolve()));
-    service.close();
-    archive.close();
-    cache.close();
-    crawlDb.close();
-    rmSync(dir, { recursive: true, force: true });
+    crawl.close();
   });
   return `http://127.0.0.1:${(listening.address() as AddressInfo).port}`;
 }

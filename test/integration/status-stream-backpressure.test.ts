@@ -6,20 +6,13 @@
  * the latest snapshot rather than every stale one. Each snapshot here is 2 MB, so loopback's socket
  * buffers fill within a few events; the crawl's changes are real (pause and resume of a CrawlService).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import express from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Crawl } from '../../queue-server/crawl/crawl.js';
-import { crawlConfigSchema, fetchScheduleOf } from '../../queue-server/crawl-config.js';
 import { CrawlService } from '../../queue-server/crawl/crawl-service.js';
-import { CrawlDb } from '../../queue-server/crawldb/crawl-db.js';
-import { CacheStore } from '../../queue-server/cache/cache-store.js';
-import { PageArchive } from '../../queue-server/crawl/page-archive.js';
 import { streamStatus } from '../../queue-server/api/status-stream.js';
+import { tempCrawlService } from '../support/temp-crawl-service.js';
 
 const SNAPSHOT_BYTES = 2 * 1024 * 1024;
 /** What an event adds to its snapshot: the event line, `data: `, the seq field, the blank line. */
@@ -42,13 +35,8 @@ interface Harness {
 }
 
 async function harness(stallLimitMs: number): Promise<Harness> {
-  const dir = mkdtempSync(join(tmpdir(), 'petrel-stream-'));
-  const archive = PageArchive.open(join(dir, 'pages.jsonl'));
-  const cache = CacheStore.open(join(dir, 'cache.btree'));
-  const crawlDb = CrawlDb.open(join(dir, 'crawldb.btree'));
-  const config = crawlConfigSchema.parse({ seeds: ['http://example.com/'], bloomCapacity: 1000 });
-  const service = new CrawlService(new Crawl(config, { archive, cache, crawlDb, robots: null, warc: null }, fetchScheduleOf(config), null));
-  service.start();
+  const crawl = tempCrawlService('stream', { seeds: ['http://example.com/'], bloomCapacity: 1000 });
+  const { service } = crawl;
   const pad = 'x'.repeat(SNAPSHOT_BYTES);
   const h: Harness = {
     service,
@@ -71,11 +59,7 @@ async function harness(stallLimitMs: number): Promise<Harness> {
   cleanups.push(async () => {
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
-    service.close();
-    archive.close();
-    cache.close();
-    crawlDb.close();
-    rmSync(dir, { recursive: true, force: true });
+    crawl.close();
   });
   return h;
 }

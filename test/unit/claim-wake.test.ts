@@ -4,18 +4,11 @@
  * timer was allowed to fire was woken by the event that made work, not found by a poll; and a timeout
  * ends a wait exactly at its deadline, not a millisecond before.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { CacheStore } from '../../queue-server/cache/cache-store.js';
 import { Condition } from '../../queue-server/crawl/condition.js';
-import { Crawl } from '../../queue-server/crawl/crawl.js';
 import { CrawlService } from '../../queue-server/crawl/crawl-service.js';
-import { PageArchive } from '../../queue-server/crawl/page-archive.js';
-import { crawlConfigSchema, fetchScheduleOf } from '../../queue-server/crawl-config.js';
-import { CrawlDb } from '../../queue-server/crawldb/crawl-db.js';
 import { PROTOCOL_VERSION, type ClaimRequest, type ClaimResponse, type ItemResult } from '../../shared/protocol.js';
+import { tempCrawlService } from '../support/temp-crawl-service.js';
 
 /** Loopback origins that nothing here ever connects to: no fetcher runs in these tests. */
 const ORIGIN_A = 'http://127.0.0.2:8080';
@@ -101,20 +94,9 @@ describe('CrawlService, parked claims', () => {
    * answers, for longer than any test runs, so its origin waits and no other work exists.
    */
   async function idleService(): Promise<CrawlService> {
-    const dir = mkdtempSync(join(tmpdir(), 'petrel-claim-wake-'));
-    const archive = PageArchive.open(join(dir, 'pages.jsonl'));
-    const cache = CacheStore.open(join(dir, 'cache.btree'));
-    const crawlDb = CrawlDb.open(join(dir, 'crawldb.btree'));
-    const config = crawlConfigSchema.parse({ seeds: [`${ORIGIN_SEED}/index.html`], scope: 'any', delayMs: 0, leaseMs: 600_000, bloomCapacity: 1000 });
-    const service = new CrawlService(new Crawl(config, { archive, cache, crawlDb, robots: null, warc: null }, fetchScheduleOf(config), null), { clock: () => Date.now() });
-    service.start();
-    cleanups.push(() => {
-      service.close();
-      archive.close();
-      cache.close();
-      crawlDb.close();
-      rmSync(dir, { recursive: true, force: true });
-    });
+    const crawl = tempCrawlService('claim-wake', { seeds: [`${ORIGIN_SEED}/index.html`], scope: 'any', delayMs: 0, leaseMs: 600_000, bloomCapacity: 1000 }, () => Date.now());
+    const { service } = crawl;
+    cleanups.push(() => crawl.close());
     robotsSlotOf(await service.claim(claimOf('seed-holder', 0), '127.0.0.1'), ORIGIN_SEED);
     return service;
   }
