@@ -22,7 +22,7 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { claimRequestSchema, heartbeatRequestSchema, LIMITS, resultsRequestSchema, ROUTES } from '../shared/protocol.js';
 import { hasSignatureHeaders, newInstanceId } from '../shared/request-signing.js';
-import { adminRouter, ADMIN_BASE, CONTROL_BODY_BYTES } from './admin/routes.js';
+import { adminRouter, ADMIN_BASE, ADMIN_ROUTES, CONTROL_BODY_BYTES } from './admin/routes.js';
 import { LoginLimiter } from './auth/login-limiter.js';
 import type { SessionStore } from './admin/sessions.js';
 import { bearerToken, tokensEqual } from './auth/tokens.js';
@@ -34,6 +34,7 @@ import { INSTANCE_HEADER, RequestAuth } from './api/request-auth.js';
 import { streamStatus } from './api/status-stream.js';
 import { accessLog } from './ops/access-log.js';
 import type { Logger } from '../shared/logger.js';
+import { cachedCopyRoute } from './api/cached-copy-route.js';
 import { rateLimited, SEARCH_ROUTES, searchJson, searchPage, searchStyle, type Searcher } from './api/search-api.js';
 import { securityHeaders } from './admin/security.js';
 
@@ -194,11 +195,14 @@ export function createApp(options: AppOptions): express.Express {
       const limiter = options.search.limiter ?? new LoginLimiter({ maxFailures: 60, windowMs: 60_000 });
       const limit = rateLimited((address) => limiter.begin(address, clock()));
       app.get(SEARCH_ROUTES.api, limit, searchJson(searcher));
-      app.get(SEARCH_ROUTES.page, securityHeaders, limit, searchPage(searcher, SEARCH_ROUTES.page));
+      app.get(SEARCH_ROUTES.page, securityHeaders, limit, searchPage(searcher, SEARCH_ROUTES.page, SEARCH_ROUTES.cache));
+      // The results' cached copies, public with the search and counted against the same limit.
+      app.get(SEARCH_ROUTES.cache, limit, cachedCopyRoute(service, SEARCH_ROUTES.cache));
     } else {
       app.get(SEARCH_ROUTES.api, requireAdmin, searchJson(searcher));
       // The session cookie is sent to /admin only: the page behind it is /admin/search.
       app.get(SEARCH_ROUTES.page, (req, res) => res.redirect(303, `${SEARCH_ROUTES.adminPage}${req.originalUrl.slice(SEARCH_ROUTES.page.length)}`));
+      app.get(SEARCH_ROUTES.cache, (req, res) => res.redirect(303, `${ADMIN_ROUTES.cache}${req.originalUrl.slice(SEARCH_ROUTES.cache.length)}`));
     }
   }
 

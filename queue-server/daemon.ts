@@ -159,7 +159,7 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
     );
     const ready = () => !draining;
     const metrics = createMetrics(service, { clock, ready });
-    const searcher = indexSearcher(stores.index!, stores.crawlDb);
+    const searcher = indexSearcher(stores.index!, stores.crawlDb, stores.warc !== null);
     const app = createApp({ service, token, adminToken, clock, ready, logger, metrics: { token: metricsToken, contentType: metrics.contentType, scrape: () => metrics.scrape() }, search: { searcher, public: options.publicSearch === true } });
     const { address, port } = server.address() as AddressInfo;
     const host = address.includes(':') ? `[${address}]` : address;

@@ -37,8 +37,7 @@ import { LoginLimiter } from '../auth/login-limiter.js';
 import { loginPage, type LoginMessage } from './login-page.js';
 import { clearedSessionCookie, cookieValue, requireSameOrigin, securityHeaders, SESSION_COOKIE, sessionCookie } from './security.js';
 import { SessionStore, type Session } from './sessions.js';
-import { WarcError } from '../../shared/warc/errors.js';
-import { CACHED_COPY_POLICY, escapeHtml, renderCachedCopy } from '../warc/cached-copy.js';
+import { cachedCopyRoute } from '../api/cached-copy-route.js';
 
 export const ADMIN_BASE = '/admin';
 
@@ -227,28 +226,9 @@ export function adminRouter(options: AdminOptions): Router {
     });
   });
 
-  /**
-   * A fetched page's cached copy. Hostile HTML from the web: served under CACHED_COPY_POLICY (CSP
-   * sandbox without allow-same-origin or allow-scripts, nothing loaded), never cached by the browser.
-   */
-  router.get('/cache', (req, res) => {
-    if (sessionOf(req) === null) return res.redirect(303, ADMIN_ROUTES.login);
-    res.set({ 'Content-Security-Policy': CACHED_COPY_POLICY, 'Cache-Control': 'no-store' });
-    const url = typeof req.query.url === 'string' ? req.query.url : '';
-    const answer = (status: number, message: string) => res.status(status).type('html').send(`<!DOCTYPE html>\n<title>No cached copy</title>\n<p>${escapeHtml(message)}</p>\n`);
-    if (url === '' || url.length > 8192) return answer(400, 'Which page? /admin/cache?url=URL, an http(s) URL the crawl fetched.');
-    let copy;
-    try {
-      copy = service.cachedCopy(url);
-    } catch (error) {
-      if (!(error instanceof WarcError)) throw error;
-      // The records of a capture applied a moment ago are written by the next group commit.
-      if (error.code === 'WARC_NOT_FOUND') return answer(503, `The cached copy of ${url} is not readable yet (${error.message}); reload in a moment.`);
-      return answer(500, `The cached copy of ${url} is damaged: ${error.code}: ${error.message}`);
-    }
-    if (copy === null) return answer(404, `No cached copy of ${url}: the crawl has not archived it (not fetched, or archiving is off).`);
-    res.type('html').send(renderCachedCopy(copy));
-  });
+  // A fetched page's cached copy, behind the session (api/cached-copy-route.ts serves it sandboxed).
+  const cachedCopy = cachedCopyRoute(service, ADMIN_ROUTES.cache);
+  router.get('/cache', (req, res, next) => (sessionOf(req) === null ? res.redirect(303, ADMIN_ROUTES.login) : cachedCopy(req, res, next)));
 
   for (const action of CONTROL_ACTIONS) {
     router.post(`/api/${action}`, requireSameOrigin, requireSession, requireCsrf, json, (req, res) => {
@@ -267,7 +247,7 @@ export function adminRouter(options: AdminOptions): Router {
   // Search behind the session: the admin page's search box (a GET form) and its JSON (search-api.ts).
   const searcher = options.search;
   if (searcher !== undefined) {
-    const page = searchPage(searcher, SEARCH_ROUTES.adminPage);
+    const page = searchPage(searcher, SEARCH_ROUTES.adminPage, ADMIN_ROUTES.cache);
     router.get('/search', (req, res, next) => (sessionOf(req) === null ? res.redirect(303, ADMIN_ROUTES.login) : page(req, res, next)));
     router.get('/api/search', requireSession, searchJson(searcher));
   }

@@ -8,6 +8,8 @@
  *                                         to /admin/search
  *   GET /admin/search, /admin/api/search  the same page and JSON behind the admin session (the session
  *                                         cookie is Path=/admin, so the browser sends it only there)
+ *   GET /cache?url=, /admin/cache?url=    a result's cached copy (api/cached-copy-route.ts), linked from
+ *                                         each result the web archive holds; public as /search is
  *
  * Bad input is a 400 with code `query-invalid` and a message saying what to change: an empty query, one
  * over 512 characters or 32 terms, only exclusions (the index's own checks, query-parser.ts), a `limit`
@@ -37,15 +39,23 @@ export const SEARCH_ROUTES = {
   style: '/search/search.css',
   adminApi: '/admin/api/search',
   adminPage: '/admin/search',
+  /** The results' cached copies (api/cached-copy-route.ts): public with --public-search, else behind the session. */
+  cache: '/cache',
 } as const;
 
 /** Results per page of the HTML page. */
 const PAGE_RESULTS = 10;
 
+/** A result as the API gives it: the index's, plus whether the crawl archived a cached copy of it. */
+export interface SearchHit extends SearchResult {
+  /** The web archive holds the page's latest capture: /admin/cache (or /cache) shows it. */
+  readonly cached: boolean;
+}
+
 export interface SearchAnswer {
   readonly query: string;
   readonly total: number;
-  readonly results: readonly SearchResult[];
+  readonly results: readonly SearchHit[];
   /** Time the query took in the queue server, ms (three decimals). */
   readonly tookMs: number;
 }
@@ -55,15 +65,20 @@ export interface Searcher {
   search(query: string, limit: number, offset: number): SearchAnswer;
 }
 
-/** Searches the crawl's index, ranking with the crawl database's OPIC cash. */
-export function indexSearcher(store: IndexStore, crawlDb: CrawlDb): Searcher {
+/**
+ * Searches the crawl's index, ranking with the crawl database's OPIC cash. `archiveOpen`: whether the
+ * data directory's web archive is open (then a result whose record has a capture has a cached copy).
+ */
+export function indexSearcher(store: IndexStore, crawlDb: CrawlDb, archiveOpen: boolean): Searcher {
   const authorityOf = (hex: string): number => crawlDb.get(urlHashFromHex(hex))?.score ?? 0;
+  const hasCapture = (hex: string): boolean => archiveOpen && (crawlDb.get(urlHashFromHex(hex))?.warc ?? null) !== null;
   return {
     search(query, limit, offset) {
       const start = performance.now();
       try {
-        const { total, results } = store.index.search(query, { limit, offset, authorityOf });
-        return { query, total, results, tookMs: Math.round((performance.now() - start) * 1000) / 1000 };
+        const found = store.index.search(query, { limit, offset, authorityOf });
+        const results = found.results.map((result) => ({ ...result, cached: hasCapture(result.urlHash) }));
+        return { query, total: found.total, results, tookMs: Math.round((performance.now() - start) * 1000) / 1000 };
       } catch (error) {
         if (error instanceof IndexError && error.code === 'QUERY_INVALID') throw new HttpError(400, 'query-invalid', error.message);
         throw error;
@@ -95,8 +110,11 @@ export function searchJson(searcher: Searcher): RequestHandler {
   };
 }
 
-/** The HTML page; `action` is the path its form submits to (/search or /admin/search). */
-export function searchPage(searcher: Searcher, action: string): RequestHandler {
+/**
+ * The HTML page; `action` is the path its form submits to (/search or /admin/search), `cachePath` the
+ * route of cached copies beside it (/cache or /admin/cache; null: none served there).
+ */
+export function searchPage(searcher: Searcher, action: string, cachePath: string | null): RequestHandler {
   return (req: Request, res: Response, next: NextFunction) => {
     let params: { q: string; limit: number; offset: number };
     try {
@@ -116,7 +134,7 @@ export function searchPage(searcher: Searcher, action: string): RequestHandler {
         res.status(400);
       }
     }
-    res.type('html').send(renderSearchPage({ action, q, offset, answer, problem }));
+    res.type('html').send(renderSearchPage({ action, cachePath, q, offset, answer, problem }));
   };
 }
 
@@ -136,6 +154,7 @@ export function rateLimited(admit: (address: string) => number): RequestHandler 
 
 interface PageModel {
   readonly action: string;
+  readonly cachePath: string | null;
   readonly q: string;
   readonly offset: number;
   readonly answer: SearchAnswer | null;
@@ -144,7 +163,7 @@ interface PageModel {
 
 /** The whole page as HTML; every value from the web or the request is escaped (the snippet: see safeSnippet). */
 export function renderSearchPage(model: PageModel): string {
-  const { action, q, offset, answer, problem } = model;
+  const { action, cachePath, q, offset, answer, problem } = model;
   const parts: string[] = [
     '<!doctype html>',
     '<html lang="en">',
@@ -171,7 +190,7 @@ export function renderSearchPage(model: PageModel): string {
     const last = offset + answer.results.length;
     parts.push(`<p class="summary">${answer.total === 0 ? 'No pages found' : `Results ${first}-${last} of ${answer.total}`} (${answer.tookMs.toFixed(1)} ms)</p>`);
     parts.push('<ol class="results">');
-    for (const result of answer.results) parts.push(renderResult(result));
+    for (const result of answer.results) parts.push(renderResult(result, cachePath));
     parts.push('</ol>');
     const pages: string[] = [];
     const link = (to: number, text: string) => `<a href="${escapeHtml(action)}?q=${encodeURIComponent(q)}&amp;offset=${to}">${text}</a>`;
@@ -183,17 +202,19 @@ export function renderSearchPage(model: PageModel): string {
   return parts.join('\n');
 }
 
-function renderResult(result: SearchResult): string {
+function renderResult(result: SearchHit, cachePath: string | null): string {
   const url = escapeHtml(result.url);
   const title = escapeHtml(result.title === '' ? result.url : result.title);
   const heading = isWebUrl(result.url) ? `<a href="${url}" rel="noreferrer">${title}</a>` : title;
   const fetched = new Date(result.fetchedAt).toISOString().slice(0, 16).replace('T', ' ');
+  // Yioop's "Cached" link: the page as the crawl stored it, served sandboxed (api/cached-copy-route.ts).
+  const cached = cachePath !== null && result.cached ? ` · <a class="cached" href="${escapeHtml(cachePath)}?url=${encodeURIComponent(result.url)}" rel="noreferrer">cached copy</a>` : '';
   return [
     '<li>',
     `<h2>${heading}</h2>`,
     `<div class="url">${url}</div>`,
     `<p class="snippet">${safeSnippet(result.snippet)}</p>`,
-    `<div class="meta">fetched ${fetched} UTC, score ${result.score}</div>`,
+    `<div class="meta">fetched ${fetched} UTC, score ${result.score}${cached}</div>`,
     '</li>',
   ].join('');
 }

@@ -3,7 +3,8 @@
  * Debian's chromium (driven by playwright-core) with JavaScript off and on: the GET form works, results
  * are shown, and a page whose title and text carry markup and script shows them as text and runs
  * nothing. Then the same data directory without --public-search: /search sends browsers to the admin
- * session, /api/search wants the admin token, and bad queries get their 400s.
+ * session, /api/search wants the admin token, and bad queries get their 400s. Results the web archive
+ * holds link their cached copies: /cache beside the public search (sandboxed), /admin/cache otherwise.
  * The browser part is skipped where /usr/bin/chromium is missing (.ci/run installs it).
  */
 import { existsSync, readFileSync, rmSync } from 'node:fs';
@@ -71,6 +72,18 @@ describe('the search page and API of a queue server', () => {
         expect(await page.locator('main script, main img, main b').count()).toBe(0);
         if (javaScriptEnabled) expect(await page.evaluate(() => (globalThis as { __pwned?: unknown }).__pwned)).toBeUndefined();
         expect(await page.locator('.summary').textContent()).toMatch(/^Results 1-2 of 2 \(/);
+        // Each result the archive holds links its cached copy, public beside the public search, sandboxed.
+        const evilUrl = `${web.hostByRole.main}/evil.html`;
+        const cachedLinks = await page.locator('ol.results a.cached').evaluateAll((links) => links.map((link) => link.getAttribute('href')));
+        expect(cachedLinks).toContain(`/cache?url=${encodeURIComponent(evilUrl)}`);
+        const copy = await context.newPage();
+        copy.on('pageerror', (error) => problems.push(`cached copy page error: ${error.message}`));
+        const response = await copy.goto(`${url}/cache?url=${encodeURIComponent(evilUrl)}`);
+        expect(response!.status()).toBe(200);
+        expect(response!.headers()['content-security-policy']).toMatch(/sandbox/);
+        expect(await copy.locator('#petrel-cached-copy').textContent()).toContain(`cached copy of ${evilUrl}, fetched 20`);
+        if (javaScriptEnabled) expect(await copy.evaluate(() => (globalThis as { __pwned?: unknown }).__pwned)).toBeUndefined();
+        await copy.close();
         // A second search from the results page, words found in the text of the test web's pages.
         await page.fill('input[name=q]', 'zygomorphic orchid');
         await Promise.all([page.waitForURL(/q=zygomorphic\+orchid$/), page.click('button[type=submit]')]);
@@ -119,6 +132,11 @@ describe('the search page and API of a queue server', () => {
       expect(body.total).toBe(1);
       expect(body.results[0]!.url).toBe(`${web.hostByRole.main}/markup/text.html`);
       expect(body.results[0]!.snippet).toContain('&lt;script&gt;');
+      // The crawl archived it (WARC is on by default): the result says it has a cached copy.
+      expect(body.results[0]).toMatchObject({ cached: true });
+      const cacheRedirect = await fetch(`${url}/cache?url=${encodeURIComponent(body.results[0]!.url)}`, { redirect: 'manual' });
+      expect(cacheRedirect.status).toBe(303);
+      expect(cacheRedirect.headers.get('location')).toBe(`/admin/cache?url=${encodeURIComponent(body.results[0]!.url)}`);
       expect(body.tookMs).toBeGreaterThanOrEqual(0);
       const refused = async (query: string) => {
         const res = await fetch(`${url}/api/search?${query}`, auth);

@@ -1,0 +1,35 @@
+/**
+ * GET <path>?url=URL: a fetched page's cached copy, as the web archive holds it (warc/cached-copy.ts
+ * renders it with Yioop's banner). Mounted behind the admin session at /admin/cache, and at /cache
+ * beside the public search page when --public-search is on (rate limited there with the searches).
+ *
+ * The page is hostile HTML from the web: it is served under CACHED_COPY_POLICY (a CSP sandbox without
+ * allow-same-origin or allow-scripts, nothing loaded) and never cached by the browser.
+ */
+import type { RequestHandler } from 'express';
+import type { CrawlService } from '../crawl/crawl-service.js';
+import { WarcError } from '../../shared/warc/errors.js';
+import { CACHED_COPY_POLICY, escapeHtml, renderCachedCopy } from '../warc/cached-copy.js';
+
+/** The longest URL looked up; the crawl never admits longer ones. */
+const MAX_URL_CHARS = 8192;
+
+export function cachedCopyRoute(service: Pick<CrawlService, 'cachedCopy'>, path: string): RequestHandler {
+  return (req, res) => {
+    res.set({ 'Content-Security-Policy': CACHED_COPY_POLICY, 'Cache-Control': 'no-store' });
+    const url = typeof req.query.url === 'string' ? req.query.url : '';
+    const answer = (status: number, message: string) => res.status(status).type('html').send(`<!DOCTYPE html>\n<title>No cached copy</title>\n<p>${escapeHtml(message)}</p>\n`);
+    if (url === '' || url.length > MAX_URL_CHARS) return answer(400, `Which page? ${path}?url=URL, an http(s) URL the crawl fetched.`);
+    let copy;
+    try {
+      copy = service.cachedCopy(url);
+    } catch (error) {
+      if (!(error instanceof WarcError)) throw error;
+      // The records of a capture applied a moment ago are written by the next group commit.
+      if (error.code === 'WARC_NOT_FOUND') return answer(503, `The cached copy of ${url} is not readable yet (${error.message}); reload in a moment.`);
+      return answer(500, `The cached copy of ${url} is damaged: ${error.code}: ${error.message}`);
+    }
+    if (copy === null) return answer(404, `No cached copy of ${url}: the crawl has not archived it (not fetched, or archiving is off).`);
+    res.type('html').send(renderCachedCopy(copy));
+  };
+}
