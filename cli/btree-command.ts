@@ -4,7 +4,12 @@
  * pages of the tree being walked may be reused by the server's commits meanwhile; stop the server first.
  */
 import { Command } from 'commander';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { BTree, BTreeError, type BTreeStats, type CheckFault } from '../queue-server/btree/index.js';
+import { upgradeBtreeFile, type UpgradeReport } from '../queue-server/btree/upgrade.js';
+import { FORMAT_VERSION, UPGRADABLE_VERSION } from '../queue-server/btree/page-codec.js';
+import { lockDataDir } from '../queue-server/storage/data-dir.js';
 import { EXIT } from './exit-codes.js';
 
 /** Where the command writes; injectable so tests can capture output and exit codes. */
@@ -37,6 +42,22 @@ With --json the answer is always one JSON object, also when the file cannot be r
 const STATS_HELP = `
 Exit status: 0 when the figures were printed, 1 when the file is too damaged to open (petrel btree check
 lists what is wrong), 2 when the file is missing or cannot be read.
+`;
+
+const UPGRADE_HELP = `
+Format ${UPGRADABLE_VERSION} differs from format ${FORMAT_VERSION} in the page checksum only (queue-server/btree/LAYOUT.md
+"Format versions"). Each file is rewritten beside itself (FILE.upgrade), fsynced and checked in full, then
+renamed over the original: a kill at any point leaves the original or the whole upgraded file. A file
+already of format ${FORMAT_VERSION} is left alone. With --data, every *.btree file of the data directory is upgraded
+while its LOCK is held, so a queue server cannot start on it meanwhile (and the upgrade refuses to run
+beside one).
+
+Example:
+  petrel btree upgrade --data ./petrel-data
+
+Exit status: 0 when every file is of format ${FORMAT_VERSION} afterwards, 1 when a file could not be upgraded (damaged:
+the original is left as it was; petrel btree check lists what is wrong), 2 on bad usage (no file, a
+missing file, a data directory in use).
 `;
 
 export function btreeCommand(io: BtreeCliIo = processIo): Command {
@@ -103,6 +124,59 @@ export function btreeCommand(io: BtreeCliIo = processIo): Command {
       }
       io.out(opts.json === true ? `${JSON.stringify({ file, ...stats })}\n` : formatStats(file, stats));
       io.setExitCode(0);
+    });
+
+  btree
+    .command('upgrade')
+    .description(`rewrite B-tree files of format ${UPGRADABLE_VERSION} (an older Petrel's) in format ${FORMAT_VERSION}, crash-safely`)
+    .argument('[files...]', 'B-tree files to upgrade')
+    .option('--data <dir>', 'upgrade every *.btree file of this data directory (stop its queue server first)')
+    .option('--json', 'print one JSON object per file {file, fromVersion, toVersion, upgraded, pages, keys} or {file, error}')
+    .addHelpText('after', UPGRADE_HELP)
+    .action((files: string[], opts: { data?: string; json?: boolean }) => {
+      if ((opts.data === undefined) === (files.length === 0)) {
+        io.err('petrel btree upgrade: give the files to upgrade, or --data DIR (not both)\n');
+        io.setExitCode(EXIT_USAGE);
+        return;
+      }
+      let release = (): void => {};
+      let targets = files;
+      if (opts.data !== undefined) {
+        const dir = opts.data;
+        try {
+          release = lockDataDir(dir);
+          targets = readdirSync(dir).filter((name) => name.endsWith('.btree')).sort().map((name) => join(dir, name));
+        } catch (error) {
+          io.err(`petrel btree upgrade: ${(error as Error).message}\n`);
+          io.setExitCode(EXIT_USAGE);
+          return;
+        }
+      }
+      let failed = false;
+      let unusable = false;
+      try {
+        for (const file of targets) {
+          let report: UpgradeReport;
+          try {
+            report = upgradeBtreeFile(file);
+          } catch (error) {
+            const corrupt = error instanceof BTreeError;
+            if (corrupt) failed = true;
+            else unusable = true;
+            const message = (error as Error).message;
+            if (opts.json === true) io.out(`${JSON.stringify({ file, error: { code: (error as { code?: string }).code ?? 'error', message } })}\n`);
+            io.err(`petrel btree upgrade: ${corrupt ? `${file}: ` : ''}${message}\n`);
+            continue;
+          }
+          if (opts.json === true) io.out(`${JSON.stringify(report)}\n`);
+          else if (report.upgraded) io.out(`${file}: upgraded from format ${report.fromVersion} to ${report.toVersion} (${report.pages} pages, ${report.keys} keys, checked clean)\n`);
+          else io.out(`${file}: already format ${report.toVersion}, left alone\n`);
+        }
+        if (targets.length === 0) io.out(`${opts.data}: no *.btree files\n`);
+      } finally {
+        release();
+      }
+      io.setExitCode(failed ? EXIT_FAULTS : unusable ? EXIT_USAGE : 0);
     });
 
   return btree;

@@ -39,6 +39,8 @@ export const BRANCH_ENTRY_BYTES = KEY_BYTES + 4;
  * refused with BTREE_VERSION.
  */
 export const FORMAT_VERSION = 2;
+/** The older format `petrel btree upgrade` (upgrade.ts) rewrites in this one. */
+export const UPGRADABLE_VERSION = 1;
 
 const OFF_CRC = 0;
 const OFF_KIND = 4;

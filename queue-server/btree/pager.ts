@@ -19,6 +19,7 @@ import { BTNode } from './node.js';
 import { PageCache } from './page-cache.js';
 import {
   FORMAT_VERSION,
+  UPGRADABLE_VERSION,
   MAX_PAGE_SIZE,
   META_PAGES,
   META_PROBE_BYTES,
@@ -449,7 +450,7 @@ function readNewestMeta(io: FileOps, fd: number, path: string): MetaFields {
       throw new BTreeError(
         'BTREE_VERSION',
         `${path} is a Petrel B-Tree of format version ${version}; this Petrel reads version ${FORMAT_VERSION} only ` +
-          `(queue-server/btree/LAYOUT.md). Start with a new data directory, or read the file with the Petrel that wrote it.`,
+          `(queue-server/btree/LAYOUT.md). ${version === UPGRADABLE_VERSION ? `Upgrade it with \`petrel btree upgrade ${path}\` (or \`petrel btree upgrade --data DIR\` for a whole data directory), with the queue server stopped.` : 'Start with a new data directory, or read the file with the Petrel that wrote it.'}`,
       );
     }
     throw new BTreeError('BTREE_CORRUPT', `${path}: neither meta page (0 or 1) is valid`, { page: 0 });

@@ -17,7 +17,7 @@
  */
 import { closeSync, fsyncSync, openSync, readdirSync, readFileSync, renameSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { crc32c } from './crc32c.js';
+import { crc32c } from '../storage/crc32c.js';
 import { ByteReader, ByteWriter } from './bytes.js';
 import { IndexError } from './errors.js';
 

@@ -8,7 +8,7 @@
  * The footer names every section's offset, length and CRC-32C, so a reader finds everything from the
  * last 208 bytes and `index check` can verify each section on its own.
  */
-import { crc32c } from './crc32c.js';
+import { crc32c } from '../storage/crc32c.js';
 import { IndexError } from './errors.js';
 
 export const SEGMENT_MAGIC = 'PETRELSG';

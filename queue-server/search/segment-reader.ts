@@ -9,7 +9,7 @@
  */
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { endianness } from 'node:os';
-import { crc32c } from './crc32c.js';
+import { crc32c } from '../storage/crc32c.js';
 import { ByteReader } from './bytes.js';
 import { IndexError } from './errors.js';
 import { blockRecords, decodeHead, type StoredDocument, type StoredHead } from './doc-store.js';

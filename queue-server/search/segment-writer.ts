@@ -8,7 +8,7 @@
  * term plus the term) and its block index; postings and stored documents pass through.
  */
 import { closeSync, fsyncSync, openSync, writeSync } from 'node:fs';
-import { crc32c } from './crc32c.js';
+import { crc32c } from '../storage/crc32c.js';
 import { ByteWriter, rawBytes, type Bytes } from './bytes.js';
 import type { StoreBlock } from './doc-store.js';
 import {

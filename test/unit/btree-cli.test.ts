@@ -1,4 +1,5 @@
 import * as fs from 'node:fs';
+import * as path from 'node:path';
 import { CommanderError } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { BTree } from '../../queue-server/btree/index.js';
@@ -111,5 +112,29 @@ describe('petrel btree', () => {
     }
     const usage = await run(['check']);
     expect(usage.commander).toBe('commander.missingArgument');
+  });
+
+  it('upgrade --data rewrites every format-1 file of a data directory, leaves current ones alone, and refuses a directory in use', async () => {
+    const dir = path.dirname(tempFile());
+    fs.copyFileSync(path.join(import.meta.dirname, '../fixtures/btree-format1.btree'), path.join(dir, 'crawldb.btree'));
+    const current = path.join(dir, 'cache.btree');
+    fs.copyFileSync(sampleFile(), current);
+    fs.writeFileSync(path.join(dir, 'pages.jsonl'), '');
+    fs.writeFileSync(path.join(dir, 'LOCK'), `${process.pid}\n`);
+    const inUse = await run(['upgrade', '--data', dir]);
+    expect(inUse.code).toBe(2);
+    expect(inUse.err).toContain(`is in use by process ${process.pid}`);
+    fs.rmSync(path.join(dir, 'LOCK'));
+    const done = await run(['upgrade', '--data', dir]);
+    expect(done.err).toBe('');
+    expect(done.code).toBe(0);
+    expect(done.out).toBe(`${current}: already format 2, left alone\n${path.join(dir, 'crawldb.btree')}: upgraded from format 1 to 2 (22 pages, 266 keys, checked clean)\n`);
+    expect(fs.existsSync(path.join(dir, 'LOCK'))).toBe(false);
+    expect((await run(['check', path.join(dir, 'crawldb.btree')])).code).toBe(0);
+    const usage = await run(['upgrade']);
+    expect(usage.code).toBe(2);
+    expect(usage.err).toMatch(/give the files to upgrade, or --data DIR/);
+    const help = await run(['upgrade', '--help']);
+    expect(help.out).toContain('Exit status: 0 when every file is of format 2 afterwards');
   });
 });

@@ -7,7 +7,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as os from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { crc32c } from '../../queue-server/search/crc32c.js';
+import { crc32c } from '../../queue-server/storage/crc32c.js';
 import { buildIndexData } from '../../shared/index-data.js';
 import { checkIndex, type IndexFaultCode } from '../../queue-server/search/check.js';
 import { readManifest, writeManifest, type Manifest } from '../../queue-server/search/manifest.js';

@@ -1,5 +1,5 @@
 /**
- * CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), the checksum of the search index's segments and manifest.
+ * CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), the checksum of the search index's segments and manifest, and of format-1 B-Tree pages (btree/upgrade.ts reads them).
  *
  * Table-driven, slicing-by-8: eight 256-entry tables (8 KiB, built once at import) let the main loop
  * consume 8 bytes per step. Synchronous, no dependencies. Check value: crc32c("123456789") = 0xE3069283.
