@@ -248,7 +248,8 @@ export class Fetcher {
       }
       active.pending.push(result);
       if (result.capture) active.pendingCaptureChars += result.capture.requestRecord.length + result.capture.responseRecord.length + result.capture.responseHead.length;
-      if (active.pending.length >= FLUSH_COUNT || active.pendingCaptureChars >= FLUSH_CAPTURE_CHARS) void this.#flush(active);
+      // A sitemap's entries (up to 8 MiB of URLs) go out on their own, so a post stays small.
+      if (active.pending.length >= FLUSH_COUNT || active.pendingCaptureChars >= FLUSH_CAPTURE_CHARS || result.sitemap) void this.#flush(active);
       else if (active.flushTimer === null) active.flushTimer = setTimeout(() => void this.#flush(active), FLUSH_DELAY_MS);
     }
     active.slotsLeft--;
