@@ -49,6 +49,8 @@ export interface FetchContext {
   readonly archive?: boolean;
   /** Build the search index's data of pages (the schedule says; false under the crawl's --no-index). Default true. */
   readonly index?: boolean;
+  /** The address requests to a host name go to, as far as the fetcher knows (address-guard.ts `addressOf`); absent: none said. */
+  readonly addressOf?: (hostname: string) => string | null;
 }
 
 /**
@@ -67,8 +69,10 @@ export const MAX_ARCHIVED_BODY_BYTES = 24 * 1024 * 1024;
 export const FETCHER_GZIP_LEVEL = 1;
 
 export async function fetchItem(ctx: FetchContext, slot: number, item: ScheduleItem): Promise<ItemResult> {
-  if (item.kind === 'robots') return fetchRobots(ctx, slot, item);
-  return item.kind === 'sitemap' ? fetchSitemap(ctx, slot, item) : fetchPage(ctx, slot, item);
+  const result = item.kind === 'robots' ? await fetchRobots(ctx, slot, item) : item.kind === 'sitemap' ? await fetchSitemap(ctx, slot, item) : await fetchPage(ctx, slot, item);
+  // Which server answered: the queue server shares politeness among the host names on one address.
+  if (result.status === null || ctx.addressOf === undefined) return result;
+  return { ...result, address: result.capture?.ipAddress ?? ctx.addressOf(new URL(item.url).hostname) };
 }
 
 /**

@@ -57,6 +57,8 @@ export class ResultApplier {
           stats.counters.lateResults++;
           continue;
         }
+        // Its origin shares politeness with every other origin on the address it answered from.
+        if (result.address != null) this.#parts.politeness.learned(slot.queue, result.address, now);
         if (item.kind === 'sitemap') {
           // A sitemap is discovery: no crawl database record, not a page; its capture is archived.
           const { slotDone } = leases.markApplied(lease, slot, item);

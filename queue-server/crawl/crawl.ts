@@ -31,6 +31,7 @@ import { UrlPlacement } from '../frontier/url-placement.js';
 import type { RobotsStore } from '../robots/robots-store.js';
 import { crawlDelayOf, robotsVerdict } from '../robots/robots.js';
 import { SitemapDiscovery } from '../sitemaps/sitemaps.js';
+import { PolitenessGroups } from '../frontier/politeness-group.js';
 import { ResultApplier } from './apply-results.js';
 import { dueAt, type CrawlPass } from './crawl-pass.js';
 import { CrawlStats, type CrawlSummary } from './crawl-stats.js';
@@ -95,6 +96,8 @@ export interface CrawlParts {
   readonly shapes: UrlShapes;
   /** Sitemaps still to be read, and known URLs their lastmod says changed (sitemaps/sitemaps.ts). */
   readonly sitemaps: SitemapDiscovery;
+  /** Origins grouped by the address their responses come from: one politeness queue per address (frontier/politeness-group.ts). */
+  readonly politeness: PolitenessGroups;
   /** The gap between two requests to the origin, ms: --delay-ms or its robots.txt Crawl-delay, the larger. */
   delayOf(queue: OriginQueue): number;
   /** Slots the origin may have out at once: --host-concurrency, 1 under a Crawl-delay. */
@@ -114,6 +117,7 @@ export class Crawl {
   readonly #hostBackoff: HostBackoff;
   readonly #shapes = new UrlShapes();
   readonly #sitemaps = new SitemapDiscovery();
+  readonly #politeness = new PolitenessGroups();
   readonly #parts: CrawlParts;
   readonly #results: ResultApplier;
   #pass: CrawlPass | null;
@@ -152,6 +156,7 @@ export class Crawl {
       hostBackoff: this.#hostBackoff,
       shapes: this.#shapes,
       sitemaps: this.#sitemaps,
+      politeness: this.#politeness,
       delayOf: (queue) => this.#delayOf(queue),
       concurrencyOf: (queue) => this.#concurrencyOf(queue),
     };
@@ -218,6 +223,7 @@ export class Crawl {
     this.#results.resetRetries();
     this.#shapes.clear();
     this.#sitemaps.clear();
+    this.#politeness.clear(now);
     // What was admitted since the last group commit is in the crawl database too, before it is read.
     this.commit();
     const loaded = this.#queueKnownUrls(now, (visit) => this.#stores.crawlDb.each(visit));

@@ -126,6 +126,9 @@ export function cutSchedule(frontier: Frontier, policy: CutPolicy, now: number):
     touched.push(queue);
     const startAfterMs = Math.max(0, queue.nextStartAt - now);
 
+    // Filed before another origin on its address took the last slot (politeness-group.ts): it waits.
+    if (queue.slotsOut >= policy.concurrencyOf(queue)) continue;
+
     const givenUpCode = policy.givenUpOf?.(queue) ?? null;
     if (givenUpCode !== null) {
       for (let entry = frontier.take(queue); entry !== undefined; entry = frontier.take(queue)) {
