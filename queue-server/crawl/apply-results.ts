@@ -226,6 +226,8 @@ export class ResultApplier {
         for (let i = 0; i < urls.length; i += LIMITS.linksPerPage) admission.admitLinks(urls.slice(i, i + LIMITS.linksPerPage), sitemap.url, 1, 0, now);
       }
     }
+    // A sitemap that failed is not asked again in the pass; like robots.txt, it does not count in the
+    // host's health (frontier/host-backoff.ts), which its page requests decide.
     sitemaps.read(origin);
   }
 
