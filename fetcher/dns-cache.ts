@@ -87,13 +87,21 @@ export class DnsCache {
   }
 }
 
-/** DNS with TTLs (A and AAAA records, IPv4 first), else the system resolver for names DNS does not know. */
+/**
+ * DNS with TTLs (A and AAAA records, IPv4 first), else the system resolver for names DNS does not know.
+ * `localhost` and names under it go to the system resolver alone, never to DNS (RFC 6761 section 6.3).
+ */
 async function resolveWithTtl(hostname: string): Promise<DnsAnswer> {
+  if (hostname === 'localhost' || hostname.endsWith('.localhost')) return systemAnswer(hostname);
   const [v4, v6] = await Promise.allSettled([dnsPromises.resolve4(hostname, { ttl: true }), dnsPromises.resolve6(hostname, { ttl: true })]);
   const records = [...(v4.status === 'fulfilled' ? v4.value.map((r) => ({ ...r, family: 4 })) : []), ...(v6.status === 'fulfilled' ? v6.value.map((r) => ({ ...r, family: 6 })) : [])];
   if (records.length > 0) {
     return { addresses: records.map((r) => ({ address: r.address, family: r.family })), ttlMs: Math.min(...records.map((r) => r.ttl)) * 1000 };
   }
+  return systemAnswer(hostname);
+}
+
+function systemAnswer(hostname: string): Promise<DnsAnswer> {
   return new Promise((resolve, reject) => {
     systemLookup(hostname, { all: true }, (error, addresses) => (error === null ? resolve({ addresses, ttlMs: SYSTEM_TTL_MS }) : reject(error)));
   });
