@@ -85,6 +85,7 @@ export function fetcherCommand(version: string): Command {
     // Loaded here, not at the top: `petrel --help` and the other commands do not pay for undici and cheerio.
     const { Fetcher } = await import('../fetcher/fetcher.js');
     const { TrustedHosts } = await import('../fetcher/address-guard.js');
+    const { DnsCache } = await import('../fetcher/dns-cache.js');
     const fetcher = new Fetcher({
       serverUrl,
       token,
@@ -93,7 +94,7 @@ export function fetcherCommand(version: string): Command {
       fetcherId: `${name.replace(/[^A-Za-z0-9_.:-]/g, '_').slice(0, 40)}-${randomBytes(4).toString('hex')}`,
       concurrency: values.concurrency,
       claimWaitMs: values.claimWaitMs,
-      addressPolicy: { allowAll: values.allowPrivateAddresses, trustedHosts: new TrustedHosts(), resolve },
+      addressPolicy: { allowAll: values.allowPrivateAddresses, trustedHosts: new TrustedHosts(), resolve, dns: new DnsCache() },
       giveUpAfterMs: values.once === true ? values.giveUpAfter : null,
       log,
       download: {

@@ -18,7 +18,8 @@
  * `--allow-private-addresses`. `--resolve HOST:ADDRESS` pins a name to an address instead of DNS; the
  * pinned address is checked like any other.
  */
-import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import type { LookupAddress } from 'node:dns';
+import { DnsCache } from './dns-cache.js';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
 import { buildConnector } from 'undici';
 
@@ -178,10 +179,22 @@ export interface AddressPolicy {
   readonly trustedHosts: TrustedHosts;
   /** --resolve: host name (lower case) -> the address used instead of DNS. */
   readonly resolve: ReadonlyMap<string, string>;
+  /** Resolved names, with their TTL (dns-cache.ts); absent: a cache of this policy's own. */
+  readonly dns?: DnsCache;
 }
 
 export function defaultAddressPolicy(): AddressPolicy {
-  return { allowAll: false, trustedHosts: new TrustedHosts(), resolve: new Map() };
+  return { allowAll: false, trustedHosts: new TrustedHosts(), resolve: new Map(), dns: new DnsCache() };
+}
+
+/**
+ * The address a request to `hostname` goes to, as far as the fetcher knows: the host itself when it
+ * is an address, its --resolve address, or what the DNS cache holds for it; null when not known.
+ */
+export function addressOf(policy: AddressPolicy, hostname: string): string | null {
+  const host = bareHost(hostname);
+  if (isIP(host) !== 0) return host;
+  return policy.resolve.get(host) ?? policy.dns?.addressOf(host) ?? null;
 }
 
 /**
@@ -212,6 +225,7 @@ export function guardedConnector(policy: AddressPolicy, options: { readonly time
  * BlockedAddressError. Node asks with `all: true` when it tries several addresses (autoSelectFamily).
  */
 function lookupWith(policy: AddressPolicy, guard: boolean): LookupFunction {
+  const dns = policy.dns ?? new DnsCache();
   return (hostname, lookupOptions, callback) => {
     const answer = (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => {
       if (error !== null) return callback(error, lookupOptions.all === true ? [] : '', 0);
@@ -233,7 +247,13 @@ function lookupWith(policy: AddressPolicy, guard: boolean): LookupFunction {
       process.nextTick(() => answer(null, [{ address: pinned, family: isIP(pinned) }]));
       return;
     }
-    dnsLookup(hostname, { ...lookupOptions, all: true }, (error, addresses) => answer(error, addresses));
+    // The family asked for, if any (autoSelectFamily asks for both).
+    const asked = lookupOptions.family;
+    const family = asked === 4 || asked === 'IPv4' ? 4 : asked === 6 || asked === 'IPv6' ? 6 : 0;
+    dns.lookup(hostname).then(
+      (addresses) => answer(null, family === 0 ? [...addresses] : addresses.filter((entry) => entry.family === family)),
+      (error: NodeJS.ErrnoException) => answer(error, []),
+    );
   };
 }
 

@@ -16,6 +16,7 @@ import { xRobotsTag } from './x-robots-tag.js';
 import { buildCapture } from '../shared/warc/exchange.js';
 import { captureToWire, type CaptureWire } from '../shared/warc/capture-wire.js';
 import { WarcError } from '../shared/warc/errors.js';
+import { gunzipBounded, isGzip, parseSitemap } from './sitemap-parse.js';
 
 const ROBOTS_MAX_REDIRECTS = 5;
 
@@ -48,6 +49,8 @@ export interface FetchContext {
   readonly archive?: boolean;
   /** Build the search index's data of pages (the schedule says; false under the crawl's --no-index). Default true. */
   readonly index?: boolean;
+  /** The address requests to a host name go to, as far as the fetcher knows (address-guard.ts `addressOf`); absent: none said. */
+  readonly addressOf?: (hostname: string) => string | null;
 }
 
 /**
@@ -66,7 +69,35 @@ export const MAX_ARCHIVED_BODY_BYTES = 24 * 1024 * 1024;
 export const FETCHER_GZIP_LEVEL = 1;
 
 export async function fetchItem(ctx: FetchContext, slot: number, item: ScheduleItem): Promise<ItemResult> {
-  return item.kind === 'robots' ? fetchRobots(ctx, slot, item) : fetchPage(ctx, slot, item);
+  const result = item.kind === 'robots' ? await fetchRobots(ctx, slot, item) : item.kind === 'sitemap' ? await fetchSitemap(ctx, slot, item) : await fetchPage(ctx, slot, item);
+  // Which server answered: the queue server shares politeness among the host names on one address.
+  if (result.status === null || ctx.addressOf === undefined) return result;
+  return { ...result, address: result.capture?.ipAddress ?? ctx.addressOf(new URL(item.url).hostname) };
+}
+
+/**
+ * A sitemap file (sitemaps.org): bounded like any body (--max-body-bytes after any content coding is
+ * undone, and again after a gzip file is inflated), parsed into its entries (sitemap-parse.ts). No
+ * redirect is followed: a 3xx is a result like a page's, and the queue server does not take it up.
+ */
+async function fetchSitemap(ctx: FetchContext, slot: number, item: ScheduleItem): Promise<ItemResult> {
+  const fetchedAt = Date.now();
+  const response = await download(ctx.dispatcher, ctx.download, {
+    url: item.url,
+    wantBody: (status) => status >= 200 && status < 300,
+    keepExchange: ctx.archive === true,
+  });
+  const result = { ...baseResult(slot, item, fetchedAt, response), capture: captureOf(ctx, item.url, fetchedAt, response) };
+  if (!response.ok || response.status < 200 || response.status >= 300) return result;
+  let body = response.body;
+  let truncated = response.truncated;
+  if (isGzip(body)) {
+    const inflated = await gunzipBounded(body, ctx.download.maxBodyBytes);
+    body = inflated.body;
+    truncated ||= inflated.truncated;
+  }
+  const sitemap = parseSitemap(new TextDecoder('utf-8').decode(body));
+  return { ...result, signature: contentSignature(response.body), truncated, sitemap: { ...sitemap, truncated: sitemap.truncated || truncated } };
 }
 
 async function fetchPage(ctx: FetchContext, slot: number, item: ScheduleItem): Promise<ItemResult> {
@@ -223,6 +254,8 @@ function baseResult(slot: number, item: ScheduleItem, fetchedAt: number, respons
     page: null,
     links: [],
     robotsTxt: null,
+    sitemap: null,
+    address: null,
     index: null,
   };
   if (!response.ok) {

@@ -16,7 +16,7 @@
 import { setMaxListeners } from 'node:events';
 import type { Dispatcher } from 'undici';
 import { PROTOCOL_VERSION, type FetcherStats, type ItemResult, type Schedule } from '../shared/protocol.js';
-import type { AddressPolicy } from './address-guard.js';
+import { addressOf, type AddressPolicy } from './address-guard.js';
 import { createCrawlAgent, TIMER_SLACK_MS, type DownloadOptions } from './download.js';
 import { fetchItem, notRequestedResult, preloadExtractor } from './fetch-item.js';
 import { HOST_FAILURES_IN_ROW, isHostFailure } from '../shared/fetch-codes.js';
@@ -233,7 +233,8 @@ export class Fetcher {
   async #runSlot(active: ActiveSchedule, slot: Schedule['slots'][number]): Promise<void> {
     const stopping = this.#claimAbort.signal;
     if (slot.startAfterMs > 0) await sleepAtLeast(slot.startAfterMs + TIMER_SLACK_MS, stopping);
-    const ctx = { dispatcher: this.#agent, download: this.#options.download, archive: active.schedule.warc, index: active.schedule.index };
+    const policy = this.#options.addressPolicy;
+    const ctx = { dispatcher: this.#agent, download: this.#options.download, archive: active.schedule.warc, index: active.schedule.index, addressOf: (hostname: string) => addressOf(policy, hostname) };
     let failuresInRow = 0;
     for (let index = 0; index < slot.items.length; index++) {
       if (index > 0 && slot.delayMs > 0 && failuresInRow < HOST_FAILURES_IN_ROW) await sleepAtLeast(slot.delayMs + TIMER_SLACK_MS, stopping);
@@ -248,7 +249,8 @@ export class Fetcher {
       }
       active.pending.push(result);
       if (result.capture) active.pendingCaptureChars += result.capture.requestRecord.length + result.capture.responseRecord.length + result.capture.responseHead.length;
-      if (active.pending.length >= FLUSH_COUNT || active.pendingCaptureChars >= FLUSH_CAPTURE_CHARS) void this.#flush(active);
+      // A sitemap's entries (up to 8 MiB of URLs) go out on their own, so a post stays small.
+      if (active.pending.length >= FLUSH_COUNT || active.pendingCaptureChars >= FLUSH_CAPTURE_CHARS || result.sitemap) void this.#flush(active);
       else if (active.flushTimer === null) active.flushTimer = setTimeout(() => void this.#flush(active), FLUSH_DELAY_MS);
     }
     active.slotsLeft--;

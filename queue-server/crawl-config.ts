@@ -189,6 +189,16 @@ export const CRAWL_SETTINGS = {
     schema: z.boolean(),
     default: true,
   }),
+  /**
+   * Sitemaps (queue-server/sitemaps/): each origin's robots.txt `Sitemap:` lines and /sitemap.xml are
+   * read before its pages, as discovery (not pages, not against --max-pages).
+   */
+  sitemaps: other({
+    option: '--no-sitemaps',
+    help: 'read no sitemaps: without it each host\'s robots.txt Sitemap: lines and /sitemap.xml (indexes, gzip files) are read before its pages, their URLs followed (only those under the sitemap\'s own host and directory) and a <lastmod> newer than a page\'s last fetch makes it due; sitemaps are not pages (not in --max-pages)',
+    schema: z.boolean(),
+    default: true,
+  }),
   /** `petrel crawl` always sets it, `petrel start` never; `petrel queue-server --once` chooses. */
   once: other({ help: 'exit when nothing is due or leased (a one-shot crawl), telling fetchers they are done', schema: z.boolean(), default: false }),
 } as const satisfies Record<string, CrawlSetting>;

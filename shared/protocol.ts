@@ -21,6 +21,7 @@ import { FETCH_ERROR_CODES } from './fetch-codes.js';
 import { captureWireSchema, isPlainCaptureWire } from './warc/capture-wire.js';
 import { INDEX_LIMITS, indexDataSchema, PAGE_FIELDS } from './index-data.js';
 import { STEMMERS } from './tokenize.js';
+import { sitemapDataSchema } from './sitemap.js';
 
 export const PROTOCOL_VERSION = 1;
 
@@ -46,6 +47,8 @@ export const LIMITS = {
   errorMessageChars: 500,
   nameChars: 64,
   slotsPerSchedule: 1024,
+  /** An IPv6 address with a zone is at most 45 characters plus the zone. */
+  addressChars: 64,
 } as const;
 
 /** Patterns shared by the schemas below and the fast acceptance of results bodies at the end. */
@@ -88,7 +91,8 @@ export type Validators = z.infer<typeof validatorsSchema>;
 export const scheduleItemSchema = z.object({
   i: nonNegativeInt,
   url,
-  kind: z.enum(['page', 'robots']),
+  /** `sitemap`: a sitemap file (shared/sitemap.ts), discovery only: not a page, not in the crawl database. */
+  kind: z.enum(['page', 'robots', 'sitemap']),
   depth: nonNegativeInt,
   /** Present when the queue server holds a stale cached copy: sent as If-None-Match / If-Modified-Since. */
   validators: validatorsSchema.nullable(),
@@ -188,6 +192,17 @@ export const itemResultSchema = z.object({
   links: z.array(url).max(LIMITS.linksPerPage),
   /** The robots.txt text, for items of kind `robots` that got a 2xx. */
   robotsTxt: boundedString(LIMITS.robotsTxtChars).nullable(),
+  /**
+   * What a sitemap item's 2xx body held (shared/sitemap.ts); null for every other result. Optional, like
+   * `capture`: results without it stay valid; the fast path takes only results where it is null.
+   */
+  sitemap: sitemapDataSchema.nullable().optional(),
+  /**
+   * The address the response came from (the peer of the connection: what WARC-IP-Address records), or
+   * null when none is known; the queue server groups host names on one address into one politeness
+   * queue. Optional, so results of an older fetcher stay valid.
+   */
+  address: boundedString(LIMITS.addressChars).nullable().optional(),
   /**
    * The exchange's WARC records (shared/warc/capture-wire.ts, each field bounded there), for a result
    * with a response while the schedule asked for them (`warc`); null otherwise. Optional, so results of
@@ -332,6 +347,7 @@ function isPlainItemResult(r: unknown): boolean {
   for (let i = 0; i < links.length; i++) if (!isUrl(links[i])) return false;
   if (r.capture !== null && !isPlainCaptureWire(r.capture)) return false;
   if (!isNullableString(r.robotsTxt, LIMITS.robotsTxtChars)) return false;
+  if (r.sitemap !== null || !isNullableString(r.address, LIMITS.addressChars)) return false;
   return r.index === null || isPlainIndexData(r.index);
 }
 

@@ -8,9 +8,11 @@
  * Results without a live lease are duplicates, or, after a queue server restart, applied when their
  * URL is pending and not out on another lease.
  */
-import type { ItemResult, ResultsRequest, ResultsResponse } from '../../shared/protocol.js';
+import { LIMITS, type ItemResult, type ResultsRequest, type ResultsResponse } from '../../shared/protocol.js';
 import { urlHash, urlHashHex } from '../../shared/url-hash.js';
-import { normalizeUrl } from '../../shared/url-normalize.js';
+import { normalizeUrl, type NormalizedUrl } from '../../shared/url-normalize.js';
+import { listedUrl } from '../sitemaps/sitemap-rules.js';
+import type { PendingSitemap } from '../sitemaps/sitemaps.js';
 import { recordAfterFullResponse, recordAfterNotModified } from '../cache/cache-policy.js';
 import { belowLimit } from '../crawl-config.js';
 import { relationsOf } from '../crawldb/crawl-db.js';
@@ -53,6 +55,21 @@ export class ResultApplier {
         const { lease, slot, item } = found;
         if (lease.fetcherId !== request.fetcherId || item.url !== result.url) {
           stats.counters.lateResults++;
+          continue;
+        }
+        // Its origin shares politeness with every other origin on the address it answered from.
+        if (result.address != null) this.#parts.politeness.learned(slot.queue, result.address, now);
+        if (item.kind === 'sitemap') {
+          // A sitemap is discovery: no crawl database record, not a page; its capture is archived.
+          const { slotDone } = leases.markApplied(lease, slot, item);
+          if (result.error?.code === 'not-requested') this.#parts.sitemaps.lost(slot.queue.origin, item.sitemap!);
+          else {
+            this.#countRequest(result);
+            this.#applySitemap(slot.queue.origin, item.sitemap!, result, now);
+            this.#archive(result, null, now);
+          }
+          if (slotDone) this.#finishSlot(slot.queue, now);
+          applied++;
           continue;
         }
         if (item.kind === 'page' && result.error?.code === 'not-requested') {
@@ -160,12 +177,58 @@ export class ResultApplier {
     // An unreachable robots.txt keeps the origin's URLs, asked again later until the attempts run out.
     const { retryAt, unreachable } = queue.robots.fetched({ status: result.status, errorCode: result.error?.code ?? null, body: result.robotsTxt }, policy, stores.robots, now);
     if (retryAt !== null) queue.delayUntil(retryAt, now);
+    // A robots.txt fetched again (its day is over): the origin's sitemaps are read again too.
+    this.#parts.sitemaps.renew(queue.origin);
     const rules = queue.robots.rules;
     if (unreachable !== null && rules?.kind === 'deny-all') {
       // The next attempt waits for the retry time and for the politeness gap after this slot, whichever is later.
       const nextAttemptAt = retryAt === null ? null : Math.max(retryAt, now + this.#parts.delayOf(queue) + 1);
       this.#parts.recent.robotsUnreachable({ origin: queue.origin, code: rules.errorCode, attempt: unreachable.attempt, attempts: config.robotsAttempts, retryAt: nextAttemptAt, at: now });
     } else this.#parts.recent.robotsReachable(queue.origin);
+  }
+
+  /**
+   * What one sitemap file says (sitemaps.org protocol 0.9): an index's sitemaps are read next, one
+   * level down; a urlset's URLs are admitted as links at depth 1 (as if the site's root linked them),
+   * and a known URL whose lastmod is newer than its last fetch is marked changed, so it is fetched in
+   * this pass even while its stored copy is fresh (in a continuous crawl it is queued now). Entries a
+   * sitemap may not list (another host, outside its directory: sitemap-rules.ts) are counted and left.
+   */
+  #applySitemap(origin: string, sitemap: PendingSitemap, result: ItemResult, now: number): void {
+    const { stats, admission, stores, config, placement, sitemaps } = this.#parts;
+    const counters = stats.counters;
+    counters.sitemapRequests++;
+    const data = result.status !== null && result.status >= 200 && result.status < 300 ? (result.sitemap ?? null) : null;
+    if (data !== null && data.kind !== 'none') {
+      counters.sitemapsRead++;
+      const urls: NormalizedUrl[] = [];
+      for (const entry of data.entries) {
+        const url = listedUrl(sitemap.url, entry.loc);
+        if (url === null) {
+          counters.sitemapUrlsRefused++;
+          continue;
+        }
+        if (data.kind === 'index') {
+          if (!sitemaps.listed(origin, url, sitemap.level + 1)) counters.sitemapsSkipped++;
+          continue;
+        }
+        counters.sitemapUrls++;
+        urls.push(url);
+        const hash = urlHash(url);
+        if (entry.lastmod === null || !admission.isSeen(hash)) continue;
+        const record = stores.crawlDb.get(hash);
+        if (record === null || record.lastFetchAt === null || entry.lastmod <= record.lastFetchAt) continue;
+        counters.sitemapChanged++;
+        sitemaps.changed(hash, entry.lastmod);
+        if (!config.once && placement.pendingEntry(hash) === undefined) admission.queueKnown(hash, record, now);
+      }
+      if (belowLimit(0, config.maxDepth)) {
+        for (let i = 0; i < urls.length; i += LIMITS.linksPerPage) admission.admitLinks(urls.slice(i, i + LIMITS.linksPerPage), sitemap.url, 1, 0, now);
+      }
+    }
+    // A sitemap that failed is not asked again in the pass; like robots.txt, it does not count in the
+    // host's health (frontier/host-backoff.ts), which its page requests decide.
+    sitemaps.read(origin);
   }
 
   #applyPage(result: ItemResult, entry: QueuedUrl, now: number): PageRecord {
@@ -175,6 +238,8 @@ export class ResultApplier {
     const counters = stats.counters;
     const cache = stores.cache;
     const key = urlHashHex(entry.hash);
+    // A sitemap's mark that the page changed is spent by this request.
+    this.#parts.sitemaps.fetched(entry.hash);
     // A URL's requests per pass are bounded whatever it answers (retry-after.ts).
     const retry = outcome.kind === 'error' && outcome.recorded.kind === 'transient' ? this.#retries.failed(key, result.retryAfterMs, config.once ? ONE_SHOT_MAX_WAIT_MS : MAX_RETRY_AFTER_MS) : null;
     const retryAfterMs = retry?.retryAfterMs ?? null;

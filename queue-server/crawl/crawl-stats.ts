@@ -13,6 +13,8 @@
  *  - urlsDiscovered: unique in-scope URLs admitted to the frontier (seeds included; URLs beyond
  *    --max-depth are not admitted and not counted).
  *  - bytesDownloaded: body bytes received on the wire.
+ *  - sitemapRequests, sitemapsRead, sitemapUrls, sitemapUrlsRefused, sitemapChanged, sitemapsSkipped:
+ *    sitemap files are discovery, not pages (queue-server/sitemaps/); their requests are in `requests`.
  *  - warcRecords, warcBytes: WARC records (request, response or revisit) and their compressed bytes
  *    this crawl stored in the web archive, warcinfo records not counted; warcInvalid: captures refused
  *    because their records were not what they said (the result itself is applied).
@@ -39,6 +41,18 @@ export interface CrawlCounters {
   warcRecords: number;
   warcBytes: number;
   warcInvalid: number;
+  /** Sitemap files requested (not pages: not in pagesFetched nor against --max-pages; in requests). */
+  sitemapRequests: number;
+  /** Sitemap files that answered 2xx with a urlset or a sitemap index. */
+  sitemapsRead: number;
+  /** URLs sitemaps listed that they may list (each time listed; new ones also count in urlsDiscovered). */
+  sitemapUrls: number;
+  /** Entries a sitemap may not list: another host, or outside the sitemap's directory (sitemaps.org). */
+  sitemapUrlsRefused: number;
+  /** Known URLs a sitemap's lastmod says changed since their last fetch (fetched again). */
+  sitemapChanged: number;
+  /** Sitemaps an index listed that were not read: nested too deep, read already, or the origin's 500 spent. */
+  sitemapsSkipped: number;
 }
 
 export interface CrawlSummary extends CrawlCounters {
@@ -69,6 +83,12 @@ export class CrawlStats {
     warcRecords: 0,
     warcBytes: 0,
     warcInvalid: 0,
+    sitemapRequests: 0,
+    sitemapsRead: 0,
+    sitemapUrls: 0,
+    sitemapUrlsRefused: 0,
+    sitemapChanged: 0,
+    sitemapsSkipped: 0,
   };
   readonly #byStatus = new Map<number, number>();
   readonly #errorsByCode = new Map<string, number>();

@@ -29,7 +29,9 @@ import { HOST_FAILING_CODE, HostBackoff, hostBackoffPolicyOf } from '../frontier
 import { TRAP_SHAPE_CODE, UrlShapes } from '../admission/url-shape.js';
 import { UrlPlacement } from '../frontier/url-placement.js';
 import type { RobotsStore } from '../robots/robots-store.js';
-import { crawlDelayOf } from '../robots/robots.js';
+import { crawlDelayOf, robotsVerdict } from '../robots/robots.js';
+import { SitemapDiscovery } from '../sitemaps/sitemaps.js';
+import { PolitenessGroups } from '../frontier/politeness-group.js';
 import { ResultApplier } from './apply-results.js';
 import { dueAt, type CrawlPass } from './crawl-pass.js';
 import { CrawlStats, type CrawlSummary } from './crawl-stats.js';
@@ -92,6 +94,10 @@ export interface CrawlParts {
   readonly hostBackoff: HostBackoff;
   /** URL shapes and the infinite spaces found among them (admission/url-shape.ts). */
   readonly shapes: UrlShapes;
+  /** Sitemaps still to be read, and known URLs their lastmod says changed (sitemaps/sitemaps.ts). */
+  readonly sitemaps: SitemapDiscovery;
+  /** Origins grouped by the address their responses come from: one politeness queue per address (frontier/politeness-group.ts). */
+  readonly politeness: PolitenessGroups;
   /** The gap between two requests to the origin, ms: --delay-ms or its robots.txt Crawl-delay, the larger. */
   delayOf(queue: OriginQueue): number;
   /** Slots the origin may have out at once: --host-concurrency, 1 under a Crawl-delay. */
@@ -110,6 +116,8 @@ export class Crawl {
   readonly #placement = new UrlPlacement();
   readonly #hostBackoff: HostBackoff;
   readonly #shapes = new UrlShapes();
+  readonly #sitemaps = new SitemapDiscovery();
+  readonly #politeness = new PolitenessGroups();
   readonly #parts: CrawlParts;
   readonly #results: ResultApplier;
   #pass: CrawlPass | null;
@@ -147,6 +155,8 @@ export class Crawl {
       placement: this.#placement,
       hostBackoff: this.#hostBackoff,
       shapes: this.#shapes,
+      sitemaps: this.#sitemaps,
+      politeness: this.#politeness,
       delayOf: (queue) => this.#delayOf(queue),
       concurrencyOf: (queue) => this.#concurrencyOf(queue),
     };
@@ -212,6 +222,8 @@ export class Crawl {
     this.#hostBackoff.reset(hostBackoffPolicyOf(config));
     this.#results.resetRetries();
     this.#shapes.clear();
+    this.#sitemaps.clear();
+    this.#politeness.clear(now);
     // What was admitted since the last group commit is in the crawl database too, before it is read.
     this.commit();
     const loaded = this.#queueKnownUrls(now, (visit) => this.#stores.crawlDb.each(visit));
@@ -322,7 +334,13 @@ export class Crawl {
         concurrencyOf: (queue) => this.#concurrencyOf(queue),
         delayOf: (queue) => this.#delayOf(queue),
         slotUrlsOf: () => this.#config.slotUrls,
-        cacheDecisionOf: (entry) => cacheDecision(this.#stores.cache.get(entry.hash), now),
+        cacheDecisionOf: (entry) => {
+          const stored = this.#stores.cache.get(entry.hash);
+          // A sitemap's lastmod newer than the last fetch: the stored copy is stale, whatever it said.
+          return cacheDecision(stored, stored !== null && this.#sitemaps.isChanged(entry.hash) ? Math.max(now, stored.freshUntil) : now);
+        },
+        sitemapsOf: (queue) =>
+          !this.#config.sitemaps ? [] : this.#sitemaps.take(queue.origin, queue.robots.rules, (url) => queue.robots.rules === null || robotsVerdict(queue.robots.rules, url, this.#config.robotsToken).allowed),
         givenUpOf: (queue) => (this.#hostBackoff.gaveUp(queue.origin) ? HOST_FAILING_CODE : null),
         refusalOf: (entry) => this.#refusalOf(entry),
       },
@@ -415,6 +433,7 @@ export class Crawl {
         for (const item of slot.items) {
           if (item.applied) continue;
           if (item.kind === 'robots') queue.robots.fetchLost();
+          else if (item.kind === 'sitemap') this.#sitemaps.lost(queue.origin, item.sitemap!);
           else if (item.entry!.settled !== true) {
             item.entry!.leased = false;
             this.#frontier.push(queue, item.entry!, now);

@@ -19,6 +19,7 @@ import type { NormalizedUrl } from '../../shared/url-normalize.js';
 import type { UrlHash } from '../../shared/url-hash.js';
 import { OriginRobots, type RobotsState } from '../robots/origin-robots.js';
 import { MinHeap } from './heap.js';
+import type { PolitenessGroup } from './politeness-group.js';
 
 export interface QueuedUrl {
   readonly url: NormalizedUrl;
@@ -66,6 +67,8 @@ export class OriginQueue {
   #admitted = 0;
   /** Earliest start of the next slot, ms since epoch (politeness, Retry-After, robots.txt retries). */
   #nextStartAt = 0;
+  /** The origins on the same address, whose slots count with this one's (politeness-group.ts); null until its address is known. */
+  #group: PolitenessGroup | null = null;
 
   static {
     lineOf = (queue) => queue.#line;
@@ -77,16 +80,32 @@ export class OriginQueue {
     this.#refile = refile;
   }
 
+  /** Slots out that count against the origin's concurrency: its own, or its address group's. */
   get slotsOut(): number {
-    return this.#slotsOut;
+    return this.#group?.slotsOut ?? this.#slotsOut;
   }
 
   get admitted(): number {
     return this.#admitted;
   }
 
+  /** Earliest start of its next slot: its own, and its address group's. */
   get nextStartAt(): number {
-    return this.#nextStartAt;
+    return Math.max(this.#nextStartAt, this.#group?.nextStartAt ?? 0);
+  }
+
+  /** Joins (or with null leaves) an address group (politeness-group.ts); its slots out move with it. */
+  joinGroup(group: PolitenessGroup | null, now: number): void {
+    if (this.#group === group) return;
+    if (this.#group !== null) this.#group.slotsOut -= this.#slotsOut;
+    this.#group = group;
+    if (group !== null) group.slotsOut += this.#slotsOut;
+    this.#refile(this, now);
+  }
+
+  /** Re-files the origin in its frontier (its address group freed a slot). */
+  refile(now: number): void {
+    this.#refile(this, now);
   }
 
   /** URLs waiting in the origin's queue. */
@@ -123,6 +142,7 @@ export class OriginQueue {
    */
   startSlot(): void {
     this.#slotsOut++;
+    if (this.#group !== null) this.#group.slotsOut++;
   }
 
   /** A slot came back (its results arrived, or its lease ran out); the next may start no earlier than `restUntil`. */
@@ -130,6 +150,8 @@ export class OriginQueue {
     if (this.#slotsOut === 0) throw new Error(`origin ${this.origin}: a slot finished that never started`);
     this.#slotsOut--;
     this.#nextStartAt = Math.max(this.#nextStartAt, restUntil);
+    // The group first: the origin is filed against the group's count after this slot.
+    this.#group?.released(this, restUntil, now);
     this.#refile(this, now);
   }
 

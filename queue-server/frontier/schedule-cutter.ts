@@ -23,12 +23,16 @@
  *  9. An origin given up for the pass (`givenUpOf`: its requests kept failing, host-backoff.ts) gets no
  *     slot: every URL of it that comes up is returned as `givenUp`, not requested; so is a URL that
  *     `refusalOf` refuses (its shape turned out to be a trap after it was queued).
+ * 10. Once its robots.txt is known, an origin's sitemaps (queue-server/sitemaps/) get slots of their
+ *     own before its pages; they are not page URLs, so the budget does not count them (but none is
+ *     cut once it is spent).
  */
 import type { Validators } from '../../shared/protocol.js';
 import type { NormalizedUrl } from '../../shared/url-normalize.js';
 import type { CacheDecision } from '../cache/cache-policy.js';
 import type { Frontier, OriginQueue, QueuedUrl } from './frontier.js';
 import { robotsVerdict, type RobotsVerdict } from '../robots/robots.js';
+import type { PendingSitemap } from '../sitemaps/sitemaps.js';
 
 export interface CutPolicy {
   /** Slots the fetcher can start now. */
@@ -46,11 +50,13 @@ export interface CutPolicy {
   givenUpOf?(queue: OriginQueue): string | null;
   /** The code under which a queued URL is refused without a request (a trap shape, url-shape.ts), or null. */
   refusalOf?(entry: QueuedUrl): string | null;
+  /** Sitemap files of the origin to read before its pages (queue-server/sitemaps/), taken out of pending; absent: none. */
+  sitemapsOf?(queue: OriginQueue): readonly PendingSitemap[];
 }
 
 /** One URL of a slot: "in transit" from the cut until its result is applied. */
 export interface SlotItem {
-  readonly kind: 'page' | 'robots';
+  readonly kind: 'page' | 'robots' | 'sitemap';
   readonly url: string;
   /** For a page, its frontier entry (put back as is if the lease expires); for robots.txt, null. */
   readonly entry: QueuedUrl | null;
@@ -58,6 +64,8 @@ export interface SlotItem {
   readonly validators: Validators | null;
   /** Its result was applied (leases.ts marks it). */
   applied: boolean;
+  /** For a sitemap, where it stands among the origin's sitemaps (put back as is if the lease expires). */
+  readonly sitemap?: PendingSitemap;
 }
 
 /**
@@ -67,7 +75,7 @@ export interface SlotItem {
  */
 export interface CutSlot {
   readonly queue: OriginQueue;
-  readonly kind: 'page' | 'robots';
+  readonly kind: 'page' | 'robots' | 'sitemap';
   readonly startAfterMs: number;
   readonly delayMs: number;
   readonly items: SlotItem[];
@@ -118,6 +126,9 @@ export function cutSchedule(frontier: Frontier, policy: CutPolicy, now: number):
     touched.push(queue);
     const startAfterMs = Math.max(0, queue.nextStartAt - now);
 
+    // Filed before another origin on its address took the last slot (politeness-group.ts): it waits.
+    if (queue.slotsOut >= policy.concurrencyOf(queue)) continue;
+
     const givenUpCode = policy.givenUpOf?.(queue) ?? null;
     if (givenUpCode !== null) {
       for (let entry = frontier.take(queue); entry !== undefined; entry = frontier.take(queue)) {
@@ -131,6 +142,16 @@ export function cutSchedule(frontier: Frontier, policy: CutPolicy, now: number):
       queue.startSlot();
       const robotsTxt: SlotItem = { kind: 'robots', url: `${queue.origin}/robots.txt`, entry: null, validators: null, applied: false };
       slots.push({ queue, kind: 'robots', startAfterMs, delayMs: policy.delayOf(queue), items: [robotsTxt], remaining: 1 });
+      continue;
+    }
+
+    // Sitemaps before pages (while the --max-pages budget lasts): what they list joins the queue, and
+    // a <lastmod> is known before the page it dates is judged fresh.
+    const sitemaps = budget === 0 ? [] : (policy.sitemapsOf?.(queue) ?? []);
+    if (sitemaps.length > 0) {
+      queue.startSlot();
+      const items: SlotItem[] = sitemaps.map((sitemap) => ({ kind: 'sitemap', url: sitemap.url, entry: null, validators: null, applied: false, sitemap }));
+      slots.push({ queue, kind: 'sitemap', startAfterMs, delayMs: policy.delayOf(queue), items, remaining: items.length });
       continue;
     }
 

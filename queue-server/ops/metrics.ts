@@ -42,6 +42,12 @@ const COUNTERS: Record<Exclude<keyof CrawlCounters, 'errors'>, string> = {
   warcRecords: 'WARC records written to the web archive',
   warcBytes: 'bytes written to the web archive (gzip members)',
   warcInvalid: 'captures the web archive refused (the result stood, unarchived)',
+  sitemapRequests: 'sitemap file requests (discovery, not pages)',
+  sitemapsRead: 'sitemap files read (a urlset or a sitemap index)',
+  sitemapUrls: 'URLs sitemaps listed under their own host and directory',
+  sitemapUrlsRefused: 'sitemap entries of another host or outside the sitemap directory (ignored)',
+  sitemapChanged: 'known URLs a sitemap lastmod said changed since their last fetch',
+  sitemapsSkipped: 'sitemaps an index listed that were not read (too deep, read already, per-host bound)',
 };
 
 export interface QueueServerMetrics {

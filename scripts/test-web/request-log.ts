@@ -20,6 +20,8 @@ export interface RequestLogEntry {
   handedOver: number;
   /** "127.0.0.2:PORT": the host that received it (its listening address, not the Host header). */
   host: string;
+  /** The Host header, where a host serves several names (the sitemap host); absent elsewhere. */
+  hostHeader?: string;
   method: string;
   /** Raw request target as received, e.g. "/section-1/p%61ge-2.html". */
   path: string;

@@ -7,6 +7,7 @@ import { closeServers, listenAll } from './bind.js';
 import { GenerationState } from './generation-state.js';
 import { createHostileHost, handleHostileRequest, type HostileHost } from './hostile/server.js';
 import { createHangingHost, handleHangingRequest, type HangingHost } from './hostile/hanging.js';
+import { createSitemapHost, handleSitemapRequest, type SitemapHost } from './sitemap-host.js';
 import { FIRST_HOST_OCTET, HOST_ROLES, planHosts, type HostRole } from './hosts.js';
 import { validateOptions, type TestWebOptions } from './options.js';
 import { RequestLog, type RequestLogEntry } from './request-log.js';
@@ -52,6 +53,11 @@ export interface TestWeb {
    * other request never answered (scripts/test-web/hostile/hanging.ts). Linked from nowhere.
    */
   readonly hanging: HangingHost;
+  /**
+   * The sitemap host (profile 'full' only): the address after the hanging host's; pages reachable only
+   * through its sitemaps, sitemaps that list what they may not (scripts/test-web/sitemap-host.ts). Linked from nowhere.
+   */
+  readonly sitemaps: SitemapHost;
   close(): Promise<void>;
 }
 
@@ -69,9 +75,13 @@ export async function startTestWeb(opts: TestWebOptions = {}): Promise<TestWeb> 
   const hangingAddress = options.profile === 'full' ? `127.0.0.${FIRST_HOST_OCTET + plans.length + 1}` : null;
   if (hangingAddress !== null) addresses.push(hangingAddress);
   let hanging: HangingHost | null = null;
+  const sitemapAddress = options.profile === 'full' ? `127.0.0.${FIRST_HOST_OCTET + plans.length + 2}` : null;
+  if (sitemapAddress !== null) addresses.push(sitemapAddress);
+  let sitemaps: SitemapHost | null = null;
   const { port, servers } = await listenAll(addresses, { port: options.port, attempts: BIND_ATTEMPTS }, (index, req, res) => {
     if (index === plans.length && hostile !== null) return handleHostileRequest(hostile, req, res, state);
     if (index === plans.length + 1 && hanging !== null) return handleHangingRequest(hanging, req, res, state);
+    if (index === plans.length + 2 && sitemaps !== null) return handleSitemapRequest(sitemaps, req, res, state);
     const host = web?.hosts[index];
     // Only reachable if something guesses the port during the few microseconds before buildWeb returns.
     if (host === undefined) res.writeHead(503, { 'Retry-After': '1' }).end();
@@ -80,6 +90,7 @@ export async function startTestWeb(opts: TestWebOptions = {}): Promise<TestWeb> 
   web = buildWeb(plans, port, options);
   if (hostileAddress !== null) hostile = createHostileHost(hostileAddress, port);
   if (hangingAddress !== null) hanging = createHangingHost(hangingAddress, port);
+  if (sitemapAddress !== null) sitemaps = createSitemapHost(sitemapAddress, port, web.hosts[0]!.origin);
 
   const origins = web.hosts.map((host) => host.origin);
   const roles: Partial<Record<HostRole, string>> = {};
@@ -112,6 +123,10 @@ export async function startTestWeb(opts: TestWebOptions = {}): Promise<TestWeb> 
     get hanging(): HangingHost {
       if (hanging === null) throw new Error(`the '${options.profile}' profile has no hanging host`);
       return hanging;
+    },
+    get sitemaps(): SitemapHost {
+      if (sitemaps === null) throw new Error(`the '${options.profile}' profile has no sitemap host`);
+      return sitemaps;
     },
     close() {
       closing ??= (async () => {

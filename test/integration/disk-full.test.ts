@@ -170,7 +170,9 @@ describe('a full disk during a crawl', () => {
     // has exactly one response in them, each fetch archived once.
     const records: ParsedRecord[] = [];
     for (const file of readdirSync(join(dataDir, 'warc')).filter((name) => name.endsWith('.warc.gz')).sort()) records.push(...(await checkWarcPath(join(dataDir, 'warc', file), records)));
-    const responses = records.filter((r) => r.type === 'response' && !r.headers.get('WARC-Target-URI')!.endsWith('/robots.txt')).map((r) => r.headers.get('WARC-Target-URI')!);
+    // Pages only: robots.txt and each host's /sitemap.xml (discovery) are archived too.
+    const discovery = (uri: string) => uri.endsWith('/robots.txt') || uri.endsWith('/sitemap.xml');
+    const responses = records.filter((r) => r.type === 'response' && !discovery(r.headers.get('WARC-Target-URI')!)).map((r) => r.headers.get('WARC-Target-URI')!);
     expect(responses.sort()).toEqual([...countBy(pageRequests(web.log), urlOf).keys()].sort());
   }, 150_000);
 });

@@ -50,7 +50,8 @@ function harness(config: CrawlConfigInput = {}, { realClock = false }: { realClo
   const archive = PageArchive.open(join(dir, 'pages.jsonl'));
   const cache = CacheStore.open(join(dir, 'cache.btree'));
   const crawlDb = CrawlDb.open(join(dir, 'crawldb.btree'));
-  const crawlConfig = crawlConfigSchema.parse({ delayMs: 0, bloomCapacity: 1000, ...config });
+  // These tests play the fetcher by hand, robots.txt then pages; the sitemap slot between them has a test of its own.
+  const crawlConfig = crawlConfigSchema.parse({ delayMs: 0, bloomCapacity: 1000, sitemaps: false, ...config });
   const crawl = new Crawl(crawlConfig, { archive, warc: null, cache, crawlDb, robots: null }, fetchScheduleOf(crawlConfig), null);
   const h: Harness = { service: undefined as unknown as CrawlService, archive, app: undefined as unknown as ReturnType<typeof createApp>, clock: T0 };
   const service = new CrawlService(crawl, { clock: realClock ? Date.now : () => h.clock });
@@ -363,6 +364,21 @@ describe('claims', () => {
     await answerRobots(h, schedule);
     const pages = await claimSchedule(h.app);
     expect(pages.slots[0]!.items).toEqual([{ i: 0, url: 'http://example.com/start', kind: 'page', depth: 0, validators: null }]);
+  });
+
+  it('hands out an origin\'s sitemaps after its robots.txt and before its pages, and not as pages', async () => {
+    const h = harness({ seeds: ['http://example.com/start'], sitemaps: true, maxPages: 1 });
+    const robots = await claimSchedule(h.app);
+    await answerRobots(h, robots);
+    const sitemaps = await claimSchedule(h.app);
+    expect(sitemaps.slots.map((slot) => slot.items)).toEqual([[{ i: 0, url: 'http://example.com/sitemap.xml', kind: 'sitemap', depth: 0, validators: null }]]);
+    const listed = { kind: 'urlset' as const, truncated: false, entries: [{ loc: 'http://example.com/listed.html', lastmod: null }, { loc: 'http://other.example/x.html', lastmod: null }] };
+    const result = { ...itemResult({ slot: 0, i: 0, url: 'http://example.com/sitemap.xml', status: 200 }), sitemap: listed };
+    await post(h.app, ROUTES.results, resultsBody(sitemaps.id, [result], 'fetcher-1')).expect(200);
+    // The budget of one page is not spent by the sitemap: the seed still goes out.
+    const pages = await claimSchedule(h.app);
+    expect(pages.slots.flatMap((slot) => slot.items.map((item) => [item.kind, item.url]))).toEqual([['page', 'http://example.com/start']]);
+    expect(h.service.status()).toMatchObject({ sitemapRequests: 1, sitemapsRead: 1, sitemapUrls: 1, sitemapUrlsRefused: 1, urlsDiscovered: 2 });
   });
 
   it('holds a long poll until its waitMs passes when there is no work', async () => {

@@ -106,8 +106,9 @@ describe.skipIf(PROMTOOL === '')('GET /metrics of a crawl (needs promtool: apt-g
       expect(sample(text, `petrel_fetcher_in_flight${labels}`)).toBeTypeOf("number");
       applied += sample(text, `petrel_fetcher_results_applied_total${labels}`)!;
     }
-    // Page results only: robots.txt results are the queue server's own, applied to no fetcher's count.
-    expect(applied).toBe(summary.requests - sample(text, 'petrel_robots_requests_total')!);
+    // Page results only: robots.txt and sitemap results are the queue server's own, applied to no fetcher's count.
+    expect(applied).toBe(summary.requests - sample(text, 'petrel_robots_requests_total')! - sample(text, 'petrel_sitemap_requests_total')!);
+    expect(sample(text, 'petrel_sitemap_requests_total')).toBeGreaterThan(0);
     expect(sample(text, 'petrel_robots_requests_total')).toBeGreaterThan(0);
     // Node's default process metrics.
     expect(sample(text, 'process_resident_memory_bytes')).toBeGreaterThan(0);

@@ -58,7 +58,7 @@ describe('SIGTERM', () => {
 
   it('drains: no new schedules, posts in flight are applied and acknowledged, nothing acknowledged is lost, exit 0', async () => {
     const dataDir = join(tempDir('drain'), 'data');
-    const server = startPetrel(['queue-server', '--data', dataDir, '--port', '0', '--seed', `${ORIGIN}/index.html`, '--delay-ms', '0', '--host-concurrency', '8', '--slot-urls', '10', '--lease-ms', '10min', '--log-format', 'json']);
+    const server = startPetrel(['queue-server', '--data', dataDir, '--port', '0', '--seed', `${ORIGIN}/index.html`, '--delay-ms', '0', '--host-concurrency', '8', '--slot-urls', '10', '--lease-ms', '10min', '--log-format', 'json', '--no-sitemaps']);
     const listening = await waitForEvent(server, 'listening');
     const url = String(listening.url);
     const { port } = new URL(url);
@@ -90,7 +90,8 @@ describe('SIGTERM', () => {
     const postResults = (schedule: Schedule, results: ItemResult[], hold?: Promise<void>) =>
       post(ROUTES.results, { protocolVersion: PROTOCOL_VERSION, fetcherId: FETCHER, scheduleId: schedule.id, results }, hold);
 
-    // robots.txt (404: everything allowed), then the seed page with 80 links: a frontier to lease from.
+    // robots.txt (404: everything allowed), then the seed page with 80 links: a frontier to lease from
+    // (--no-sitemaps: no sitemap slot between the two, this test plays the fetcher by hand).
     const first = await claim();
     if (first.kind !== 'schedule') throw new Error(`expected a schedule, got ${first.kind}`);
     const robots = first.schedule.slots[0]!;

@@ -5,8 +5,9 @@ export function urlOf(entry: RequestLogEntry): string {
   return `http://${entry.host}${entry.path}`;
 }
 
+/** Requests of pages: not robots.txt, not /sitemap.xml (discovery; the test web's normal hosts have none). */
 export function pageRequests(log: readonly RequestLogEntry[]): RequestLogEntry[] {
-  return log.filter((entry) => entry.path !== '/robots.txt');
+  return log.filter((entry) => entry.path !== '/robots.txt' && entry.path !== '/sitemap.xml');
 }
 
 export function countBy<T>(items: readonly T[], key: (item: T) => string): Map<string, number> {

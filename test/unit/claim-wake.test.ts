@@ -94,7 +94,7 @@ describe('CrawlService, parked claims', () => {
    * answers, for longer than any test runs, so its origin waits and no other work exists.
    */
   async function idleService(): Promise<CrawlService> {
-    const crawl = tempCrawlService('claim-wake', { seeds: [`${ORIGIN_SEED}/index.html`], scope: 'any', delayMs: 0, leaseMs: 600_000, bloomCapacity: 1000 }, () => Date.now());
+    const crawl = tempCrawlService('claim-wake', { seeds: [`${ORIGIN_SEED}/index.html`], scope: 'any', delayMs: 0, leaseMs: 600_000, bloomCapacity: 1000, sitemaps: false }, () => Date.now());
     const { service } = crawl;
     cleanups.push(() => crawl.close());
     robotsSlotOf(await service.claim(claimOf('seed-holder', 0), '127.0.0.1'), ORIGIN_SEED);

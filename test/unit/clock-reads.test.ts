@@ -20,6 +20,7 @@ const ALLOWED: Record<string, string> = {
   'fetcher/fetcher.ts': 'the fetcher paces the requests of a slot (the politeness delay) by its own monotonic clock',
   'fetcher/download.ts': 'the fetcher times its own downloads (durationMs)',
   'fetcher/fetch-item.ts': 'a result\'s fetchedAt is the fetcher\'s clock (the protocol says so); Retry-After dates are read against it',
+  'fetcher/dns-cache.ts': 'a DNS answer is kept for its time-to-live, on the fetcher\'s clock',
   'fetcher/queue-client.ts': 'request signatures carry the fetcher\'s timestamp (the queue server checks it against its own)',
   'cli/progress.ts': 'the progress display prints a line at most every 5 s',
   'queue-server/api/search-api.ts': 'GET /api/search and the /search page report how long the query took (tookMs); the index itself never reads a clock',

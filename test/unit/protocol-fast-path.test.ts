@@ -47,6 +47,8 @@ function pageResult(i: number): Record<string, unknown> {
     links: ['http://127.0.0.2:8080/a.html', 'http://127.0.0.2:8080/b.html'],
     robotsTxt: null,
     capture: null,
+    sitemap: null,
+    address: '127.0.0.2',
     index: null,
   };
 }

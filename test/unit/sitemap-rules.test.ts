@@ -1,0 +1,81 @@
+import { describe, expect, it } from 'vitest';
+import { mustNormalize } from '../../shared/url-normalize.js';
+import { parseLastmod, SITEMAP_LIMITS } from '../../shared/sitemap.js';
+import { gunzipBounded, isGzip, parseSitemap } from '../../fetcher/sitemap-parse.js';
+import { listedUrl, topSitemapsOf } from '../../queue-server/sitemaps/sitemap-rules.js';
+import { rulesFromFetch } from '../../queue-server/robots/robots.js';
+import { gzipSync } from 'node:zlib';
+
+const ORIGIN = 'http://127.0.0.2:8080';
+
+describe('what a sitemap may list (sitemaps.org: its own host, under its own directory)', () => {
+  const blog = mustNormalize(`${ORIGIN}/blog/sitemap.xml`);
+  it('takes URLs under the sitemap directory on its host', () => {
+    expect(listedUrl(blog, `${ORIGIN}/blog/post-1.html`)).toBe(`${ORIGIN}/blog/post-1.html`);
+    expect(listedUrl(blog, `${ORIGIN}/blog/2024/06/post.html?x=1`)).toBe(`${ORIGIN}/blog/2024/06/post.html?x=1`);
+  });
+  it('refuses another directory, another host, port or scheme, and what is no URL', () => {
+    expect(listedUrl(blog, `${ORIGIN}/shop/item.html`)).toBeNull();
+    expect(listedUrl(blog, `${ORIGIN}/blogger.html`)).toBeNull();
+    expect(listedUrl(blog, 'http://127.0.0.3:8080/blog/post.html')).toBeNull();
+    expect(listedUrl(blog, 'http://127.0.0.2:8081/blog/post.html')).toBeNull();
+    expect(listedUrl(blog, 'https://127.0.0.2:8080/blog/post.html')).toBeNull();
+    expect(listedUrl(blog, 'javascript:alert(1)')).toBeNull();
+  });
+  it('lets a sitemap at the root list the whole host', () => {
+    expect(listedUrl(mustNormalize(`${ORIGIN}/sitemap.xml`), `${ORIGIN}/a/b/c.html`)).toBe(`${ORIGIN}/a/b/c.html`);
+  });
+});
+
+describe('where sitemaps come from', () => {
+  it('takes robots.txt Sitemap: lines of the same origin, then /sitemap.xml, each once', () => {
+    const body = `User-agent: *\nDisallow:\nSitemap: ${ORIGIN}/maps/index.xml\nSitemap: http://127.0.0.9/other.xml\nsitemap: ${ORIGIN}/sitemap.xml\n`;
+    const rules = rulesFromFetch({ origin: ORIGIN, status: 200, errorCode: null, body }, { userAgentToken: 'petrel', unreachableRetryMs: 1000 }, 0);
+    expect(topSitemapsOf(ORIGIN, rules)).toEqual([`${ORIGIN}/maps/index.xml`, `${ORIGIN}/sitemap.xml`]);
+    expect(topSitemapsOf(ORIGIN, null)).toEqual([`${ORIGIN}/sitemap.xml`]);
+  });
+});
+
+describe('parsing a sitemap file', () => {
+  it('reads a urlset with namespaces, entities and lastmods', () => {
+    const xml = `<?xml version="1.0"?><sm:urlset xmlns:sm="http://www.sitemaps.org/schemas/sitemap/0.9">
+      <sm:url><sm:loc> ${ORIGIN}/a?x=1&amp;y=2 </sm:loc><sm:lastmod>2024-06-15</sm:lastmod></sm:url>
+      <sm:url><sm:loc>${ORIGIN}/b</sm:loc><sm:lastmod>not a date</sm:lastmod></sm:url>
+      <sm:url><sm:lastmod>2024-06-15</sm:lastmod></sm:url></sm:urlset>`;
+    expect(parseSitemap(xml)).toEqual({
+      kind: 'urlset',
+      truncated: false,
+      entries: [{ loc: `${ORIGIN}/a?x=1&y=2`, lastmod: Date.UTC(2024, 5, 15) }, { loc: `${ORIGIN}/b`, lastmod: null }],
+    });
+  });
+  it('reads a sitemap index; anything else is no sitemap', () => {
+    const index = `<sitemapindex><sitemap><loc>${ORIGIN}/s1.xml.gz</loc><lastmod>2024-06-15T10:00:00+02:00</lastmod></sitemap></sitemapindex>`;
+    expect(parseSitemap(index)).toEqual({ kind: 'index', truncated: false, entries: [{ loc: `${ORIGIN}/s1.xml.gz`, lastmod: Date.UTC(2024, 5, 15, 8) }] });
+    expect(parseSitemap('<html><body><url><loc>x</loc></url></body></html>')).toEqual({ kind: 'none', truncated: false, entries: [] });
+  });
+  it('keeps at most the protocol\'s 50,000 entries and says it cut the rest', () => {
+    const xml = `<urlset>${'<url><loc>http://h/p</loc></url>'.repeat(SITEMAP_LIMITS.entries + 5)}</urlset>`;
+    const parsed = parseSitemap(xml);
+    expect(parsed.entries).toHaveLength(SITEMAP_LIMITS.entries);
+    expect(parsed.truncated).toBe(true);
+  });
+  it('expands no entity a DTD declares', () => {
+    const xml = `<!DOCTYPE urlset [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;">]><urlset><url><loc>http://h/&b;</loc></url></urlset>`;
+    expect(parseSitemap(xml).entries.map((e) => e.loc)).not.toContain('http://h/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa');
+  });
+  it('inflates a gzip sitemap no further than the bound', async () => {
+    const body = gzipSync(Buffer.alloc(1_000_000, 0x20));
+    expect(isGzip(body)).toBe(true);
+    expect(isGzip(Buffer.from('<urlset/>'))).toBe(false);
+    const cut = await gunzipBounded(body, 10_000);
+    expect(cut).toMatchObject({ truncated: true });
+    expect(cut.body.length).toBe(10_000);
+    const whole = await gunzipBounded(gzipSync(Buffer.from('<urlset/>')), 10_000);
+    expect(whole).toEqual({ body: Buffer.from('<urlset/>'), truncated: false });
+  });
+  it('reads W3C datetimes as lastmod, nothing else', () => {
+    expect(parseLastmod('2024-06-15T10:00:00Z')).toBe(Date.UTC(2024, 5, 15, 10));
+    expect(parseLastmod('yesterday')).toBeNull();
+    expect(parseLastmod('2024-13-45')).toBeNull();
+  });
+});
