@@ -1,0 +1,138 @@
+/**
+ * A queue server as a cluster member: the parts of queue-server/cluster/ put together for the daemon.
+ * `join` connects to Redis and takes a partition (membership.ts) before the crawl is built, so the
+ * link router (link-router.ts) knows which hosts are ours from the first seed; `start` begins reading
+ * the partition's stream (link-inbox.ts) once the crawl service runs; `close` stops reading, and,
+ * after the daemon's last commit, gives the lease up.
+ */
+import type { Redis } from 'ioredis';
+import type { RedisTarget } from '../../shared/redis-url.js';
+import { parseMemberCard, type MemberCard } from '../../shared/cluster-keys.js';
+import type { CrawlService } from '../crawl/crawl-service.js';
+import { ClusterBloom } from './cluster-bloom.js';
+import { LinkInbox } from './link-inbox.js';
+import { ClusterLinkRouter } from './link-router.js';
+import { Membership } from './membership.js';
+import { connectRedis } from './redis-connection.js';
+
+/** A member that cannot reach Redis at start says so instead of waiting for ever. */
+const CONNECT_TIMEOUT_MS = 10_000;
+
+export function whenReady(redis: Redis, target: RedisTarget, timeoutMs: number): Promise<void> {
+  if (redis.status === 'ready') return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      redis.off('ready', ready);
+      reject(new Error(`cannot reach Redis at ${target.display} within ${timeoutMs} ms`));
+    }, timeoutMs);
+    const ready = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    redis.once('ready', ready);
+  });
+}
+
+export interface ClusterOptions {
+  readonly redis: RedisTarget;
+  /** Several clusters can share one Redis; default "default". */
+  readonly name?: string;
+  readonly partitions: number | null;
+  readonly partition: number | null;
+  readonly leaseMs?: number;
+  /** Probe the partitions' Bloom filters before forwarding (cluster-bloom.ts); default true. */
+  readonly bloom?: boolean;
+}
+
+export interface PartitionView {
+  readonly partition: number;
+  /** The member holding its lease, or null (its links wait in its stream). */
+  readonly member: MemberCard | null;
+  /** Stream entries waiting (each up to 256 links). */
+  readonly backlog: number;
+}
+
+export class ClusterMember {
+  readonly membership: Membership;
+  readonly router: ClusterLinkRouter;
+  readonly bloom: ClusterBloom | null;
+  readonly #redis: Redis;
+  readonly #reader: Redis;
+  readonly #target: RedisTarget;
+  #inbox: LinkInbox | null = null;
+
+  private constructor(redis: Redis, reader: Redis, target: RedisTarget, membership: Membership, bloom: ClusterBloom | null) {
+    this.#redis = redis;
+    this.#reader = reader;
+    this.#target = target;
+    this.membership = membership;
+    this.bloom = bloom;
+    this.router = new ClusterLinkRouter({ redis, keys: membership.keys, partition: membership.partition, partitions: membership.partitions, bloom });
+  }
+
+  static async join(options: ClusterOptions & { url: string; file: string; bloomCapacity: number; log: (message: string) => void }): Promise<ClusterMember> {
+    const redis = connectRedis(options.redis, { name: 'petrel-queue-server', onError: options.log });
+    try {
+      await whenReady(redis, options.redis, CONNECT_TIMEOUT_MS);
+      const membership = await Membership.join({ redis, clusterName: options.name ?? 'default', url: options.url, partitions: options.partitions, partition: options.partition, file: options.file, leaseMs: options.leaseMs });
+      const reader = redis.duplicate();
+      reader.on('error', () => undefined);
+      const bloom = options.bloom === false ? null : new ClusterBloom(redis, membership.keys, options.bloomCapacity);
+      return new ClusterMember(redis, reader, options.redis, membership, bloom);
+    } catch (error) {
+      redis.disconnect();
+      throw error;
+    }
+  }
+
+  get redisDisplay(): string {
+    return this.#target.display;
+  }
+
+  /** Starts admitting the links other members forward to this partition. */
+  async start(service: CrawlService, log: (message: string) => void): Promise<void> {
+    const { partition, keys } = this.membership;
+    this.#inbox = new LinkInbox({
+      redis: this.#reader,
+      keys,
+      partition,
+      admit: (links) => service.admitForwarded(links),
+      committed: () => service.committed(),
+      afterCommit: this.bloom === null ? undefined : (known) => this.bloom!.add(partition, known),
+      log,
+    });
+    await this.#inbox.start();
+  }
+
+  /** Every partition: its owner and backlog, read from Redis now. */
+  async partitions(): Promise<PartitionView[]> {
+    const { keys, partitions } = this.membership;
+    const ids = partitions === 0 ? [] : await this.#redis.mget(...Array.from({ length: partitions }, (_, i) => keys.lease(i)));
+    const cards = await Promise.all(ids.map((id) => (id === null ? Promise.resolve(null) : this.#redis.get(keys.member(id)))));
+    const backlogs = await Promise.all(Array.from({ length: partitions }, (_, i) => LinkInbox.backlog(this.#redis, keys, i)));
+    return ids.map((_, i) => ({ partition: i, member: parseMemberCard(cards[i] ?? null), backlog: backlogs[i] ?? 0 }));
+  }
+
+  /** This member's own counters: links routed and forwarded, received and admitted, Bloom skips. */
+  counters(): Record<string, number> {
+    return { ...this.router.counters, waiting: this.router.waiting, ...(this.#inbox?.counters ?? { received: 0, admitted: 0, malformed: 0, acked: 0 }) };
+  }
+
+  /** Stops reading the stream (what was read and not acknowledged stays pending). */
+  async stopReading(): Promise<void> {
+    this.router.close();
+    await this.#inbox?.stop();
+  }
+
+  /** After the last commit: the lease is given up and the connection closed. */
+  async leave(): Promise<void> {
+    await this.membership.leave();
+    await this.#redis.quit().catch(() => this.#redis.disconnect());
+  }
+
+  /** After kill-like failures (start refused): close without giving anything up. */
+  disconnect(): void {
+    this.#reader.disconnect();
+    this.#redis.disconnect();
+  }
+}

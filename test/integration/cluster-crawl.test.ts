@@ -1,0 +1,117 @@
+/**
+ * Petrel past one machine, with real processes: a real redis-server on loopback (AOF, appendfsync
+ * always), queue servers started with --cluster owning one partition each, fetchers started with
+ * --cluster that find them in Redis. The crawl is seeded on ONE host only, so the hosts of the other
+ * partition are reached only through links forwarded over Redis streams.
+ */
+import { randomBytes } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestWeb, type TestWeb } from '../../scripts/test-web.js';
+import { assertBuilt, freePort, killStartedPetrels, startPetrel, tempDir, waitForEvent } from '../support/petrel-process.js';
+import { countBy, pageRequests, urlOf } from '../support/request-log.js';
+import { haveRedis, startRedis, type TestRedis } from '../support/redis-server.js';
+import { partitionOfUrl } from '../../queue-server/cluster/partition.js';
+import { CrawlDb } from '../../queue-server/crawldb/crawl-db.js';
+
+const PARTITIONS = 2;
+const MAX_DEPTH = 5;
+
+function fetchedUrls(dataDir: string): string[] {
+  const db = CrawlDb.open(join(dataDir, 'crawldb.btree'));
+  try {
+    const urls: string[] = [];
+    for (const [, record] of db.entries()) if (record.status === 'fetched') urls.push(record.url);
+    return urls;
+  } finally {
+    db.close();
+  }
+}
+
+function partitionOfDir(dataDir: string): number {
+  return (JSON.parse(readFileSync(join(dataDir, 'cluster.json'), 'utf8')) as { partition: number }).partition;
+}
+
+/** Resolves once every expected URL was requested and the log has then been quiet for a while. */
+async function untilCrawled(web: TestWeb, expected: ReadonlyMap<string, number>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let quietSince = Date.now();
+  let lastSize = -1;
+  for (;;) {
+    const requested = new Set(pageRequests(web.log).map(urlOf));
+    const missing = [...expected.keys()].filter((url) => !requested.has(url));
+    if (web.log.length !== lastSize) {
+      lastSize = web.log.length;
+      quietSince = Date.now();
+    }
+    if (missing.length === 0 && Date.now() - quietSince > 2000) return;
+    if (Date.now() > deadline) throw new Error(`crawl did not complete: ${missing.length} missing, e.g. ${missing.slice(0, 3).join(' ')}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+describe.skipIf(!haveRedis())('a cluster of queue servers over Redis', () => {
+  let web: TestWeb;
+  let redis: TestRedis;
+  let seedUrl: string;
+  let expected: Map<string, number>;
+  let tokenFile: string;
+
+  beforeAll(async () => {
+    assertBuilt();
+    web = await startTestWeb({ profile: 'bench', hosts: 6, pagesPerHost: 12 });
+    seedUrl = `${web.origins[0]}/index.html`;
+    expected = web.model.reachable({ seeds: [seedUrl], inScope: () => true, maxDepth: MAX_DEPTH });
+    const dir = tempDir('cluster');
+    tokenFile = join(dir, 'fetcher.token');
+    writeFileSync(tokenFile, `${randomBytes(24).toString('hex')}\n`, { mode: 0o600 });
+  });
+
+  afterAll(async () => {
+    killStartedPetrels();
+    await redis?.close();
+    await web?.close();
+  });
+
+  const serverArgs = (dataDir: string, port: number, first: boolean) => [
+    'queue-server', '--data', dataDir, '--port', String(port), '--token-file', tokenFile, '--cluster', redis.url, ...(first ? ['--partitions', String(PARTITIONS)] : []),
+    '--seed', seedUrl, '--scope', 'any', '--max-depth', String(MAX_DEPTH), '--delay-ms', '20', '--lease-ms', '3000',
+  ];
+  const fetcherArgs = (name: string) => ['fetcher', '--cluster', redis.url, '--token-file', tokenFile, '--name', name, '--concurrency', '3', '--claim-wait-ms', '1000', '--allow-private-addresses'];
+
+  it('two queue servers and two fetchers fetch every reachable page exactly once, each by the owner of its host\'s partition', async () => {
+    redis = await startRedis(tempDir('redis'));
+    // Both partitions have hosts, and the seed's partition is only one of them: the rest comes over Redis.
+    const partitionsOfHosts = new Set(web.origins.slice(0, 6).map((host) => partitionOfUrl(host, PARTITIONS)));
+    expect(partitionsOfHosts.size).toBe(PARTITIONS);
+    const dirs = [join(tempDir('member'), 'data'), join(tempDir('member'), 'data')];
+    const servers = [startPetrel(serverArgs(dirs[0]!, await freePort(), true))];
+    await waitForEvent(servers[0]!, 'listening');
+    servers.push(startPetrel(serverArgs(dirs[1]!, await freePort(), false)));
+    await waitForEvent(servers[1]!, 'listening');
+    const fetchers = ['f1', 'f2'].map((name) => startPetrel(fetcherArgs(name)));
+
+    await untilCrawled(web, expected, 90_000);
+    for (const child of [...fetchers, ...servers]) child.kill('SIGTERM');
+    const outputs = await Promise.all([...fetchers, ...servers].map((child) => child.output));
+    for (const output of outputs) expect(output.code, output.stderr).toBe(0);
+
+    const requested = countBy(pageRequests(web.log), urlOf);
+    expect([...expected.keys()].filter((url) => !requested.has(url))).toEqual([]);
+    expect([...requested.keys()].filter((url) => !expected.has(url))).toEqual([]);
+    expect([...requested].filter(([, count]) => count !== 1)).toEqual([]);
+    // robots.txt once per host, across the cluster.
+    const robots = countBy(web.log.filter((entry) => entry.path === '/robots.txt'), (entry) => entry.host);
+    expect([...robots].filter(([, count]) => count !== 1)).toEqual([]);
+
+    // Each server's crawl database holds exactly its partition's pages, and together all of them.
+    const byServer = dirs.map((dir) => ({ partition: partitionOfDir(dir), urls: fetchedUrls(dir) }));
+    expect(new Set(byServer.map((server) => server.partition)).size).toBe(PARTITIONS);
+    for (const server of byServer) {
+      expect(server.urls.length).toBeGreaterThan(0);
+      expect(server.urls.filter((url) => partitionOfUrl(url, PARTITIONS) !== server.partition)).toEqual([]);
+    }
+    expect(byServer.flatMap((server) => server.urls).sort()).toEqual([...expected.keys()].sort());
+  }, 150_000);
+});
