@@ -14,6 +14,8 @@ import { countBy, pageRequests, urlOf } from '../support/request-log.js';
 import { haveRedis, startRedis, type TestRedis } from '../support/redis-server.js';
 import { partitionOfUrl } from '../../queue-server/cluster/partition.js';
 import { CrawlDb } from '../../queue-server/crawldb/crawl-db.js';
+import { Redis } from 'ioredis';
+import { clusterKeys } from '../../shared/cluster-keys.js';
 
 const PARTITIONS = 2;
 const MAX_DEPTH = 5;
@@ -114,4 +116,72 @@ describe.skipIf(!haveRedis())('a cluster of queue servers over Redis', () => {
     }
     expect(byServer.flatMap((server) => server.urls).sort()).toEqual([...expected.keys()].sort());
   }, 150_000);
+
+  it('loses nothing when the receiving queue server and then Redis are killed with SIGKILL mid-crawl and restarted', async () => {
+    redis = await startRedis(tempDir('redis'));
+    const web2 = await startTestWeb({ profile: 'bench', hosts: 6, pagesPerHost: 24 });
+    try {
+      const seed = `${web2.origins[0]}/index.html`;
+      const reachable = web2.model.reachable({ seeds: [seed], inScope: () => true, maxDepth: MAX_DEPTH });
+      const seedPartition = partitionOfUrl(seed, PARTITIONS);
+      const other = 1 - seedPartition;
+      const args = (dataDir: string, port: number, partition: number) => [
+        'queue-server', '--data', dataDir, '--port', String(port), '--token-file', tokenFile, '--cluster', redis.url, '--partitions', String(PARTITIONS), '--partition', String(partition),
+        '--seed', seed, '--scope', 'any', '--max-depth', String(MAX_DEPTH), '--delay-ms', '150', '--lease-ms', '3000',
+      ];
+      const dirA = join(tempDir('member'), 'data');
+      const dirB = join(tempDir('member'), 'data');
+      const portB = await freePort();
+      const a = startPetrel(args(dirA, await freePort(), seedPartition));
+      await waitForEvent(a, 'listening');
+      let b = startPetrel(args(dirB, portB, other));
+      await waitForEvent(b, 'listening');
+      const fetchers = ['k1', 'k2'].map((name) => startPetrel(fetcherArgs(name)));
+      const requestsOf = (partition: number) => pageRequests(web2.log).filter((entry) => partitionOfUrl(urlOf(entry), PARTITIONS) === partition).length;
+
+      // The receiving server dies once it crawls: links for its hosts keep coming from the other one.
+      while (requestsOf(other) < 3) await new Promise((resolve) => setTimeout(resolve, 50));
+      b.kill('SIGKILL');
+      await b.output;
+      const seedSideBefore = requestsOf(seedPartition);
+      const probe = new Redis({ host: '127.0.0.1', port: redis.port, maxRetriesPerRequest: null });
+      probe.on('error', () => undefined);
+      let backlog = 0;
+      for (let i = 0; i < 40 && (backlog === 0 || requestsOf(seedPartition) === seedSideBefore); i++) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        backlog = await probe.xlen(clusterKeys('default').links(other));
+      }
+      // Meanwhile the other partition kept crawling, and the dead one's links waited in its stream.
+      expect(requestsOf(seedPartition)).toBeGreaterThan(seedSideBefore);
+      expect(backlog).toBeGreaterThan(0);
+      b = startPetrel(args(dirB, portB, other));
+      await waitForEvent(b, 'listening');
+
+      // Redis itself dies mid-crawl and comes back from its append-only file.
+      const before = pageRequests(web2.log).length;
+      while (pageRequests(web2.log).length < before + 5) await new Promise((resolve) => setTimeout(resolve, 50));
+      await redis.kill();
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      await redis.restart();
+
+      await untilCrawled(web2, reachable, 120_000);
+      probe.disconnect();
+      for (const child of [...fetchers, a, b]) child.kill('SIGTERM');
+      const outputs = await Promise.all([...fetchers, a, b].map((child) => child.output));
+      for (const output of outputs) expect(output.code, output.stderr).toBe(0);
+
+      const requested = countBy(pageRequests(web2.log), urlOf);
+      expect([...reachable.keys()].filter((url) => !requested.has(url))).toEqual([]);
+      expect([...requested.keys()].filter((url) => !reachable.has(url))).toEqual([]);
+      const fetchedA = fetchedUrls(dirA);
+      const fetchedB = fetchedUrls(dirB);
+      expect(fetchedA.filter((url) => partitionOfUrl(url, PARTITIONS) !== seedPartition)).toEqual([]);
+      expect(fetchedB.filter((url) => partitionOfUrl(url, PARTITIONS) !== other)).toEqual([]);
+      expect([...fetchedA, ...fetchedB].sort()).toEqual([...reachable.keys()].sort());
+      const repeats = [...requested].filter(([, count]) => count > 1).length;
+      console.log(`cluster kill test: ${reachable.size} pages, ${repeats} fetched again (leases the killed server held), backlog while it was down ${backlog} entries`);
+    } finally {
+      await web2.close();
+    }
+  }, 200_000);
 });
