@@ -52,6 +52,8 @@ export class ClusterLinkRouter implements LinkRouter {
   /** Links waiting per partition, in the order found. */
   #outbox = new Map<number, ForwardedLink[]>();
   #waiting = 0;
+  /** Links of the batch on its way to Redis. */
+  #sending = 0;
   /** Drains run one after another: a later commit must not pass links an earlier drain still holds. */
   #chain: Promise<void> = Promise.resolve();
   #timer: NodeJS.Timeout | null = null;
@@ -81,9 +83,9 @@ export class ClusterLinkRouter implements LinkRouter {
     return true;
   }
 
-  /** Links routed and not yet acknowledged by Redis. */
+  /** Links routed and not yet acknowledged by Redis (in the outbox or on their way). */
   get waiting(): number {
-    return this.#waiting;
+    return this.#waiting + this.#sending;
   }
 
   /**
@@ -104,9 +106,12 @@ export class ClusterLinkRouter implements LinkRouter {
     const count = this.#waiting;
     this.#outbox = new Map();
     this.#waiting = 0;
+    this.#sending = count;
     try {
       await withTimeout(this.#send(taken), DRAIN_TIMEOUT_MS);
+      this.#sending = 0;
     } catch (error) {
+      this.#sending = 0;
       // Back in front of what came meanwhile, order kept; a batch Redis took after all comes twice, which the owner's seen-set absorbs.
       for (const [partition, links] of this.#outbox) taken.set(partition, [...(taken.get(partition) ?? []), ...links]);
       this.#outbox = taken;
