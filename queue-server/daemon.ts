@@ -181,7 +181,7 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
     const ready = () => !draining;
     const metrics = createMetrics(service, { clock, ready });
     const searcher = indexSearcher(stores.index!, stores.crawlDb);
-    const app = createApp({ service, token, adminToken, clock, ready, logger, metrics: { token: metricsToken, contentType: metrics.contentType, scrape: () => metrics.scrape() }, search: { searcher, public: options.publicSearch === true } });
+    const app = createApp({ service, token, adminToken, clock, ready, logger, metrics: { token: metricsToken, contentType: metrics.contentType, scrape: () => metrics.scrape() }, search: { searcher, public: options.publicSearch === true }, cluster: member ?? undefined });
     const { address, port } = server.address() as AddressInfo;
     const host = address.includes(':') ? `[${address}]` : address;
     service.start();

@@ -44,6 +44,21 @@ export interface MemberCard {
   readonly partition: number;
   readonly pid: number;
   readonly startedAt: number;
+  /** The member's counters as of its last heartbeat (GET /api/cluster sums them). */
+  readonly status?: MemberStatus;
+}
+
+export interface MemberStatus {
+  readonly state: string;
+  readonly pagesFetched: number;
+  readonly urlsDiscovered: number;
+  readonly frontierSize: number;
+  readonly itemsLeased: number;
+  readonly errors: number;
+  /** Links sent to other partitions, and received from them. */
+  readonly linksForwarded: number;
+  readonly linksReceived: number;
+  readonly bloomSkipped: number;
 }
 
 export function parseMemberCard(text: string | null): MemberCard | null {

@@ -7,7 +7,8 @@
  */
 import type { Redis } from 'ioredis';
 import type { RedisTarget } from '../../shared/redis-url.js';
-import { parseMemberCard, type MemberCard } from '../../shared/cluster-keys.js';
+import { parseMemberCard, type MemberCard, type MemberStatus } from '../../shared/cluster-keys.js';
+import { ClusterControl, type ClusterControlAction } from './cluster-control.js';
 import type { CrawlService } from '../crawl/crawl-service.js';
 import { ClusterBloom } from './cluster-bloom.js';
 import { LinkInbox } from './link-inbox.js';
@@ -52,6 +53,22 @@ export interface PartitionView {
   readonly backlog: number;
 }
 
+export interface ClusterView {
+  readonly redis: string;
+  readonly partitions: number;
+  readonly self: { readonly memberId: string; readonly partition: number };
+  readonly control: string;
+  readonly members: readonly {
+    readonly partition: number;
+    readonly owner: { readonly memberId: string; readonly url: string; readonly pid: number; readonly startedAt: number } | null;
+    readonly state: string;
+    readonly counters: MemberStatus | null;
+    /** Stream entries waiting for the partition (each up to 256 links). */
+    readonly backlog: number;
+  }[];
+  readonly sum: Record<string, number>;
+}
+
 export class ClusterMember {
   readonly membership: Membership;
   readonly router: ClusterLinkRouter;
@@ -60,6 +77,7 @@ export class ClusterMember {
   readonly #reader: Redis;
   readonly #target: RedisTarget;
   #inbox: LinkInbox | null = null;
+  readonly control: ClusterControl;
 
   private constructor(redis: Redis, reader: Redis, target: RedisTarget, membership: Membership, bloom: ClusterBloom | null) {
     this.#redis = redis;
@@ -67,6 +85,7 @@ export class ClusterMember {
     this.#target = target;
     this.membership = membership;
     this.bloom = bloom;
+    this.control = new ClusterControl(redis, membership.keys);
     this.router = new ClusterLinkRouter({ redis, keys: membership.keys, partition: membership.partition, partitions: membership.partitions, bloom });
   }
 
@@ -102,6 +121,55 @@ export class ClusterMember {
       log,
     });
     await this.#inbox.start();
+    this.membership.reportStatus(() => this.#statusOf(service));
+    await this.control.follow(service, log);
+  }
+
+  #statusOf(service: CrawlService): MemberStatus {
+    const status = service.status();
+    const counters = this.counters();
+    return {
+      state: service.displayState(),
+      pagesFetched: status.pagesFetched,
+      urlsDiscovered: status.urlsDiscovered,
+      frontierSize: status.frontierSize,
+      itemsLeased: status.itemsLeased,
+      errors: status.errors,
+      linksForwarded: counters.forwarded ?? 0,
+      linksReceived: counters.received ?? 0,
+      bloomSkipped: counters.bloomSkipped ?? 0,
+    };
+  }
+
+  /** A control given to this member that applies to the whole cluster (cluster-control.ts). */
+  publishControl(action: ClusterControlAction): Promise<number> {
+    return this.control.publish(action, this.membership.memberId);
+  }
+
+  /** GET /api/cluster: every partition with its member, state, counters and backlog, and the sums. */
+  async view(): Promise<ClusterView> {
+    const partitions = await this.partitions();
+    const sum: Record<string, number> = { pagesFetched: 0, urlsDiscovered: 0, frontierSize: 0, itemsLeased: 0, errors: 0, linksForwarded: 0, linksReceived: 0, bloomSkipped: 0, backlog: 0 };
+    for (const view of partitions) {
+      sum.backlog! += view.backlog;
+      const status = view.member?.status;
+      if (status === undefined) continue;
+      for (const key of Object.keys(sum)) if (key !== 'backlog') sum[key]! += Number((status as unknown as Record<string, unknown>)[key] ?? 0);
+    }
+    return {
+      redis: this.#target.display,
+      partitions: this.membership.partitions,
+      self: { memberId: this.membership.memberId, partition: this.membership.partition },
+      control: this.control.state,
+      members: partitions.map(({ partition, member, backlog }) => ({
+        partition,
+        owner: member === null ? null : { memberId: member.memberId, url: member.url, pid: member.pid, startedAt: member.startedAt },
+        state: member?.status?.state ?? (member === null ? 'no-owner' : 'unknown'),
+        counters: member?.status ?? null,
+        backlog,
+      })),
+      sum,
+    };
   }
 
   /** Every partition: its owner and backlog, read from Redis now. */
@@ -121,6 +189,7 @@ export class ClusterMember {
   /** Stops reading the stream (what was read and not acknowledged stays pending). */
   async stopReading(): Promise<void> {
     this.router.close();
+    this.control.close();
     await this.#inbox?.stop();
   }
 

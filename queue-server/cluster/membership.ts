@@ -75,6 +75,7 @@ export class Membership extends EventEmitter<{ lost: [string] }> {
   #renewedAt: number;
   #timer: NodeJS.Timeout | null = null;
   #left = false;
+  #status: (() => MemberCard['status']) | null = null;
 
   private constructor(redis: Redis, keys: ClusterKeys, card: MemberCard, partitions: number, leaseMs: number, clock: () => number) {
     super();
@@ -140,8 +141,14 @@ export class Membership extends EventEmitter<{ lost: [string] }> {
     return membership;
   }
 
+  /** What the card carries as `status` from the next heartbeat on. */
+  reportStatus(status: () => MemberCard['status']): void {
+    this.#status = status;
+  }
+
   async #publish(): Promise<void> {
-    await this.#redis.set(this.keys.member(this.memberId), JSON.stringify(this.#card), 'PX', this.#leaseMs);
+    const card: MemberCard = this.#status === null ? this.#card : { ...this.#card, status: this.#status() };
+    await this.#redis.set(this.keys.member(this.memberId), JSON.stringify(card), 'PX', this.#leaseMs);
   }
 
   async #renew(): Promise<void> {

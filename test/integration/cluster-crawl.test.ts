@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestWeb, type TestWeb } from '../../scripts/test-web.js';
 import { assertBuilt, freePort, killStartedPetrels, startPetrel, tempDir, waitForEvent } from '../support/petrel-process.js';
 import { countBy, pageRequests, urlOf } from '../support/request-log.js';
+import { adminTokenOf, readStatus } from '../support/admin-api.js';
 import { haveRedis, startRedis, type TestRedis } from '../support/redis-server.js';
 import { partitionOfUrl } from '../../queue-server/cluster/partition.js';
 import { CrawlDb } from '../../queue-server/crawldb/crawl-db.js';
@@ -33,6 +34,33 @@ function fetchedUrls(dataDir: string): string[] {
 
 function partitionOfDir(dataDir: string): number {
   return (JSON.parse(readFileSync(join(dataDir, 'cluster.json'), 'utf8')) as { partition: number }).partition;
+}
+
+async function control(serverUrl: string, adminToken: string, action: string): Promise<void> {
+  const response = await fetch(new URL(`/api/control/${action}`, serverUrl), { method: 'POST', headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' }, body: '{}' });
+  if (!response.ok) throw new Error(`POST /api/control/${action} answered ${response.status}`);
+}
+
+interface ClusterView {
+  partitions: number;
+  members: { partition: number; owner: { url: string } | null; backlog: number; counters: { pagesFetched: number } | null }[];
+  sum: Record<string, number>;
+}
+
+async function readCluster(serverUrl: string, adminToken: string): Promise<ClusterView> {
+  const response = await fetch(new URL('/api/cluster', serverUrl), { headers: { authorization: `Bearer ${adminToken}` } });
+  if (!response.ok) throw new Error(`GET /api/cluster answered ${response.status}`);
+  return (await response.json()) as ClusterView;
+}
+
+async function eventually<T>(read: () => Promise<T>, ok: (value: T) => boolean, what: string, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (ok(value)) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(value).slice(0, 500)}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 }
 
 /** Resolves once every expected URL was requested and the log has then been quiet for a while. */
@@ -82,19 +110,35 @@ describe.skipIf(!haveRedis())('a cluster of queue servers over Redis', () => {
   ];
   const fetcherArgs = (name: string) => ['fetcher', '--cluster', redis.url, '--token-file', tokenFile, '--name', name, '--concurrency', '3', '--claim-wait-ms', '1000', '--allow-private-addresses'];
 
-  it('two queue servers and two fetchers fetch every reachable page exactly once, each by the owner of its host\'s partition', async () => {
+  it('two queue servers and two fetchers fetch every reachable page exactly once, each by the owner of its host\'s partition; pause and resume given to one member reach the other; GET /api/cluster sums the crawl', async () => {
     redis = await startRedis(tempDir('redis'));
     // Both partitions have hosts, and the seed's partition is only one of them: the rest comes over Redis.
     const partitionsOfHosts = new Set(web.origins.slice(0, 6).map((host) => partitionOfUrl(host, PARTITIONS)));
     expect(partitionsOfHosts.size).toBe(PARTITIONS);
     const dirs = [join(tempDir('member'), 'data'), join(tempDir('member'), 'data')];
     const servers = [startPetrel(serverArgs(dirs[0]!, await freePort(), true))];
-    await waitForEvent(servers[0]!, 'listening');
+    const listening = [await waitForEvent(servers[0]!, 'listening')];
     servers.push(startPetrel(serverArgs(dirs[1]!, await freePort(), false)));
-    await waitForEvent(servers[1]!, 'listening');
-    const fetchers = ['f1', 'f2'].map((name) => startPetrel(fetcherArgs(name)));
+    listening.push(await waitForEvent(servers[1]!, 'listening'));
+    const urls = listening.map((event) => String(event.url));
+    const tokens = listening.map(adminTokenOf);
 
+    // Pause given to one member pauses the other; resume given to the other resumes the first.
+    await control(urls[0]!, tokens[0]!, 'pause');
+    await eventually(() => readStatus(urls[1]!, tokens[1]!), (status) => status.displayState === 'paused', 'the other member paused');
+    await control(urls[1]!, tokens[1]!, 'resume');
+    await eventually(() => readStatus(urls[0]!, tokens[0]!), (status) => status.displayState !== 'paused', 'the first member resumed');
+
+    const fetchers = ['f1', 'f2'].map((name) => startPetrel(fetcherArgs(name)));
     await untilCrawled(web, expected, 90_000);
+
+    // Any member shows the whole cluster; its sum of pages fetched is what the web servers saw.
+    const pages = pageRequests(web.log).length;
+    const view = await eventually(() => readCluster(urls[1]!, tokens[1]!), (v) => v.sum.pagesFetched === pages, 'the cluster view to sum up the crawl');
+    expect(view.partitions).toBe(PARTITIONS);
+    expect(view.members.map((member) => member.owner?.url).sort()).toEqual([...urls].sort());
+    expect(view.sum.backlog).toBe(0);
+    expect(view.sum.linksForwarded).toBeGreaterThan(0);
     for (const child of [...fetchers, ...servers]) child.kill('SIGTERM');
     const outputs = await Promise.all([...fetchers, ...servers].map((child) => child.output));
     for (const output of outputs) expect(output.code, output.stderr).toBe(0);
