@@ -23,14 +23,26 @@ export function whenReady(redis: Redis, target: RedisTarget, timeoutMs: number):
   if (redis.status === 'ready') return Promise.resolve();
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
-      redis.off('ready', ready);
+      done();
       reject(new Error(`cannot reach Redis at ${target.display} within ${timeoutMs} ms`));
     }, timeoutMs);
-    const ready = () => {
+    const done = () => {
       clearTimeout(timer);
+      redis.off('ready', ready);
+      redis.off('error', refused);
+    };
+    const ready = () => {
+      done();
       resolve();
     };
+    // A wrong or missing password does not get better by retrying: said at once (the message never holds the password).
+    const refused = (error: Error) => {
+      if (!/WRONGPASS|NOAUTH|invalid password|invalid username-password/i.test(error.message)) return;
+      done();
+      reject(new Error(`Redis at ${target.display} refused the password (${error.message.slice(0, 120)}): check --redis-password-file or PETREL_REDIS_PASSWORD`));
+    };
     redis.once('ready', ready);
+    redis.on('error', refused);
   });
 }
 

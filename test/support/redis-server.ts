@@ -22,11 +22,11 @@ export interface TestRedis {
   close(): Promise<void>;
 }
 
-export async function startRedis(dir: string): Promise<TestRedis> {
+export async function startRedis(dir: string, options: { password?: string } = {}): Promise<TestRedis> {
   const port = await freePort();
   let child: ChildProcess | null = null;
   const start = async () => {
-    const started = spawn(REDIS_SERVER, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'yes', '--appendfsync', 'always', '--dir', dir, '--protected-mode', 'yes'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const started = spawn(REDIS_SERVER, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'yes', '--appendfsync', 'always', '--dir', dir, '--protected-mode', 'yes', ...(options.password === undefined ? [] : ['--requirepass', options.password])], { stdio: ['ignore', 'pipe', 'pipe'] });
     child = started;
     await new Promise<void>((resolve, reject) => {
       let out = '';
