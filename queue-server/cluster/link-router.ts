@@ -9,8 +9,8 @@
  * done only after Redis has acknowledged the links found on it. A queue server killed before the
  * commit loses nothing either: the page is not done on disk, so it is fetched again and its links
  * found again. What Redis acknowledged is durable as far as its persistence setting says (README
- * "Cluster": appendonly yes, appendfsync always for power loss; everysec loses at most a second of
- * acknowledged appends to a power loss, none to a Redis process kill).
+ * "Cluster": appendonly yes with appendfsync always; everysec may lose the last second or two of
+ * acknowledged appends to a crash).
  */
 import type { Redis } from 'ioredis';
 import type { NormalizedUrl } from '../../shared/url-normalize.js';
