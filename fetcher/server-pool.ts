@@ -84,7 +84,8 @@ export class ServerPool {
   }
 
   #serve(url: string): void {
-    this.#options.log(`serving the queue server at ${url}`);
+    // A fixed list is what the command line said; servers found in Redis are news.
+    if (this.#options.discover !== undefined) this.#options.log(`serving the queue server at ${url}`);
     const fetcher = this.#options.makeFetcher(url);
     const ended = fetcher.run().then((end) => {
       if (end === 'gave-up') this.#gaveUp = true;

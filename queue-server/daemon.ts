@@ -28,6 +28,8 @@ import type { FileOps } from './storage/file-ops.js';
 import { IndexStore } from './crawl/index-store.js';
 import { indexSearcher } from './api/search-api.js';
 import { ClusterMember, type ClusterOptions } from './cluster/cluster-member.js';
+import { newInstanceId } from '../shared/request-signing.js';
+import { INSTANCE_HEADER } from './api/request-auth.js';
 
 export interface QueueServerOptions {
   readonly dataDir: string;
@@ -106,7 +108,9 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
   let stores: OpenStores | null = null;
   // Listening first, the stores opened after: /healthz answers while they open, /readyz says when
   // they are (ops/readiness.ts); requests that come meanwhile wait for the app.
-  const gate = new ReadinessGate();
+  // One instance id for the gate and the app: signed requests held while starting are checked against it.
+  const instance = newInstanceId();
+  const gate = new ReadinessGate({ headers: { [INSTANCE_HEADER]: instance } });
   let server: ReturnType<typeof createServer> | null = null;
   let draining = false;
   let member: ClusterMember | null = null;
@@ -137,7 +141,7 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
     if (options.cluster !== undefined) {
       const { address, port } = server.address() as AddressInfo;
       const listeningUrl = `${options.tls === undefined ? 'http' : 'https'}://${address.includes(':') ? `[${address}]` : address}:${port}`;
-      member = await ClusterMember.join({ ...options.cluster, url: options.cluster.url ?? listeningUrl, file: dataPath(options.dataDir, 'cluster'), bloomCapacity: config.bloomCapacity, log });
+      member = await ClusterMember.join({ ...options.cluster, url: options.cluster.url ?? listeningUrl, file: dataPath(options.dataDir, 'cluster'), bloomCapacity: config.bloomCapacity, clock, log });
       const { partition, partitions } = member.membership;
       say('cluster-joined', `petrel queue-server: member ${member.membership.memberId} of the cluster at ${member.redisDisplay} owns partition ${partition} of ${partitions}`, 'info', { partition, partitions });
       member.membership.on('lost', (why) => {
@@ -181,7 +185,7 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
     const ready = () => !draining;
     const metrics = createMetrics(service, { clock, ready });
     const searcher = indexSearcher(stores.index!, stores.crawlDb);
-    const app = createApp({ service, token, adminToken, clock, ready, logger, metrics: { token: metricsToken, contentType: metrics.contentType, scrape: () => metrics.scrape() }, search: { searcher, public: options.publicSearch === true }, cluster: member ?? undefined });
+    const app = createApp({ service, token, adminToken, clock, ready, logger, metrics: { token: metricsToken, contentType: metrics.contentType, scrape: () => metrics.scrape() }, search: { searcher, public: options.publicSearch === true }, cluster: member ?? undefined, instance });
     const { address, port } = server.address() as AddressInfo;
     const host = address.includes(':') ? `[${address}]` : address;
     service.start();

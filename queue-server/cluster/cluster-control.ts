@@ -28,10 +28,12 @@ export class ClusterControl {
   #applied = 0;
   #state: ClusterControlState = 'active';
   #timer: NodeJS.Timeout | null = null;
+  readonly #clock: () => number;
 
-  constructor(redis: Redis, keys: ClusterKeys) {
+  constructor(redis: Redis, keys: ClusterKeys, clock: () => number) {
     this.#redis = redis;
     this.#keys = keys;
+    this.#clock = clock;
   }
 
   get state(): ClusterControlState {
@@ -48,7 +50,7 @@ export class ClusterControl {
   /** Gives the whole cluster this control (the caller applies it to its own member at once). */
   async publish(action: ClusterControlAction, by: string): Promise<number> {
     // One transaction: a member reading between a new version and its state would skip the state for good.
-    const results = await this.#redis.multi().hincrby(this.#keys.control, 'version', 1).hset(this.#keys.control, 'state', STATE_OF[action], 'by', by.slice(0, 64), 'at', String(Date.now())).exec();
+    const results = await this.#redis.multi().hincrby(this.#keys.control, 'version', 1).hset(this.#keys.control, 'state', STATE_OF[action], 'by', by.slice(0, 64), 'at', String(this.#clock())).exec();
     const [error, version] = results?.[0] ?? [new Error('the transaction was discarded'), 0];
     if (error !== null) throw error;
     return Number(version);

@@ -91,25 +91,25 @@ export class ClusterMember {
   #inbox: LinkInbox | null = null;
   readonly control: ClusterControl;
 
-  private constructor(redis: Redis, reader: Redis, target: RedisTarget, membership: Membership, bloom: ClusterBloom | null) {
+  private constructor(redis: Redis, reader: Redis, target: RedisTarget, membership: Membership, bloom: ClusterBloom | null, clock: () => number) {
     this.#redis = redis;
     this.#reader = reader;
     this.#target = target;
     this.membership = membership;
     this.bloom = bloom;
-    this.control = new ClusterControl(redis, membership.keys);
+    this.control = new ClusterControl(redis, membership.keys, clock);
     this.router = new ClusterLinkRouter({ redis, keys: membership.keys, partition: membership.partition, partitions: membership.partitions, bloom });
   }
 
-  static async join(options: ClusterOptions & { url: string; file: string; bloomCapacity: number; log: (message: string) => void }): Promise<ClusterMember> {
+  static async join(options: ClusterOptions & { url: string; file: string; bloomCapacity: number; clock: () => number; log: (message: string) => void }): Promise<ClusterMember> {
     const redis = connectRedis(options.redis, { name: 'petrel-queue-server', onError: options.log });
     try {
       await whenReady(redis, options.redis, CONNECT_TIMEOUT_MS);
-      const membership = await Membership.join({ redis, clusterName: options.name ?? 'default', url: options.url, partitions: options.partitions, partition: options.partition, file: options.file, leaseMs: options.leaseMs });
+      const membership = await Membership.join({ redis, clusterName: options.name ?? 'default', url: options.url, partitions: options.partitions, partition: options.partition, file: options.file, leaseMs: options.leaseMs, clock: options.clock });
       const reader = redis.duplicate();
       reader.on('error', () => undefined);
       const bloom = options.bloom === false ? null : new ClusterBloom(redis, membership.keys, options.bloomCapacity);
-      return new ClusterMember(redis, reader, options.redis, membership, bloom);
+      return new ClusterMember(redis, reader, options.redis, membership, bloom, options.clock);
     } catch (error) {
       redis.disconnect();
       throw error;

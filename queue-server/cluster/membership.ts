@@ -54,7 +54,8 @@ export interface JoinOptions {
   /** `cluster.json` of the data directory. */
   readonly file: string;
   readonly leaseMs?: number;
-  readonly clock?: () => number;
+  /** ms since epoch: the queue server's clock (crawl-service.ts systemClock). */
+  readonly clock: () => number;
 }
 
 export class ClusterError extends Error {
@@ -95,7 +96,7 @@ export class Membership extends EventEmitter<{ lost: [string] }> {
     const { redis } = options;
     const keys = clusterKeys(options.clusterName);
     const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
-    const clock = options.clock ?? Date.now;
+    const { clock } = options;
     const remembered = readJsonFile<RememberedMembership>(options.file);
     if (options.partitions !== null) await redis.hsetnx(keys.meta, 'partitions', String(options.partitions));
     const stored = await redis.hget(keys.meta, 'partitions');

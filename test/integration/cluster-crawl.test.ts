@@ -6,6 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestWeb, type TestWeb } from '../../scripts/test-web.js';
@@ -29,6 +30,23 @@ function fetchedUrls(dataDir: string): string[] {
     return urls;
   } finally {
     db.close();
+  }
+}
+
+/**
+ * A free port below Linux's ephemeral range (32768-60999), for a server that must come back on the
+ * same port: while it is down, no port-0 listener of another test file and no outgoing connection
+ * can be given that port in the meantime.
+ */
+async function stablePort(): Promise<number> {
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    const free = await new Promise<boolean>((resolve) => {
+      const probe = createServer();
+      probe.once('error', () => resolve(false));
+      probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
+    });
+    if (free) return port;
   }
 }
 
@@ -175,7 +193,7 @@ describe.skipIf(!haveRedis())('a cluster of queue servers over Redis', () => {
       ];
       const dirA = join(tempDir('member'), 'data');
       const dirB = join(tempDir('member'), 'data');
-      const portB = await freePort();
+      const portB = await stablePort();
       const a = startPetrel(args(dirA, await freePort(), seedPartition));
       await waitForEvent(a, 'listening');
       let b = startPetrel(args(dirB, portB, other));
@@ -208,7 +226,14 @@ describe.skipIf(!haveRedis())('a cluster of queue servers over Redis', () => {
       await new Promise((resolve) => setTimeout(resolve, 500));
       await redis.restart();
 
-      await untilCrawled(web2, reachable, 120_000);
+      try {
+        await untilCrawled(web2, reachable, 120_000);
+      } catch (error) {
+        // What the members said is the first thing to read when the crawl stalls.
+        for (const child of [a, b, ...fetchers]) child.kill('SIGKILL');
+        const said = await Promise.all([a, b, ...fetchers].map((child) => child.output));
+        throw new Error(`${(error as Error).message}\n${said.map((out, i) => `--- child ${i}:\n${out.stderr.slice(-3000)}`).join('\n')}`);
+      }
       probe.disconnect();
       for (const child of [...fetchers, a, b]) child.kill('SIGTERM');
       const outputs = await Promise.all([...fetchers, a, b].map((child) => child.output));

@@ -53,7 +53,7 @@ describe.skipIf(!haveRedis())('cluster parts on a real Redis', () => {
   it('leases: the first member fixes K, each new member takes a free partition, a full cluster refuses, a restart on the same directory takes its own back', async () => {
     const name = 'leases';
     const join_ = (dir: string, partitions: number | null, partition: number | null = null) =>
-      Membership.join({ redis, clusterName: name, url: 'http://127.0.0.1:1', partitions, partition, file: join(dir, 'cluster.json'), leaseMs: 60_000 });
+      Membership.join({ redis, clusterName: name, url: 'http://127.0.0.1:1', partitions, partition, file: join(dir, 'cluster.json'), leaseMs: 60_000, clock: Date.now });
     const [d1, d2, d3, d4] = [tempDir('m'), tempDir('m'), tempDir('m'), tempDir('m')];
     await expect(join_(d1, null)).rejects.toThrow(/first member gives --partitions/);
     const one = await join_(d1, 2);
@@ -78,7 +78,7 @@ describe.skipIf(!haveRedis())('cluster parts on a real Redis', () => {
 
   it('a member that cannot renew its lease for a whole lease time says it lost the partition', async () => {
     const name = 'lost';
-    const member = await Membership.join({ redis: client(), clusterName: name, url: 'http://127.0.0.1:1', partitions: 1, partition: null, file: join(tempDir('m'), 'cluster.json'), leaseMs: 300 });
+    const member = await Membership.join({ redis: client(), clusterName: name, url: 'http://127.0.0.1:1', partitions: 1, partition: null, file: join(tempDir('m'), 'cluster.json'), leaseMs: 300, clock: Date.now });
     const lost = new Promise<string>((resolve) => member.once('lost', resolve));
     // Someone else holds it now (as after a stall longer than the lease).
     await redis.set(clusterKeys(name).lease(0), 'intruder', 'PX', 10_000);
