@@ -157,6 +157,7 @@ describe.skipIf(!haveRedis())('a cluster of queue servers over Redis', () => {
     expect(view.members.map((member) => member.owner?.url).sort()).toEqual([...urls].sort());
     expect(view.sum.backlog).toBe(0);
     expect(view.sum.linksForwarded).toBeGreaterThan(0);
+    console.log(`cluster crawl test: ${pages} pages; cluster sum ${JSON.stringify(view.sum)}`);
     for (const child of [...fetchers, ...servers]) child.kill('SIGTERM');
     const outputs = await Promise.all([...fetchers, ...servers].map((child) => child.output));
     for (const output of outputs) expect(output.code, output.stderr).toBe(0);
