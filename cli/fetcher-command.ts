@@ -13,6 +13,7 @@ import { supervisedSignals } from './children.js';
 import { EXIT, exitCodesHelp } from './exit-codes.js';
 import { addFetcherOptions } from './fetcher-options.js';
 import { fail } from './options.js';
+import { parseRedisTarget, readRedisPassword, type RedisTarget } from '../shared/redis-url.js';
 
 /** How the command fails on bad options or files: status 2, said as `petrel fetcher: ...`. */
 const USAGE = { status: EXIT.usage, command: 'fetcher' } as const;
@@ -20,7 +21,11 @@ const USAGE = { status: EXIT.usage, command: 'fetcher' } as const;
 interface FetcherValues extends FetcherSettingValues {
   once?: boolean;
   giveUpAfter: number;
-  server: string;
+  server: string[];
+  cluster?: string;
+  clusterName: string;
+  redisPasswordFile?: string;
+  allowInsecureRedis?: boolean;
   tokenFile?: string;
   ca?: string;
   name?: string;
@@ -59,7 +64,11 @@ function levelOf(message: string): 'info' | 'warn' | 'error' {
 export function fetcherCommand(version: string): Command {
   const command = new Command('fetcher')
     .description('run one fetcher: claims schedules from the queue server, downloads, parses, posts results back')
-    .requiredOption('--server <url>', 'queue server URL, e.g. http://127.0.0.1:7700')
+    .option('--server <url>', 'queue server URL, e.g. http://127.0.0.1:7700; repeat it to serve several (each gets --concurrency slots)', (value: string, list: string[]) => [...list, value], [] as string[])
+    .option('--cluster <url>', 'serve every queue server of the cluster in this Redis (redis://HOST:PORT or rediss://), found and followed as they come and go; instead of --server')
+    .option('--cluster-name <name>', 'name of the cluster in Redis', 'default')
+    .option('--redis-password-file <file>', 'file holding the Redis password (or set PETREL_REDIS_PASSWORD)')
+    .option('--allow-insecure-redis', 'allow a non-loopback Redis without a password')
     .option('--token-file <file>', 'file holding the fetcher API token (<data>/fetcher.token on the queue server); or set PETREL_TOKEN')
     .option('--ca <file>', 'CA certificate (PEM) to verify an https:// queue server with, e.g. its self-signed certificate (default: the system\'s CAs)')
     .option('--name <name>', 'name shown in the queue server\'s fetcher table (default: <hostname>-<pid>)')
@@ -76,8 +85,10 @@ export function fetcherCommand(version: string): Command {
   );
   return command.action(async (values: FetcherValues) => {
     const token = readToken(values.tokenFile);
-    const serverUrl = checkServerUrl(values.server);
-    const ca = readCa(values.ca, serverUrl);
+    if ((values.server.length === 0) === (values.cluster === undefined)) fail('give --server URL (repeatable) or --cluster redis://HOST:PORT, one of the two', USAGE);
+    const servers = values.server.map(checkServerUrl);
+    const redisTarget = values.cluster === undefined ? null : readRedisTarget(values);
+    const ca = values.ca === undefined ? undefined : readCa(values.ca, servers[0] ?? 'https://cluster');
     const name = (values.name ?? `${hostname()}-${process.pid}`).slice(0, 64);
     const resolve = readResolve(values.resolve);
     const logger = createLogger({ role: 'fetcher', fetcher: name, level: values.logLevel, format: values.logFormat });
@@ -86,15 +97,19 @@ export function fetcherCommand(version: string): Command {
     const { Fetcher } = await import('../fetcher/fetcher.js');
     const { TrustedHosts } = await import('../fetcher/address-guard.js');
     const { DnsCache } = await import('../fetcher/dns-cache.js');
-    const fetcher = new Fetcher({
+    const { ServerPool } = await import('../fetcher/server-pool.js');
+    const fetcherId = `${name.replace(/[^A-Za-z0-9_.:-]/g, '_').slice(0, 40)}-${randomBytes(4).toString('hex')}`;
+    // One DNS cache for the process: every queue server's claim loop resolves the same web.
+    const dns = new DnsCache();
+    const makeFetcher = (serverUrl: string) => new Fetcher({
       serverUrl,
       token,
       ca,
       name,
-      fetcherId: `${name.replace(/[^A-Za-z0-9_.:-]/g, '_').slice(0, 40)}-${randomBytes(4).toString('hex')}`,
+      fetcherId,
       concurrency: values.concurrency,
       claimWaitMs: values.claimWaitMs,
-      addressPolicy: { allowAll: values.allowPrivateAddresses, trustedHosts: new TrustedHosts(), resolve, dns: new DnsCache() },
+      addressPolicy: { allowAll: values.allowPrivateAddresses, trustedHosts: new TrustedHosts(), resolve, dns },
       giveUpAfterMs: values.once === true ? values.giveUpAfter : null,
       log,
       download: {
@@ -106,7 +121,17 @@ export function fetcherCommand(version: string): Command {
         totalTimeoutMs: values.timeoutMs,
       },
     });
-    logger.info({ event: 'fetcher-started', server: new URL(serverUrl).origin, concurrency: values.concurrency }, 'started');
+    let redis: import('ioredis').Redis | null = null;
+    let discover: (() => Promise<string[]>) | undefined;
+    if (redisTarget !== null) {
+      const { connectRedis } = await import('../queue-server/cluster/redis-connection.js');
+      const { ClusterDirectory } = await import('../fetcher/cluster-directory.js');
+      redis = connectRedis(redisTarget, { name: 'petrel-fetcher', onError: (message) => logger.warn({ event: 'redis-error' }, message) });
+      const directory = new ClusterDirectory(redis, values.clusterName);
+      discover = () => directory.servers();
+    }
+    const fetcher = new ServerPool({ servers, discover, makeFetcher, log });
+    logger.info({ event: 'fetcher-started', servers: servers.map((server) => new URL(server).origin), cluster: redisTarget?.display ?? null, concurrency: values.concurrency }, 'started');
     let signals = 0;
     const supervised = process.env.PETREL_SUPERVISED === '1';
     const onSignal = () => {
@@ -125,6 +150,7 @@ export function fetcherCommand(version: string): Command {
       log(`failed: ${(error as Error).message}`);
       process.exit(EXIT.failed);
     }
+    redis?.disconnect();
     if (reason === 'gave-up') process.exit(EXIT.failed);
     if (!supervised) log(reason === 'done' ? 'crawl finished' : 'stopped');
     process.exit(EXIT.ok);
@@ -162,6 +188,18 @@ function readCa(file: string | undefined, serverUrl: string): Buffer | undefined
   } catch (error) {
     fail(`cannot read --ca ${file}: ${(error as Error).message}`, USAGE);
   }
+}
+
+function readRedisTarget(values: FetcherValues): RedisTarget {
+  let password: string | null;
+  try {
+    password = readRedisPassword(values.redisPasswordFile);
+  } catch (error) {
+    fail(`cannot read --redis-password-file: ${(error as Error).message}`, USAGE);
+  }
+  const target = parseRedisTarget(values.cluster!, { password, allowInsecure: values.allowInsecureRedis === true });
+  if (!target.ok) fail(target.error, USAGE);
+  return target.target;
 }
 
 function checkServerUrl(server: string): string {

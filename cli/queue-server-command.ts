@@ -16,6 +16,9 @@ import { EXIT, exitCodesHelp } from './exit-codes.js';
 import { checkWritableDataDir, DATA_OPTION, describeError, fail, integerOption, readTlsFiles } from './options.js';
 import { supervisedSignals } from './children.js';
 import { applyDaemonOptions, readConfigFile, type ConfigFile } from './config-file.js';
+import { parseRedisTarget, readRedisPassword } from '../shared/redis-url.js';
+import { MAX_PARTITIONS } from '../queue-server/cluster/partition.js';
+import type { ClusterOptions } from '../queue-server/cluster/cluster-member.js';
 
 interface QueueServerValues {
   data: string;
@@ -29,6 +32,14 @@ interface QueueServerValues {
   logLevel: LogLevel;
   logFormat: LogFormat;
   publicSearch?: boolean;
+  cluster?: string;
+  clusterName: string;
+  clusterUrl?: string;
+  partitions?: number;
+  partition?: number;
+  redisPasswordFile?: string;
+  allowInsecureRedis?: boolean;
+  clusterBloom: boolean;
 }
 
 export function queueServerCommand(): Command {
@@ -47,6 +58,7 @@ export function queueServerCommand(): Command {
     const saved = loadSaved(values.data, name);
     const config = crawlSettingsFor(command, once, saved?.settings ?? null, name, file?.crawl ?? null);
     const tls = readTlsFiles(values);
+    const cluster = clusterOf(values, once, name);
     const logger = createLogger({ role: 'queue-server', level: values.logLevel, format: values.logFormat });
     // Loaded here, not at the top, so that other commands do not pay for express and the storage stack.
     const { startQueueServer } = await import('../queue-server/daemon.js');
@@ -61,6 +73,9 @@ export function queueServerCommand(): Command {
         tokenFile: values.tokenFile,
         tls,
         publicSearch: values.publicSearch === true,
+        cluster,
+        // Another member may own the partition now: stop at once (the last commit still runs) rather than crawl its hosts twice.
+        onClusterLost: () => process.kill(process.pid, 'SIGTERM'),
         crawl: config,
         logger,
         // Seeds of a config file do not restart a stopped crawl (config-file.ts says why); --seed does.
@@ -130,6 +145,14 @@ export function addQueueServerOptions(command: Command): Command {
     .option('--listen-fd <n>', 'accept connections on this inherited file descriptor, a socket already listening, instead of --host and --port (petrel crawl passes one, so its fetchers can connect before the queue server is ready)', integerOption('--listen-fd', 3, 1023))
     .addOption(new Option('--log-level <level>', 'log records at this level and above (debug adds the access log of the HTTP API)').choices(LOG_LEVELS).default(logLevelFromEnv()))
     .addOption(new Option('--log-format <format>', 'json: one JSON object a line (level, time, role, event, msg); human: the lines of a terminal').choices(LOG_FORMATS).default(logFormatFromEnv()))
+    .option('--cluster <url>', 'join a cluster of queue servers over Redis (redis://HOST:PORT or rediss://); each owns the hosts of one partition, links for other hosts go to their owner (README "Cluster")')
+    .option('--partitions <k>', 'partitions of the cluster (the first member fixes K; run K queue servers: a partition without one is not crawled, its links wait in Redis)', integerOption('--partitions', 1, MAX_PARTITIONS))
+    .option('--partition <i>', 'take this partition (default: the one this data directory owned, else the first free one)', integerOption('--partition', 0, MAX_PARTITIONS - 1))
+    .option('--cluster-name <name>', 'name of the cluster in Redis (several can share one Redis)', 'default')
+    .option('--cluster-url <url>', 'URL fetchers reach this queue server at, published in Redis (default: the listening URL)')
+    .option('--redis-password-file <file>', 'file holding the Redis password (or set PETREL_REDIS_PASSWORD; never put it in the URL)')
+    .option('--allow-insecure-redis', 'allow a non-loopback Redis without a password (only on a network you trust)')
+    .option('--no-cluster-bloom', 'do not probe the partitions\' Bloom filters in Redis before forwarding links (more link traffic, no false-positive loss)')
     .option('--config <file>', 'read options from this YAML file: keys are the long options without "--" (delay-ms: 2s, seed: [https://example.org/]); options given on the command line win');
   addCrawlOptions(command);
   return command;
@@ -142,4 +165,26 @@ export function loadSaved(dataDir: string, name: string): ReturnType<typeof read
   } catch (error) {
     fail((error as Error).message, { status: EXIT.usage, command: name });
   }
+}
+
+/** The --cluster options, checked (a usage error names what is wrong); undefined without --cluster. */
+function clusterOf(values: QueueServerValues, once: boolean, name: string): (ClusterOptions & { url?: string }) | undefined {
+  const usage = { status: EXIT.usage, command: name };
+  if (values.cluster === undefined) {
+    for (const option of ['partitions', 'partition', 'clusterUrl', 'redisPasswordFile'] as const) {
+      if (values[option] !== undefined) fail(`--${option.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} needs --cluster`, usage);
+    }
+    return undefined;
+  }
+  if (once) fail('--once and --cluster do not go together: a cluster member cannot tell on its own that the whole crawl ended; stop the members when it has', usage);
+  let password: string | null;
+  try {
+    password = readRedisPassword(values.redisPasswordFile);
+  } catch (error) {
+    fail(`cannot read --redis-password-file: ${(error as Error).message}`, usage);
+  }
+  const target = parseRedisTarget(values.cluster, { password, allowInsecure: values.allowInsecureRedis === true });
+  if (!target.ok) fail(target.error, usage);
+  if (values.clusterUrl !== undefined && !/^https?:\/\//.test(values.clusterUrl)) fail(`--cluster-url must be an http(s) URL, got "${values.clusterUrl.slice(0, 200)}"`, usage);
+  return { redis: target.target, name: values.clusterName, partitions: values.partitions ?? null, partition: values.partition ?? null, url: values.clusterUrl, bloom: values.clusterBloom };
 }

@@ -39,6 +39,7 @@ import { rateLimited, SEARCH_ROUTES, searchJson, searchPage, searchStyle, type S
 import { securityHeaders } from './admin/security.js';
 
 export { HttpError } from './api/http-errors.js';
+import type { ClusterMember } from './cluster/cluster-member.js';
 
 export interface AppOptions {
   readonly service: CrawlService;
@@ -72,6 +73,8 @@ export interface AppOptions {
    * token and /search sends browsers to /admin/search, behind the session. Absent: no search routes.
    */
   readonly search?: { readonly searcher: Searcher; readonly public: boolean; readonly limiter?: LoginLimiter };
+  /** A cluster member (cluster/cluster-member.ts): GET /api/cluster, and pause, resume and stop go to the whole cluster. */
+  readonly cluster?: Pick<ClusterMember, 'view' | 'publishControl'>;
 }
 
 /**
@@ -182,8 +185,18 @@ export function createApp(options: AppOptions): express.Express {
 
   // Crawl control: each control of the admin page is also an API route (same code: crawl-control.ts).
   for (const action of Object.keys(CONTROL_ROUTES) as ControlAction[]) {
-    app.post(CONTROL_ROUTES[action], requireAdmin, smallJson, (req, res) => {
-      res.json(runControl(service, action, req.body));
+    app.post(CONTROL_ROUTES[action], requireAdmin, smallJson, async (req, res) => {
+      const result = runControl(service, action, req.body);
+      // In a cluster, pause, resume and stop reach every member (cluster/cluster-control.ts).
+      if (options.cluster !== undefined && (action === 'pause' || action === 'resume' || action === 'stop')) await options.cluster.publishControl(action);
+      res.json(result);
+    });
+  }
+
+  if (options.cluster !== undefined) {
+    const { cluster } = options;
+    app.get('/api/cluster', requireAdmin, async (_req, res) => {
+      res.json(await cluster.view());
     });
   }
 
@@ -207,7 +220,7 @@ export function createApp(options: AppOptions): express.Express {
   }
 
   // The admin page: session cookie, CSRF token, its own security headers (admin/routes.ts).
-  app.use(ADMIN_BASE, adminRouter({ service, adminToken, sessions, loginLimiter, clock, streamStallLimitMs: options.streamStallLimitMs, search: options.search?.searcher }));
+  app.use(ADMIN_BASE, adminRouter({ service, adminToken, sessions, loginLimiter, clock, streamStallLimitMs: options.streamStallLimitMs, search: options.search?.searcher, cluster: options.cluster }));
 
   app.use((_req, _res, next) => next(new HttpError(404, 'not-found', 'no such route')));
   app.use(jsonErrorHandler(options.logger));

@@ -27,6 +27,9 @@ import { WarcArchive, type WarcArchiveOptions } from './warc/warc-archive.js';
 import type { FileOps } from './storage/file-ops.js';
 import { IndexStore } from './crawl/index-store.js';
 import { indexSearcher } from './api/search-api.js';
+import { ClusterMember, type ClusterOptions } from './cluster/cluster-member.js';
+import { newInstanceId } from '../shared/request-signing.js';
+import { INSTANCE_HEADER } from './api/request-auth.js';
 
 export interface QueueServerOptions {
   readonly dataDir: string;
@@ -63,6 +66,10 @@ export interface QueueServerOptions {
   readonly drainMs?: number;
   /** Serve /search and /api/search without login, rate limited per address (api/search-api.ts). Default false. */
   readonly publicSearch?: boolean;
+  /** Join a cluster over Redis (cluster/cluster-member.ts); absent: a queue server on its own. */
+  readonly cluster?: ClusterOptions & { readonly url?: string };
+  /** The cluster lease was lost (cluster/membership.ts): the caller must stop; by default the crawl is paused. */
+  readonly onClusterLost?: (why: string) => void;
 }
 
 /** A shutdown (SIGTERM) waits this long at most for requests in flight; README "Operating Petrel". */
@@ -81,6 +88,8 @@ export interface RunningQueueServer {
   /** What the crawl database held at start, and the pass (one-shot crawls): resumed, or new. */
   readonly loaded: LoadedCrawl;
   readonly pass: { readonly pass: CrawlPass; readonly resumed: boolean } | null;
+  /** The cluster membership, when started with `cluster`. */
+  readonly cluster: ClusterMember | null;
   close(): Promise<void>;
 }
 
@@ -99,9 +108,12 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
   let stores: OpenStores | null = null;
   // Listening first, the stores opened after: /healthz answers while they open, /readyz says when
   // they are (ops/readiness.ts); requests that come meanwhile wait for the app.
-  const gate = new ReadinessGate();
+  // One instance id for the gate and the app: signed requests held while starting are checked against it.
+  const instance = newInstanceId();
+  const gate = new ReadinessGate({ headers: { [INSTANCE_HEADER]: instance } });
   let server: ReturnType<typeof createServer> | null = null;
   let draining = false;
+  let member: ClusterMember | null = null;
   try {
     server = options.tls === undefined ? createServer(gate.handler) : createHttpsServer(options.tls, gate.handler);
     server.keepAliveTimeout = 65_000;
@@ -126,9 +138,22 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
     const passChoice = config.once ? nextPass(readPass(passFile), now) : null;
     const pass = passChoice?.pass ?? null;
     if (pass !== null) writePass(passFile, pass, io);
-    const crawl = new Crawl(config, stores, fetchScheduleOf(config), pass);
+    if (options.cluster !== undefined) {
+      const { address, port } = server.address() as AddressInfo;
+      const listeningUrl = `${options.tls === undefined ? 'http' : 'https'}://${address.includes(':') ? `[${address}]` : address}:${port}`;
+      member = await ClusterMember.join({ ...options.cluster, url: options.cluster.url ?? listeningUrl, file: dataPath(options.dataDir, 'cluster'), bloomCapacity: config.bloomCapacity, clock, log });
+      const { partition, partitions } = member.membership;
+      say('cluster-joined', `petrel queue-server: member ${member.membership.memberId} of the cluster at ${member.redisDisplay} owns partition ${partition} of ${partitions}`, 'info', { partition, partitions });
+      member.membership.on('lost', (why) => {
+        say('cluster-lease-lost', `petrel queue-server: lost partition ${partition}: ${why}; stopping so that no two members crawl its hosts`, 'error', { partition });
+        if (options.onClusterLost !== undefined) options.onClusterLost(why);
+        else service.pause();
+      });
+    }
+    const router = member?.router;
+    const crawl = new Crawl(config, stores, fetchScheduleOf(config), pass, { router });
     const loaded = crawl.load(now);
-    const service = new CrawlService(crawl, { clock });
+    const service = new CrawlService(crawl, { clock, beforeCommit: router === undefined ? undefined : () => router.drain() });
     service.on('storage-error', (failed) => {
       const retryInMs = Math.max(0, failed.retryAt - clock());
       const diskFull = failed.code === 'ENOSPC' || failed.code === 'EDQUOT' || failed.code === 'EFBIG';
@@ -160,7 +185,7 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
     const ready = () => !draining;
     const metrics = createMetrics(service, { clock, ready });
     const searcher = indexSearcher(stores.index!, stores.crawlDb, stores.warc !== null);
-    const app = createApp({ service, token, adminToken, clock, ready, logger, metrics: { token: metricsToken, contentType: metrics.contentType, scrape: () => metrics.scrape() }, search: { searcher, public: options.publicSearch === true } });
+    const app = createApp({ service, token, adminToken, clock, ready, logger, metrics: { token: metricsToken, contentType: metrics.contentType, scrape: () => metrics.scrape() }, search: { searcher, public: options.publicSearch === true }, cluster: member ?? undefined, instance });
     const { address, port } = server.address() as AddressInfo;
     const host = address.includes(':') ? `[${address}]` : address;
     service.start();
@@ -169,6 +194,7 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
     if (options.stopped === true) service.stop();
     else saveCrawl(settingsFile, crawl.config, false);
     crawl.commit();
+    await member?.start(service, log);
     gate.open(app);
     const open = stores;
     const listening = server;
@@ -184,6 +210,7 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
       finished,
       loaded: { ...loaded, queued: crawl.status(now).frontierSize },
       pass: passChoice,
+      cluster: member,
       async close() {
         if (closed) return;
         closed = true;
@@ -193,6 +220,8 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
         logger.info({ event: 'draining', drainMs }, `draining: no new schedules; requests in flight get up to ${drainMs} ms, then the last commit`);
         stopEvents();
         service.close();
+        // Links read from the stream and not yet committed stay pending in Redis for the next start.
+        await member?.stopReading();
         // Results being acknowledged get their answer: commit them, then let in-flight responses go out.
         // If storage still fails, what is not durable was not acknowledged either: fetchers keep it.
         let unstored: unknown = null;
@@ -218,11 +247,13 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
           // The merge worker stops before the directory is given up.
           await open.index?.close().catch(() => undefined);
           releaseLock();
+          await member?.leave();
         }
       },
     };
   } catch (error) {
     gate.fail();
+    member?.disconnect();
     server?.close();
     server?.closeAllConnections();
     stores?.close();

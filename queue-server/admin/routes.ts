@@ -28,6 +28,7 @@ import { z } from 'zod';
 import { tokensEqual } from '../auth/tokens.js';
 import { formSettings } from '../crawl-config.js';
 import { CONTROL_ACTIONS, runControl } from '../api/crawl-control.js';
+import type { ClusterMember } from '../cluster/cluster-member.js';
 import { systemClock, type CrawlService } from '../crawl/crawl-service.js';
 import { HttpError } from '../api/http-errors.js';
 import { SEARCH_ROUTES, searchJson, searchPage, type Searcher } from '../api/search-api.js';
@@ -79,6 +80,8 @@ export interface AdminOptions {
   readonly streamStallLimitMs?: number;
   /** Searching the crawl's index (/admin/search, /admin/api/search); absent: no search routes. */
   readonly search?: Searcher;
+  /** A cluster member: the page shows the cluster (/admin/api/cluster), and pause, resume and stop reach every member. */
+  readonly cluster?: Pick<ClusterMember, 'view' | 'publishControl'>;
 }
 
 /** Pages-fetched samples for the chart are at least this far apart, ms. */
@@ -231,10 +234,17 @@ export function adminRouter(options: AdminOptions): Router {
   router.get('/cache', (req, res, next) => (sessionOf(req) === null ? res.redirect(303, ADMIN_ROUTES.login) : cachedCopy(req, res, next)));
 
   for (const action of CONTROL_ACTIONS) {
-    router.post(`/api/${action}`, requireSameOrigin, requireSession, requireCsrf, json, (req, res) => {
-      res.json(runControl(service, action, req.body));
+    router.post(`/api/${action}`, requireSameOrigin, requireSession, requireCsrf, json, async (req, res) => {
+      const result = runControl(service, action, req.body);
+      if (options.cluster !== undefined && (action === 'pause' || action === 'resume' || action === 'stop')) await options.cluster.publishControl(action);
+      res.json(result);
     });
   }
+
+  router.get('/api/cluster', requireSession, async (_req, res) => {
+    if (options.cluster === undefined) return res.json(null);
+    res.json(await options.cluster.view());
+  });
 
   router.get('/static/vendor/:file', (req, res, next) => {
     // A Map, not an object: `constructor`, `__proto__` or `toString` must name no file.

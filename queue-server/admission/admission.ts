@@ -23,6 +23,7 @@ import { SeenSet } from './seen-set.js';
 import type { UrlPlacement } from '../frontier/url-placement.js';
 import { applyUrlRules, DEFAULT_URL_RULES } from './url-rules.js';
 import { TRAP_SHAPE_CODE, type UrlShapes } from './url-shape.js';
+import type { LinkRouter } from '../cluster/link-router.js';
 
 export interface AdmissionParts {
   readonly frontier: Frontier;
@@ -34,6 +35,8 @@ export interface AdmissionParts {
   readonly schedule: FetchSchedulePolicy;
   /** URL shapes whose pages keep being the same (url-shape.ts); absent: no shape is refused. */
   readonly shapes?: UrlShapes;
+  /** In a cluster, takes the URLs of other partitions' hosts (cluster/link-router.ts); absent: every URL is ours. */
+  readonly router?: LinkRouter;
 }
 
 export class Admission {
@@ -136,11 +139,14 @@ export class Admission {
 
   /** Admits a newly discovered URL; returns false when it was already known. */
   admit(url: NormalizedUrl, origin: string, depth: number, score: number, now: number, redirectHops = 0): boolean {
-    return this.#admitHashed(url, urlHash(url), origin, depth, score, now, redirectHops) === 'admitted';
+    const outcome = this.#admitHashed(url, urlHash(url), origin, depth, score, now, redirectHops);
+    return outcome === 'admitted' || outcome === 'forwarded';
   }
 
   /** `admit` with the hash at hand: admitted now, seen before, or refused (and not marked seen). */
-  #admitHashed(url: NormalizedUrl, hash: UrlHash, origin: string, depth: number, score: number, now: number, redirectHops: number): 'admitted' | 'seen' | 'refused' {
+  #admitHashed(url: NormalizedUrl, hash: UrlHash, origin: string, depth: number, score: number, now: number, redirectHops: number): 'admitted' | 'seen' | 'refused' | 'forwarded' {
+    // Another partition's host: its owner admits it (budget, seen-set, crawl db are all there).
+    if (this.#parts.router?.forward(url, depth, score) === true) return 'forwarded';
     if (this.#seen.has(hash)) {
       // OPIC cash reaching a known page is worth a crawl database write only when it decides the order.
       if (score > 0 && this.#config.order === 'opic') this.#addScore(hash, score);

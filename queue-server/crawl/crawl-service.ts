@@ -68,8 +68,15 @@ export class CrawlService extends EventEmitter<{
   #storageError: StorageErrorState | null = null;
   #storageRetry: NodeJS.Timeout | null = null;
 
-  constructor(crawl: Crawl, options: { clock?: Clock; commitIntervalMs?: number } = {}) {
+  /**
+   * Runs before every commit and must succeed first (cluster/link-router.ts `drain`: the links found
+   * for other partitions are in Redis before the crawl db marks their pages done); null outside a cluster.
+   */
+  readonly #beforeCommit: (() => Promise<void>) | null;
+
+  constructor(crawl: Crawl, options: { clock?: Clock; commitIntervalMs?: number; beforeCommit?: () => Promise<void> } = {}) {
     super();
+    this.#beforeCommit = options.beforeCommit ?? null;
     // One listener per open status stream (admin pages, progress displays); bounded by the sessions kept.
     this.setMaxListeners(0);
     this.#crawl = crawl;
@@ -147,15 +154,20 @@ export class CrawlService extends EventEmitter<{
       this.#pendingCommit = null;
       // Storage failed meanwhile (a flush): this commit would be a retry out of turn.
       if (this.#storageError !== null) return settle.reject(this.#unavailable());
-      try {
-        this.#timedCommit();
-        this.#lastCommitAt = this.#clock();
-        settle.resolve();
-      } catch (error) {
-        if (!(error instanceof CommitFailure)) return settle.reject(error);
-        this.#storageFailed(error);
-        settle.reject(this.#unavailable());
-      }
+      const commit = () => {
+        try {
+          this.#timedCommit();
+          this.#lastCommitAt = this.#clock();
+          settle.resolve();
+        } catch (error) {
+          if (!(error instanceof CommitFailure)) return settle.reject(error);
+          this.#storageFailed(error);
+          settle.reject(this.#unavailable());
+        }
+      };
+      if (this.#beforeCommit === null) return commit();
+      // Nothing is committed when the step before fails: the posts waiting get 503 and come again.
+      this.#beforeCommit().then(commit, (error: unknown) => settle.reject(new StorageUnavailableError(`the queue server cannot forward links to the cluster now (${(error as Error).message}); post again later`, 1000)));
     };
     const timer = setTimeout(commitNow, wait);
     this.#pendingCommit = { done, commitNow };
@@ -182,15 +194,21 @@ export class CrawlService extends EventEmitter<{
     this.#storageError = { code: failure.code, message: failure.message, since: this.#storageError?.since ?? now, attempts, retryAt: now + delay };
     this.emit('storage-error', this.#storageError);
     if (this.#storageRetry !== null) clearTimeout(this.#storageRetry);
-    this.#storageRetry = this.#closed ? null : setTimeout(() => this.#retryCommit(), delay);
+    this.#storageRetry = this.#closed ? null : setTimeout(() => void this.#retryCommit(), delay);
     this.#afterChange(false);
   }
 
   /** A retry of the failed commit; on success the crawl resumes (claims are woken). */
-  #retryCommit(): void {
+  async #retryCommit(): Promise<void> {
     this.#storageRetry = null;
     const failed = this.#storageError;
     if (failed === null) return;
+    try {
+      await this.#beforeCommit?.();
+    } catch {
+      this.#storageRetry = this.#closed ? null : setTimeout(() => void this.#retryCommit(), 1000);
+      return;
+    }
     try {
       this.#timedCommit();
     } catch (error) {
@@ -261,12 +279,25 @@ export class CrawlService extends EventEmitter<{
       pending.commitNow();
       await pending.done.catch(() => undefined);
     }
+    await this.#beforeCommit?.();
     this.#timedCommit();
     if (this.#storageError !== null) {
       this.#storageError = null;
       if (this.#storageRetry !== null) clearTimeout(this.#storageRetry);
       this.#storageRetry = null;
     }
+  }
+
+  /** Resolves after the next group commit (the inbox of a cluster acknowledges its links then); rejects when it failed. */
+  committed(): Promise<void> {
+    return this.#durable();
+  }
+
+  /** Links of this partition's hosts forwarded by other cluster members (Crawl.admitForwarded). */
+  admitForwarded(links: readonly (readonly [string, number, number])[]): ReturnType<Crawl['admitForwarded']> {
+    const outcome = this.#crawl.admitForwarded(links, this.#clock());
+    this.#afterChange(outcome.admitted > 0);
+    return outcome;
   }
 
   /** Resolves once every fetcher heard from recently was answered `done`, or after `timeoutMs`. */

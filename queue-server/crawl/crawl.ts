@@ -15,6 +15,7 @@ import type { ClaimRequest, HeartbeatRequest, ResultsRequest, ResultsResponse, S
 import { urlHash, type UrlHash } from '../../shared/url-hash.js';
 import { normalizeUrl } from '../../shared/url-normalize.js';
 import { Admission } from '../admission/admission.js';
+import type { LinkRouter } from '../cluster/link-router.js';
 import { applyUrlRules, DEFAULT_URL_RULES } from '../admission/url-rules.js';
 import { cacheDecision } from '../cache/cache-policy.js';
 import type { CacheStore } from '../cache/cache-store.js';
@@ -123,7 +124,7 @@ export class Crawl {
   #pass: CrawlPass | null;
   #pagesCharged = 0;
 
-  constructor(config: CrawlConfig, stores: CrawlStores, schedule: FetchSchedulePolicy, pass: CrawlPass | null) {
+  constructor(config: CrawlConfig, stores: CrawlStores, schedule: FetchSchedulePolicy, pass: CrawlPass | null, cluster: { router?: LinkRouter } = {}) {
     this.#config = config;
     this.#stores = stores;
     this.#pass = pass;
@@ -138,6 +139,7 @@ export class Crawl {
       recent: this.#recent,
       schedule,
       shapes: this.#shapes,
+      router: cluster.router,
     });
     const crawl = this;
     this.#parts = {
@@ -235,6 +237,30 @@ export class Crawl {
     }
     this.seed(now);
     return { ...loaded, queued: this.#frontier.queued, waiting: this.#placement.waiting };
+  }
+
+  /**
+   * Links another cluster member found for this partition's hosts (cluster/link-inbox.ts): each is
+   * admitted as a link of ours would be (crawl rules, scope, trap shapes, seen-set, budgets). Returns
+   * how many were new, and the URLs now known here (new or seen before) for the cluster's Bloom filter.
+   */
+  admitForwarded(links: readonly (readonly [string, number, number])[], now: number): { admitted: number; known: string[] } {
+    let admitted = 0;
+    const known: string[] = [];
+    for (const [url, depth, score] of links) {
+      const normalized = normalizeUrl(url);
+      if (!normalized.ok) continue;
+      const ruled = applyUrlRules(normalized.url, DEFAULT_URL_RULES);
+      if (!ruled.ok || !this.#admission.inScope(ruled.url)) continue;
+      if (this.#config.maxDepth !== null && depth > this.#config.maxDepth) continue;
+      if (this.#shapes.trapOf(ruled.url) !== null) continue;
+      const hash = urlHash(ruled.url);
+      const before = this.#admission.isSeen(hash) && this.#stores.crawlDb.get(hash) !== null;
+      if (this.#admission.admit(ruled.url, normalized.origin, depth, score, now)) admitted++;
+      else if (!before) continue;
+      known.push(ruled.url);
+    }
+    return { admitted, known };
   }
 
   /**

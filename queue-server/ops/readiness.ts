@@ -17,13 +17,24 @@ const MAX_HELD = 1000;
 
 export class ReadinessGate {
   #app: RequestListener | null = null;
+  /**
+   * Headers of the gate's own answers: the app's instance id (X-Petrel-Instance), which fetchers learn
+   * from /healthz before they sign; without it a fetcher meeting a queue server that is still starting
+   * would take it for one of an older protocol.
+   */
+  readonly #headers: Record<string, string>;
+
+  constructor(options: { headers?: Record<string, string> } = {}) {
+    this.#headers = options.headers ?? {};
+  }
+
   readonly #held = new Set<[IncomingMessage, ServerResponse]>();
 
   /** The server's request listener: the app once it is open, the gate before. */
   readonly handler: RequestListener = (req, res) => {
     if (this.#app !== null) return this.#app(req, res);
     const path = (req.url ?? '/').split('?')[0];
-    if (path === '/healthz') return answer(res, 200, { ok: true });
+    if (path === '/healthz') return answer(res, 200, { ok: true }, this.#headers);
     if (path === '/readyz') return answer(res, 503, { ready: false, reason: 'starting' });
     if (this.#held.size >= MAX_HELD) return answer(res, 503, { error: 'starting', message: 'the queue server is starting: try again shortly' }, { 'Retry-After': '1' });
     const entry: [IncomingMessage, ServerResponse] = [req, res];

@@ -13,6 +13,7 @@
  *   warc/           the web archive: petrel-<timestamp>-<serial>.warc.gz files, index.cdxj (warc/)
  *   warc-digests.btree  payload digest -> first stored response, for identical-payload revisits (warc/digest-index.ts)
  *   index/          the search index: segments, deletion files, MANIFEST (search/LAYOUT.md)
+ *   cluster.json    a cluster member's id and the partition it owns (cluster/membership.ts), so a restart takes it again
  *   LOCK            the pid of the queue server using the directory; a second one refuses to start
  *
  * Directory and files are private to the user (0700 / 0600).
@@ -39,6 +40,7 @@ export const DATA_FILES = {
   warcDigests: 'warc-digests.btree',
   index: 'index',
   lock: 'LOCK',
+  cluster: 'cluster.json',
 } as const;
 
 export function dataPath(dataDir: string, file: keyof typeof DATA_FILES): string {

@@ -59,6 +59,20 @@ describe('the readiness gate while the stores open', () => {
     expect(await get(`${base}/readyz`)).toEqual({ status: 200, body: { served: '/readyz' } });
   });
 
+  it('names the instance on /healthz while starting, so a fetcher meeting a restarting queue server can sign for it', async () => {
+    const gate = new ReadinessGate({ headers: { [SIGNATURE_HEADERS.instance]: 'inst-1' } });
+    const base = await serve(gate.handler);
+    // agent: false, so no kept-alive connection holds the server's close in afterEach.
+    const headers = await new Promise<Record<string, unknown>>((resolve, reject) => {
+      httpRequest(`${base}/healthz`, { agent: false }, (res) => {
+        res.resume();
+        res.on('end', () => resolve({ status: res.statusCode, instance: res.headers[SIGNATURE_HEADERS.instance.toLowerCase()] }));
+      }).on('error', reject).end();
+    });
+    expect(headers).toEqual({ status: 200, instance: 'inst-1' });
+    gate.fail();
+  });
+
   it('answers held requests 503 when the start fails', async () => {
     const gate = new ReadinessGate();
     const base = await serve(gate.handler);

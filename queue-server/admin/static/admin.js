@@ -11,7 +11,9 @@ const API = {
   settings: '/admin/api/settings',
   logout: '/admin/logout',
   control: (action) => `/admin/api/${action}`,
+  cluster: '/admin/api/cluster',
 };
+const CLUSTER_EVERY_MS = 2000;
 const LOGIN = '/admin/login';
 const RATE_WINDOW_MS = 5000;
 const CHART_POINTS = 600; // ten minutes at one point a second
@@ -320,6 +322,50 @@ function renderStatusCodes(status) {
       ]);
     }),
   );
+}
+
+// ---------- cluster (only when this queue server is a cluster member) ----------
+
+/** Polls the cluster view; the card stays hidden for a queue server on its own (the answer is null). */
+async function pollCluster() {
+  try {
+    const response = await fetch(API.cluster, { credentials: 'same-origin', cache: 'no-store' });
+    if (response.ok) {
+      const view = await response.json();
+      if (view === null) return; // not a cluster member: no more polling
+      renderCluster(view);
+    }
+  } catch {
+    // the next poll tries again
+  }
+  setTimeout(pollCluster, CLUSTER_EVERY_MS);
+}
+
+function renderCluster(view) {
+  $('cluster-card').hidden = false;
+  $('cluster-summary').textContent = `(${view.partitions} partitions, this server: ${view.self.partition})`;
+  $('cluster').tBodies[0].replaceChildren(
+    ...view.members.map((m) =>
+      el('tr', {}, [
+        el('td', { class: 'head', text: String(m.partition) }),
+        el('td', { class: 'muted', 'data-label': 'server', text: m.owner?.url ?? 'no owner: its links wait in Redis' }),
+        el('td', { 'data-label': 'state', text: m.state }),
+        el('td', { class: 'num', 'data-label': 'fetched', text: fmt(m.counters?.pagesFetched) }),
+        el('td', { class: 'num', 'data-label': 'queued', text: fmt(m.counters?.frontierSize) }),
+        el('td', { class: 'num', 'data-label': 'leased', text: fmt(m.counters?.itemsLeased) }),
+        el('td', { class: 'num', 'data-label': 'links out', text: fmt(m.counters?.linksForwarded) }),
+        el('td', { class: 'num', 'data-label': 'links in', text: fmt(m.counters?.linksReceived) }),
+        el('td', { class: 'num', 'data-label': 'backlog', text: fmt(m.backlog) }),
+      ]),
+    ),
+  );
+  $('cluster-control').textContent = view.control;
+  $('cluster-sum-fetched').textContent = fmt(view.sum.pagesFetched);
+  $('cluster-sum-queued').textContent = fmt(view.sum.frontierSize);
+  $('cluster-sum-leased').textContent = fmt(view.sum.itemsLeased);
+  $('cluster-sum-out').textContent = fmt(view.sum.linksForwarded);
+  $('cluster-sum-in').textContent = fmt(view.sum.linksReceived);
+  $('cluster-sum-backlog').textContent = fmt(view.sum.backlog);
 }
 
 function renderFetchers(status, now) {
@@ -722,6 +768,7 @@ async function main() {
   makeChart();
   openStream();
   setInterval(tick, 1000);
+  void pollCluster();
 }
 
 main();

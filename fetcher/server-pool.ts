@@ -1,0 +1,110 @@
+/**
+ * A fetcher that works for several queue servers: one claim loop (a `Fetcher`) per server, each with
+ * the process's --concurrency slots, so every server gets the same share of this process whatever
+ * the others do (a busy server cannot starve a quiet one, and a server that has no work costs one
+ * parked long-poll claim). The servers are a fixed list (`--server`, repeatable) or come from Redis
+ * (`--cluster`, cluster-directory.ts), looked up every `pollMs`: a new server is served from its
+ * first appearance; one gone from the directory is abandoned (`abort`: the results it was owed
+ * go back with its leases) — a dead queue server costs only the schedules held for it.
+ *
+ * With a fixed list the pool ends when every loop has (each queue server said `done`); with a
+ * directory it runs until stopped.
+ */
+import type { FetcherEnd } from './fetcher.js';
+
+export interface PooledFetcher {
+  run(): Promise<FetcherEnd>;
+  stop(): void;
+  abort(): void;
+}
+
+export interface ServerPoolOptions {
+  /** A fixed list of servers; or `discover`. */
+  readonly servers?: readonly string[];
+  readonly discover?: () => Promise<string[]>;
+  readonly pollMs?: number;
+  readonly makeFetcher: (serverUrl: string) => PooledFetcher;
+  readonly log: (message: string) => void;
+}
+
+/** A server missing from this many look-ups in a row is given up (one miss may be a card renewed late). */
+const MISSES_TO_DROP = 2;
+
+export class ServerPool {
+  readonly #options: ServerPoolOptions;
+  readonly #running = new Map<string, { fetcher: PooledFetcher; ended: Promise<FetcherEnd>; misses: number }>();
+  #stopped = false;
+  #wake: (() => void) | null = null;
+  #gaveUp = false;
+
+  constructor(options: ServerPoolOptions) {
+    this.#options = options;
+  }
+
+  /** Server URLs being served now. */
+  get servers(): string[] {
+    return [...this.#running.keys()];
+  }
+
+  async run(): Promise<FetcherEnd> {
+    const { discover } = this.#options;
+    if (discover === undefined) {
+      for (const url of this.#options.servers ?? []) this.#serve(url);
+      const ends = await Promise.all([...this.#running.values()].map((entry) => entry.ended));
+      if (ends.includes('gave-up')) return 'gave-up';
+      return ends.every((end) => end === 'done') ? 'done' : 'stopped';
+    }
+    const pollMs = this.#options.pollMs ?? 2000;
+    while (!this.#stopped) {
+      try {
+        const live = new Set(await discover());
+        for (const url of live) if (!this.#running.has(url)) this.#serve(url);
+        for (const [url, entry] of this.#running) {
+          if (live.has(url)) entry.misses = 0;
+          else if (++entry.misses >= MISSES_TO_DROP) {
+            this.#options.log(`queue server ${url} left the cluster: abandoning its schedules`);
+            entry.fetcher.abort();
+            this.#running.delete(url);
+          }
+        }
+      } catch (error) {
+        this.#options.log(`cannot read the cluster's queue servers from Redis: ${(error as Error).message.slice(0, 200)}; serving the ones known`);
+      }
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, pollMs);
+        this.#wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.#wake = null;
+    }
+    await Promise.allSettled([...this.#running.values()].map((entry) => entry.ended));
+    return this.#gaveUp ? 'gave-up' : 'stopped';
+  }
+
+  #serve(url: string): void {
+    // A fixed list is what the command line said; servers found in Redis are news.
+    if (this.#options.discover !== undefined) this.#options.log(`serving the queue server at ${url}`);
+    const fetcher = this.#options.makeFetcher(url);
+    const ended = fetcher.run().then((end) => {
+      if (end === 'gave-up') this.#gaveUp = true;
+      // A server that finished (`done`) is looked up again: in a cluster it may come back with work.
+      if (this.#running.get(url)?.fetcher === fetcher && this.#options.discover !== undefined) this.#running.delete(url);
+      return end;
+    });
+    this.#running.set(url, { fetcher, ended, misses: 0 });
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    for (const entry of this.#running.values()) entry.fetcher.stop();
+    this.#wake?.();
+  }
+
+  abort(): void {
+    this.#stopped = true;
+    for (const entry of this.#running.values()) entry.fetcher.abort();
+    this.#wake?.();
+  }
+}

@@ -1,0 +1,30 @@
+/**
+ * Connecting to the cluster's Redis (ioredis) from a checked RedisTarget (shared/redis-url.ts).
+ * Errors are handed to `onError` with the address as it may be logged; ioredis reconnects by itself
+ * (commands sent meanwhile wait in its offline queue), so a Redis restart costs a pause, not a member.
+ */
+import { Redis } from 'ioredis';
+import type { RedisTarget } from '../../shared/redis-url.js';
+
+export function connectRedis(target: RedisTarget, options: { name: string; onError?: (message: string) => void }): Redis {
+  const redis = new Redis({
+    host: target.host,
+    port: target.port,
+    password: target.password ?? undefined,
+    tls: target.tls ? { servername: target.host } : undefined,
+    connectionName: options.name,
+    // Reconnect at once, then back off to 2 s: a restarted Redis is met within a couple of seconds.
+    retryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 6), 2000),
+    maxRetriesPerRequest: null,
+    lazyConnect: false,
+  });
+  // Without a listener ioredis prints every connection error itself; the message never holds the password.
+  let last = '';
+  redis.on('error', (error: Error) => {
+    const message = `Redis at ${target.display}: ${error.message.slice(0, 200)}`;
+    if (message !== last) options.onError?.(message);
+    last = message;
+  });
+  redis.on('ready', () => (last = ''));
+  return redis;
+}

@@ -1,0 +1,257 @@
+/**
+ * Petrel past one machine, with real processes: a real redis-server on loopback (AOF, appendfsync
+ * always), queue servers started with --cluster owning one partition each, fetchers started with
+ * --cluster that find them in Redis. The crawl is seeded on ONE host only, so the hosts of the other
+ * partition are reached only through links forwarded over Redis streams.
+ */
+import { randomBytes } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestWeb, type TestWeb } from '../../scripts/test-web.js';
+import { assertBuilt, freePort, killStartedPetrels, startPetrel, tempDir, waitForEvent } from '../support/petrel-process.js';
+import { countBy, pageRequests, urlOf } from '../support/request-log.js';
+import { adminTokenOf, readStatus } from '../support/admin-api.js';
+import { haveRedis, startRedis, type TestRedis } from '../support/redis-server.js';
+import { partitionOfUrl } from '../../queue-server/cluster/partition.js';
+import { CrawlDb } from '../../queue-server/crawldb/crawl-db.js';
+import { Redis } from 'ioredis';
+import { clusterKeys } from '../../shared/cluster-keys.js';
+
+const PARTITIONS = 2;
+const MAX_DEPTH = 5;
+
+function fetchedUrls(dataDir: string): string[] {
+  const db = CrawlDb.open(join(dataDir, 'crawldb.btree'));
+  try {
+    const urls: string[] = [];
+    for (const [, record] of db.entries()) if (record.status === 'fetched') urls.push(record.url);
+    return urls;
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * A free port below Linux's ephemeral range (32768-60999), for a server that must come back on the
+ * same port: while it is down, no port-0 listener of another test file and no outgoing connection
+ * can be given that port in the meantime.
+ */
+async function stablePort(): Promise<number> {
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    const free = await new Promise<boolean>((resolve) => {
+      const probe = createServer();
+      probe.once('error', () => resolve(false));
+      probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
+    });
+    if (free) return port;
+  }
+}
+
+function partitionOfDir(dataDir: string): number {
+  return (JSON.parse(readFileSync(join(dataDir, 'cluster.json'), 'utf8')) as { partition: number }).partition;
+}
+
+async function control(serverUrl: string, adminToken: string, action: string): Promise<void> {
+  const response = await fetch(new URL(`/api/control/${action}`, serverUrl), { method: 'POST', headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' }, body: '{}' });
+  if (!response.ok) throw new Error(`POST /api/control/${action} answered ${response.status}`);
+}
+
+interface ClusterView {
+  partitions: number;
+  members: { partition: number; owner: { url: string } | null; backlog: number; counters: { pagesFetched: number } | null }[];
+  sum: Record<string, number>;
+}
+
+async function readCluster(serverUrl: string, adminToken: string): Promise<ClusterView> {
+  const response = await fetch(new URL('/api/cluster', serverUrl), { headers: { authorization: `Bearer ${adminToken}` } });
+  if (!response.ok) throw new Error(`GET /api/cluster answered ${response.status}`);
+  return (await response.json()) as ClusterView;
+}
+
+async function eventually<T>(read: () => Promise<T>, ok: (value: T) => boolean, what: string, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (ok(value)) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(value).slice(0, 500)}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/** Resolves once every expected URL was requested and the log has then been quiet for a while. */
+async function untilCrawled(web: TestWeb, expected: ReadonlyMap<string, number>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let quietSince = Date.now();
+  let lastSize = -1;
+  for (;;) {
+    const requested = new Set(pageRequests(web.log).map(urlOf));
+    const missing = [...expected.keys()].filter((url) => !requested.has(url));
+    if (web.log.length !== lastSize) {
+      lastSize = web.log.length;
+      quietSince = Date.now();
+    }
+    if (missing.length === 0 && Date.now() - quietSince > 2000) return;
+    if (Date.now() > deadline) throw new Error(`crawl did not complete: ${missing.length} missing, e.g. ${missing.slice(0, 3).join(' ')}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+describe.skipIf(!haveRedis())('a cluster of queue servers over Redis', () => {
+  let web: TestWeb;
+  let redis: TestRedis;
+  let seedUrl: string;
+  let expected: Map<string, number>;
+  let tokenFile: string;
+
+  beforeAll(async () => {
+    assertBuilt();
+    web = await startTestWeb({ profile: 'bench', hosts: 6, pagesPerHost: 12 });
+    seedUrl = `${web.origins[0]}/index.html`;
+    expected = web.model.reachable({ seeds: [seedUrl], inScope: () => true, maxDepth: MAX_DEPTH });
+    const dir = tempDir('cluster');
+    tokenFile = join(dir, 'fetcher.token');
+    writeFileSync(tokenFile, `${randomBytes(24).toString('hex')}\n`, { mode: 0o600 });
+  });
+
+  afterAll(async () => {
+    killStartedPetrels();
+    await redis?.close();
+    await web?.close();
+  });
+
+  const serverArgs = (dataDir: string, port: number, first: boolean) => [
+    'queue-server', '--data', dataDir, '--port', String(port), '--token-file', tokenFile, '--cluster', redis.url, ...(first ? ['--partitions', String(PARTITIONS)] : []),
+    '--seed', seedUrl, '--scope', 'any', '--max-depth', String(MAX_DEPTH), '--delay-ms', '20', '--lease-ms', '3000',
+  ];
+  const fetcherArgs = (name: string) => ['fetcher', '--cluster', redis.url, '--token-file', tokenFile, '--name', name, '--concurrency', '3', '--claim-wait-ms', '1000', '--allow-private-addresses'];
+
+  it('two queue servers and two fetchers fetch every reachable page exactly once, each by the owner of its host\'s partition; pause and resume given to one member reach the other; GET /api/cluster sums the crawl', async () => {
+    redis = await startRedis(tempDir('redis'));
+    // Both partitions have hosts, and the seed's partition is only one of them: the rest comes over Redis.
+    const partitionsOfHosts = new Set(web.origins.slice(0, 6).map((host) => partitionOfUrl(host, PARTITIONS)));
+    expect(partitionsOfHosts.size).toBe(PARTITIONS);
+    const dirs = [join(tempDir('member'), 'data'), join(tempDir('member'), 'data')];
+    const servers = [startPetrel(serverArgs(dirs[0]!, await freePort(), true))];
+    const listening = [await waitForEvent(servers[0]!, 'listening')];
+    servers.push(startPetrel(serverArgs(dirs[1]!, await freePort(), false)));
+    listening.push(await waitForEvent(servers[1]!, 'listening'));
+    const urls = listening.map((event) => String(event.url));
+    const tokens = listening.map(adminTokenOf);
+
+    // Pause given to one member pauses the other; resume given to the other resumes the first.
+    await control(urls[0]!, tokens[0]!, 'pause');
+    await eventually(() => readStatus(urls[1]!, tokens[1]!), (status) => status.displayState === 'paused', 'the other member paused');
+    await control(urls[1]!, tokens[1]!, 'resume');
+    await eventually(() => readStatus(urls[0]!, tokens[0]!), (status) => status.displayState !== 'paused', 'the first member resumed');
+
+    const fetchers = ['f1', 'f2'].map((name) => startPetrel(fetcherArgs(name)));
+    await untilCrawled(web, expected, 90_000);
+
+    // Any member shows the whole cluster; its sum of pages fetched is what the web servers saw.
+    const pages = pageRequests(web.log).length;
+    const view = await eventually(() => readCluster(urls[1]!, tokens[1]!), (v) => v.sum.pagesFetched === pages, 'the cluster view to sum up the crawl');
+    expect(view.partitions).toBe(PARTITIONS);
+    expect(view.members.map((member) => member.owner?.url).sort()).toEqual([...urls].sort());
+    expect(view.sum.backlog).toBe(0);
+    expect(view.sum.linksForwarded).toBeGreaterThan(0);
+    console.log(`cluster crawl test: ${pages} pages; cluster sum ${JSON.stringify(view.sum)}`);
+    for (const child of [...fetchers, ...servers]) child.kill('SIGTERM');
+    const outputs = await Promise.all([...fetchers, ...servers].map((child) => child.output));
+    for (const output of outputs) expect(output.code, output.stderr).toBe(0);
+
+    const requested = countBy(pageRequests(web.log), urlOf);
+    expect([...expected.keys()].filter((url) => !requested.has(url))).toEqual([]);
+    expect([...requested.keys()].filter((url) => !expected.has(url))).toEqual([]);
+    expect([...requested].filter(([, count]) => count !== 1)).toEqual([]);
+    // robots.txt once per host, across the cluster.
+    const robots = countBy(web.log.filter((entry) => entry.path === '/robots.txt'), (entry) => entry.host);
+    expect([...robots].filter(([, count]) => count !== 1)).toEqual([]);
+
+    // Each server's crawl database holds exactly its partition's pages, and together all of them.
+    const byServer = dirs.map((dir) => ({ partition: partitionOfDir(dir), urls: fetchedUrls(dir) }));
+    expect(new Set(byServer.map((server) => server.partition)).size).toBe(PARTITIONS);
+    for (const server of byServer) {
+      expect(server.urls.length).toBeGreaterThan(0);
+      expect(server.urls.filter((url) => partitionOfUrl(url, PARTITIONS) !== server.partition)).toEqual([]);
+    }
+    expect(byServer.flatMap((server) => server.urls).sort()).toEqual([...expected.keys()].sort());
+  }, 150_000);
+
+  it('loses nothing when the receiving queue server and then Redis are killed with SIGKILL mid-crawl and restarted', async () => {
+    redis = await startRedis(tempDir('redis'));
+    const web2 = await startTestWeb({ profile: 'bench', hosts: 6, pagesPerHost: 24 });
+    try {
+      const seed = `${web2.origins[0]}/index.html`;
+      const reachable = web2.model.reachable({ seeds: [seed], inScope: () => true, maxDepth: MAX_DEPTH });
+      const seedPartition = partitionOfUrl(seed, PARTITIONS);
+      const other = 1 - seedPartition;
+      const args = (dataDir: string, port: number, partition: number) => [
+        'queue-server', '--data', dataDir, '--port', String(port), '--token-file', tokenFile, '--cluster', redis.url, '--partitions', String(PARTITIONS), '--partition', String(partition),
+        '--seed', seed, '--scope', 'any', '--max-depth', String(MAX_DEPTH), '--delay-ms', '150', '--lease-ms', '3000',
+      ];
+      const dirA = join(tempDir('member'), 'data');
+      const dirB = join(tempDir('member'), 'data');
+      const portB = await stablePort();
+      const a = startPetrel(args(dirA, await freePort(), seedPartition));
+      await waitForEvent(a, 'listening');
+      let b = startPetrel(args(dirB, portB, other));
+      await waitForEvent(b, 'listening');
+      const fetchers = ['k1', 'k2'].map((name) => startPetrel(fetcherArgs(name)));
+      const requestsOf = (partition: number) => pageRequests(web2.log).filter((entry) => partitionOfUrl(urlOf(entry), PARTITIONS) === partition).length;
+
+      // The receiving server dies once it crawls: links for its hosts keep coming from the other one.
+      while (requestsOf(other) < 3) await new Promise((resolve) => setTimeout(resolve, 50));
+      b.kill('SIGKILL');
+      await b.output;
+      const seedSideBefore = requestsOf(seedPartition);
+      const probe = new Redis({ host: '127.0.0.1', port: redis.port, maxRetriesPerRequest: null });
+      probe.on('error', () => undefined);
+      let backlog = 0;
+      for (let i = 0; i < 40 && (backlog === 0 || requestsOf(seedPartition) === seedSideBefore); i++) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        backlog = await probe.xlen(clusterKeys('default').links(other));
+      }
+      // Meanwhile the other partition kept crawling, and the dead one's links waited in its stream.
+      expect(requestsOf(seedPartition)).toBeGreaterThan(seedSideBefore);
+      expect(backlog).toBeGreaterThan(0);
+      b = startPetrel(args(dirB, portB, other));
+      await waitForEvent(b, 'listening');
+
+      // Redis itself dies mid-crawl and comes back from its append-only file.
+      const before = pageRequests(web2.log).length;
+      while (pageRequests(web2.log).length < before + 5) await new Promise((resolve) => setTimeout(resolve, 50));
+      await redis.kill();
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      await redis.restart();
+
+      try {
+        await untilCrawled(web2, reachable, 120_000);
+      } catch (error) {
+        // What the members said is the first thing to read when the crawl stalls.
+        for (const child of [a, b, ...fetchers]) child.kill('SIGKILL');
+        const said = await Promise.all([a, b, ...fetchers].map((child) => child.output));
+        throw new Error(`${(error as Error).message}\n${said.map((out, i) => `--- child ${i}:\n${out.stderr.slice(-3000)}`).join('\n')}`);
+      }
+      probe.disconnect();
+      for (const child of [...fetchers, a, b]) child.kill('SIGTERM');
+      const outputs = await Promise.all([...fetchers, a, b].map((child) => child.output));
+      for (const output of outputs) expect(output.code, output.stderr).toBe(0);
+
+      const requested = countBy(pageRequests(web2.log), urlOf);
+      expect([...reachable.keys()].filter((url) => !requested.has(url))).toEqual([]);
+      expect([...requested.keys()].filter((url) => !reachable.has(url))).toEqual([]);
+      const fetchedA = fetchedUrls(dirA);
+      const fetchedB = fetchedUrls(dirB);
+      expect(fetchedA.filter((url) => partitionOfUrl(url, PARTITIONS) !== seedPartition)).toEqual([]);
+      expect(fetchedB.filter((url) => partitionOfUrl(url, PARTITIONS) !== other)).toEqual([]);
+      expect([...fetchedA, ...fetchedB].sort()).toEqual([...reachable.keys()].sort());
+      const repeats = [...requested].filter(([, count]) => count > 1).length;
+      console.log(`cluster kill test: ${reachable.size} pages, ${repeats} fetched again (leases the killed server held), backlog while it was down ${backlog} entries`);
+    } finally {
+      await web2.close();
+    }
+  }, 200_000);
+});

@@ -1,0 +1,156 @@
+/**
+ * The cluster's parts against a real redis-server on loopback (started here): partition leases,
+ * the inbox's acknowledgement after the commit, the router's outbox when Redis is away, the Bloom
+ * filter. Process-level behaviour is in cluster-crawl.test.ts.
+ */
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { haveRedis, startRedis, type TestRedis } from '../support/redis-server.js';
+import { tempDir } from '../support/petrel-process.js';
+import { Membership } from '../../queue-server/cluster/membership.js';
+import { LinkInbox } from '../../queue-server/cluster/link-inbox.js';
+import { ClusterLinkRouter, type ForwardedLink } from '../../queue-server/cluster/link-router.js';
+import { ClusterBloom } from '../../queue-server/cluster/cluster-bloom.js';
+import { clusterKeys, LINKS_GROUP } from '../../shared/cluster-keys.js';
+import { partitionOfUrl } from '../../queue-server/cluster/partition.js';
+import type { NormalizedUrl } from '../../shared/url-normalize.js';
+
+const until = async (condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000) => {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+};
+
+/** A host name of `partition` (of K), found by trying. */
+function hostOf(partition: number, partitions: number): string {
+  for (let i = 0; ; i++) if (partitionOfUrl(`http://h${i}.example/`, partitions) === partition) return `h${i}.example`;
+}
+
+describe.skipIf(!haveRedis())('cluster parts on a real Redis', () => {
+  let server: TestRedis;
+  let redis: Redis;
+  const clients: Redis[] = [];
+  const client = () => {
+    const made = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: null, retryStrategy: () => 50 });
+    made.on('error', () => undefined);
+    clients.push(made);
+    return made;
+  };
+
+  beforeAll(async () => {
+    server = await startRedis(tempDir('redis'));
+    redis = client();
+  });
+
+  afterAll(async () => {
+    for (const made of clients) made.disconnect();
+    await server?.close();
+  });
+
+  it('leases: the first member fixes K, each new member takes a free partition, a full cluster refuses, a restart on the same directory takes its own back', async () => {
+    const name = 'leases';
+    const join_ = (dir: string, partitions: number | null, partition: number | null = null) =>
+      Membership.join({ redis, clusterName: name, url: 'http://127.0.0.1:1', partitions, partition, file: join(dir, 'cluster.json'), leaseMs: 60_000, clock: Date.now });
+    const [d1, d2, d3, d4] = [tempDir('m'), tempDir('m'), tempDir('m'), tempDir('m')];
+    await expect(join_(d1, null)).rejects.toThrow(/first member gives --partitions/);
+    const one = await join_(d1, 2);
+    const two = await join_(d2, null);
+    expect([one.partition, two.partition]).toEqual([0, 1]);
+    await expect(join_(d3, null)).rejects.toMatchObject({ code: 'cluster-no-free-partition' });
+    await expect(join_(d3, 3)).rejects.toMatchObject({ code: 'cluster-partitions' });
+    await expect(join_(d4, null, 1)).rejects.toMatchObject({ code: 'cluster-partition-held' });
+    // As after kill -9: the lease still runs, and the same data directory takes it back at once.
+    const again = await join_(d2, null);
+    expect(again.partition).toBe(1);
+    expect(again.memberId).toBe(two.memberId);
+    // A directory that owned partition 1 is not moved to another.
+    await expect(join_(d2, null, 0)).rejects.toMatchObject({ code: 'cluster-data-dir' });
+    await again.leave();
+    expect(await redis.get(clusterKeys(name).lease(1))).toBeNull();
+    const three = await join_(d3, null);
+    expect(three.partition).toBe(1);
+    await one.leave();
+    await three.leave();
+  });
+
+  it('a member that cannot renew its lease for a whole lease time says it lost the partition', async () => {
+    const name = 'lost';
+    const member = await Membership.join({ redis: client(), clusterName: name, url: 'http://127.0.0.1:1', partitions: 1, partition: null, file: join(tempDir('m'), 'cluster.json'), leaseMs: 300, clock: Date.now });
+    const lost = new Promise<string>((resolve) => member.once('lost', resolve));
+    // Someone else holds it now (as after a stall longer than the lease).
+    await redis.set(clusterKeys(name).lease(0), 'intruder', 'PX', 10_000);
+    expect(await lost).toMatch(/held by another member/);
+    await member.leave();
+  });
+
+  it('the inbox acknowledges stream entries only after the commit succeeded; what a failed commit read is read again', async () => {
+    const keys = clusterKeys('inbox');
+    const stream = keys.links(0);
+    await redis.xadd(stream, '*', 'from', '1', 'links', JSON.stringify([['http://a.example/1', 1, 0], ['http://a.example/2', 1, 0]]));
+    await redis.xadd(stream, '*', 'from', '1', 'links', 'not json');
+    const admitted: ForwardedLink[] = [];
+    let commitFails = true;
+    const inbox = new LinkInbox({
+      redis: client(),
+      keys,
+      partition: 0,
+      admit: (links) => {
+        admitted.push(...links);
+        return { admitted: links.length, known: links.map(([url]) => url) };
+      },
+      committed: () => (commitFails ? Promise.reject(new Error('disk full')) : Promise.resolve()),
+      log: () => undefined,
+    });
+    await inbox.start();
+    await until(() => admitted.length >= 2, 'the first read');
+    // The commit failed: nothing acknowledged, both entries still in the stream and pending.
+    expect(inbox.counters.acked).toBe(0);
+    expect(await redis.xlen(stream)).toBe(2);
+    const pending = (await redis.xpending(stream, LINKS_GROUP)) as [number, ...unknown[]];
+    expect(pending[0]).toBe(2);
+    commitFails = false;
+    await until(() => inbox.counters.acked === 2, 'the acknowledgement');
+    // Read again after the failure, acknowledged and deleted once committed; the malformed entry too.
+    expect(admitted.filter(([url]) => url === 'http://a.example/1').length).toBeGreaterThanOrEqual(2);
+    expect(inbox.counters.malformed).toBeGreaterThanOrEqual(1);
+    expect(await redis.xlen(stream)).toBe(0);
+    await inbox.stop();
+  });
+
+  it('the router keeps its links when Redis is away and sends them once it is back', async () => {
+    const keys = clusterKeys('router');
+    const own = client();
+    const router = new ClusterLinkRouter({ redis: own, keys, partition: 0, partitions: 2 });
+    const url = `http://${hostOf(1, 2)}/page` as NormalizedUrl;
+    expect(router.forward(`http://${hostOf(0, 2)}/mine` as NormalizedUrl, 1, 0)).toBe(false);
+    expect(router.forward(url, 3, 0.25)).toBe(true);
+    await server.kill();
+    await expect(router.drain()).rejects.toThrow();
+    expect(router.waiting).toBe(1);
+    await server.restart();
+    await router.drain();
+    expect(router.waiting).toBe(0);
+    const entries = (await redis.xrange(keys.links(1), '-', '+')) as [string, string[]][];
+    expect(entries.flatMap(([, fields]) => JSON.parse(fields[fields.indexOf('links') + 1]!) as ForwardedLink[])).toContainEqual([url, 3, 0.25]);
+    router.close();
+  }, 30_000);
+
+  it('the Bloom filter: a URL its owner added is not forwarded again, and the skip is counted', async () => {
+    const keys = clusterKeys('bloom');
+    const bloom = new ClusterBloom(redis, keys, 10_000);
+    const router = new ClusterLinkRouter({ redis, keys, partition: 0, partitions: 2, bloom });
+    const host = hostOf(1, 2);
+    const known = `http://${host}/known`;
+    await bloom.add(1, [known]);
+    const probe = await bloom.knownOf(new Map([[1, [[known, 1, 0], [`http://${host}/new`, 1, 0]] as ForwardedLink[]]]));
+    expect(probe.get(1)).toEqual([true, false]);
+    router.forward(known as NormalizedUrl, 1, 0);
+    router.forward(`http://${host}/new` as NormalizedUrl, 1, 0);
+    await router.drain();
+    expect(router.counters).toMatchObject({ routed: 2, forwarded: 1, bloomSkipped: 1 });
+    router.close();
+  });
+});
