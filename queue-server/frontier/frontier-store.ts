@@ -432,12 +432,19 @@ export class FrontierStore {
     return undefined;
   }
 
+  /** The earliest waiting time in the file: keys are ordered by the second, so the whole first second is read. */
   #firstWaitingInFile(): { at: number } | null {
+    let earliest: number | null = null;
+    let second = -1;
     for (const [raw, value] of this.#tree.entries({ from: keyBytes(waitingKey(0, 0)) })) {
-      if (raw[0] !== 0) return null;
+      if (raw[0] !== 0) break;
+      const rawSecond = ((raw[1]! << 24) >>> 0) + (raw[2]! << 16) + (raw[3]! << 8) + raw[4]!;
+      if (second !== -1 && rawSecond !== second) break;
       if (this.#staged.has(keyOf(raw))) continue;
-      return { at: Buffer.from(value.buffer, value.byteOffset, value.byteLength).readDoubleBE(0) };
+      second = rawSecond;
+      const at = Buffer.from(value.buffer, value.byteOffset, value.byteLength).readDoubleBE(0);
+      if (earliest === null || at < earliest) earliest = at;
     }
-    return null;
+    return earliest === null ? null : { at: earliest };
   }
 }
