@@ -198,7 +198,12 @@ export class Crawl {
       return { known, fetched, queued: this.#frontier.queued, waiting: this.#placement.waiting };
     }
     // A new frontier file, or one of another pass or mode: the queues are derived from the crawl database.
-    store?.claimFor(passNumber, this.#config.once);
+    if (store !== null) {
+      store.clearUrls();
+      store.clearWaiting();
+      this.#frontier.adoptDirectory(now);
+      store.claimFor(passNumber, this.#config.once);
+    }
     return this.#queueKnownUrls(now, (visit) => this.#stores.crawlDb.load(visit));
   }
 
@@ -206,6 +211,9 @@ export class Crawl {
   #stillDue(entry: QueuedUrl): boolean {
     const record = this.#stores.crawlDb.get(entry.hash);
     if (record === null) return false;
+    // A kill between the cache's commit and the crawl database's leaves a cache record of a fetch the crawl
+    // database never recorded: it must not make the URL "fresh" (skipped, and never recorded fetched).
+    if (record.lastFetchAt === null && this.#stores.cache.get(entry.hash) !== null) this.#stores.cache.stage(entry.hash, null);
     const at = dueAt(record, this.#pass, this.#config.once, this.#now);
     if (at === null || at > this.#now) return false;
     if (this.#config.maxDepth !== null && record.depth > this.#config.maxDepth) return false;
@@ -495,7 +503,7 @@ export class Crawl {
   }
 
   /**
-   * Makes everything applied so far durable: WARC records first (a crawl db record may name them), then
+   * Makes everything applied so far durable: the frontier's queues, WARC records (a crawl db record may name them), then
    * page records, robots.txt files, cache records, the search index, and the crawl database (the
    * authority on what is done, so last). The index before the crawl database: a kill between the two
    * leaves the URL not done in the crawl database, so it is fetched again and its entry replaced; the
@@ -503,15 +511,16 @@ export class Crawl {
    * error), and calling it again writes the rest: a store that committed is not written twice.
    */
   commit(): void {
+    // The frontier's queues first (before the crawl database is all they need): a URL the crawl database
+    // calls due is queued or waiting on disk by then; the queued URLs settled in this window leave the
+    // file only at the next commit, after the crawl database has them (frontier/frontier-store.ts). First,
+    // so that the cache's commit and the crawl database's stay as close together as before.
+    commitStore('frontier.btree', () => this.#stores.frontier?.commit((id, count) => this.#frontier.storeDeleted(id, count)));
     commitStore('warc/', () => this.#stores.warc?.commit());
     commitStore('pages.jsonl', () => this.#stores.archive.commit());
     commitStore('robots/', () => this.#stores.robots?.commit());
     commitStore('cache.btree', () => this.#stores.cache.commit());
     commitStore('index/', () => this.#stores.index?.commit());
-    // The frontier's queues before the crawl database: a URL the crawl database calls due is queued or
-    // waiting on disk by then; the queued URLs settled in this window leave the file only at the next
-    // commit, after the crawl database has them (frontier/frontier-store.ts).
-    commitStore('frontier.btree', () => this.#stores.frontier?.commit((id, count) => this.#frontier.storeDeleted(id, count)));
     commitStore('crawldb.btree', () => this.#stores.crawlDb.commit());
     this.#stores.frontier?.crawlDbCommitted();
   }

@@ -123,14 +123,13 @@ export function priorityBucket(priority: number): number {
 }
 
 export function encodeUrl(entry: StoredUrl): Uint8Array {
-  const url = Buffer.from(entry.url, 'utf8');
-  const bytes = Buffer.allocUnsafe(20 + url.length);
+  const bytes = Buffer.allocUnsafe(20 + Buffer.byteLength(entry.url, 'utf8'));
   bytes.set(entry.hash, 0);
   bytes.writeDoubleBE(entry.priority, 8);
   bytes.writeUInt16BE(Math.min(0xffff, entry.depth), 16);
   bytes[18] = entry.charged ? 1 : 0;
   bytes[19] = Math.min(255, entry.redirectHops);
-  url.copy(bytes, 20);
+  bytes.write(entry.url, 20, 'utf8');
   return bytes;
 }
 

@@ -282,9 +282,21 @@ export class Frontier {
    * store's directory, not its URLs: those are read when their origin comes up.
    */
   restore(now: number, met: (queue: OriginQueue) => void): void {
+    this.#readDirectory(now, met, { queues: true });
+  }
+
+  /**
+   * Takes up only the store's origin directory (ids and counters), its queues being emptied (the
+   * frontier is derived from the crawl database instead): origins keep their ids, keys stay unique.
+   */
+  adoptDirectory(now: number): void {
+    this.#readDirectory(now, () => {}, { queues: false });
+  }
+
+  #readDirectory(now: number, met: (queue: OriginQueue) => void, options: { queues: boolean }): void {
     if (this.#store === null) return;
     for (const stored of this.#store.origins()) {
-      if (stored.stored === 0 || this.#origins.has(stored.origin)) {
+      if (stored.stored === 0 || !options.queues || this.#origins.has(stored.origin)) {
         if (!this.#origins.has(stored.origin)) this.#dormant.set(stored.origin, { id: stored.id, seq: stored.seq });
         continue;
       }
