@@ -503,21 +503,21 @@ export class Crawl {
   }
 
   /**
-   * Makes everything applied so far durable: the frontier's queues, WARC records (a crawl db record may name them), then
-   * page records, robots.txt files, cache records, the search index, and the crawl database (the
+   * Makes everything applied so far durable: WARC records first (a crawl db record may name them), then
+   * page records, the frontier's queues, robots.txt files, cache records, the search index, and the crawl database (the
    * authority on what is done, so last). The index before the crawl database: a kill between the two
    * leaves the URL not done in the crawl database, so it is fetched again and its entry replaced; the
    * other way round a page the crawl database calls done could stay missing from the index for good. Each store keeps what it could not write when this throws (a full disk, an I/O
    * error), and calling it again writes the rest: a store that committed is not written twice.
    */
   commit(): void {
-    // The frontier's queues first (before the crawl database is all they need): a URL the crawl database
-    // calls due is queued or waiting on disk by then; the queued URLs settled in this window leave the
-    // file only at the next commit, after the crawl database has them (frontier/frontier-store.ts). First,
-    // so that the cache's commit and the crawl database's stay as close together as before.
-    commitStore('frontier.btree', () => this.#stores.frontier?.commit((id, count) => this.#frontier.storeDeleted(id, count)));
     commitStore('warc/', () => this.#stores.warc?.commit());
     commitStore('pages.jsonl', () => this.#stores.archive.commit());
+    // The frontier's queues before the crawl database (all they need): a URL the crawl database calls due
+    // is queued or waiting on disk by then; the queued URLs settled in this window leave the file only at
+    // the next commit, after the crawl database has them (frontier/frontier-store.ts). Not between the
+    // cache and the crawl database: a kill between those two is to stay as unlikely as before.
+    commitStore('frontier.btree', () => this.#stores.frontier?.commit((id, count) => this.#frontier.storeDeleted(id, count)));
     commitStore('robots/', () => this.#stores.robots?.commit());
     commitStore('cache.btree', () => this.#stores.cache.commit());
     commitStore('index/', () => this.#stores.index?.commit());

@@ -22,8 +22,8 @@
  * admission counter (first come, first served within a bucket). Origin ids are handed out from
  * 0x010000 (16.7 million origins).
  *
- * Writes are staged and reach the file in one atomic commit (`commit`), the first of the frontier's
- * part of the group commit, before the crawl database. Crash model: a queued URL is written when it is
+ * Writes are staged and reach the file in one atomic commit (`commit`), in the group commit after the
+ * page archive and before the crawl database (crawl/crawl.ts `commit`). Crash model: a queued URL is written when it is
  * queued and deleted only after the crawl database committed what settled it (`settle` keeps the
  * deletion back until `crawlDbCommitted`), so a kill at any instant leaves every URL the crawl
  * database calls due either queued here or waiting here; what is here and settled already (the kill
