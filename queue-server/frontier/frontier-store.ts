@@ -234,9 +234,13 @@ export class FrontierStore {
     this.#dirtyOrigins.set(id, record);
   }
 
-  /** Queues a URL (or rewrites it under the same key). */
-  putUrl(key: StoreKey, entry: StoredUrl): void {
+  /**
+   * Queues a URL (or rewrites it under the same key). `inMemory`: the frontier holds it (and skips it in
+   * every refill), so a refill need not find it in the stage either.
+   */
+  putUrl(key: StoreKey, entry: StoredUrl, options: { inMemory: boolean }): void {
     this.#staged.set(key, encodeUrl(entry));
+    if (options.inMemory) return;
     const id = originIdOfKey(key);
     let staged = this.#stagedUrls.get(id);
     if (staged === undefined) this.#stagedUrls.set(id, (staged = new Set()));
@@ -280,7 +284,8 @@ export class FrontierStore {
   /** Deletes every queued URL (a crawl stopped, or one rebuilt from the crawl database); the directory stays. */
   clearUrls(): void {
     for (const [raw] of this.#tree.entries({ from: keyBytes(urlKey(FIRST_ORIGIN_ID, 0, 0)) })) this.#staged.set(keyOf(raw), null);
-    for (const keys of this.#stagedUrls.values()) for (const key of keys) this.#staged.set(key, null);
+    // Every staged queued URL, those in memory included (not in #stagedUrls).
+    for (const [key, value] of this.#staged) if (value !== null && key.charCodeAt(0) !== 0) this.#staged.set(key, null);
     this.#stagedUrls.clear();
     this.#settled.clear();
     this.#sealed.clear();

@@ -333,10 +333,11 @@ export class Frontier {
     const key = urlKey(line.id, priorityBucket(priority), line.seq);
     line.seq = (line.seq + 1) >>> 0;
     line.stored++;
-    store.putUrl(key, { hash, priority, depth, charged: false, redirectHops, url });
+    const inMemory = line.onDisk === 0 && this.#resident < this.#memoryUrls;
+    store.putUrl(key, { hash, priority, depth, charged: false, redirectHops, url }, { inMemory });
     this.#directoryChanged(queue, line);
     const seq = this.#seq++;
-    if (line.onDisk === 0 && this.#resident < this.#memoryUrls) {
+    if (inMemory) {
       const entry: QueuedUrl = { url, hash, depth, priority, seq, charged: false, key };
       if (redirectHops > 0) entry.redirectHops = redirectHops;
       this.#out.add(key);
