@@ -135,11 +135,11 @@ export const CRAWL_SETTINGS = {
     min: 1,
     default: 100_000,
   }),
-  maxQueuedUrls: integer({
-    option: '--max-queued-urls <n>',
-    help: 'URLs waiting in the frontier at most (memory bound); more are counted as frontierOverflow',
+  frontierMemoryUrls: integer({
+    option: '--frontier-memory-urls <n>',
+    help: 'queued URLs the queue server holds in memory at most (the heads of the host queues); the rest wait on disk in frontier.btree, none is dropped',
     min: 1,
-    default: 2_000_000,
+    default: 100_000,
   }),
   /** The n-th retry waits retryBaseMs * 2^(n-1). */
   maxRetries: integer({ option: '--max-retries <n>', help: 'retries of a URL that failed (5xx, timeout, connection error) before it is gone', min: 0, max: 20, default: 3 }),

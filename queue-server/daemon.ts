@@ -11,6 +11,7 @@ import { crawlConfigSchema, fetchScheduleOf, type CrawlConfigInput } from './cra
 import { Crawl, type CrawlStores, type LoadedCrawl } from './crawl/crawl.js';
 import { nextPass, readPass, writePass, type CrawlPass } from './crawl/crawl-pass.js';
 import { saveCrawl } from './crawl/saved-settings.js';
+import { FrontierStore } from './frontier/frontier-store.js';
 import { CrawlDb } from './crawldb/crawl-db.js';
 import { RobotsStore } from './robots/robots-store.js';
 import { CrawlService, systemClock, type Clock } from './crawl/crawl-service.js';
@@ -308,10 +309,14 @@ export function openStores(dataDir: string, options: { io?: FileOps; warc?: Omit
     index = options.index === true ? IndexStore.open(dataPath(dataDir, 'index')) : null;
     const opening = index;
     if (opening !== null) opened.push({ close: () => opening.commit() });
+    // The frontier's queues: committed by Crawl.commit before the crawl database (a close does not
+    // commit them: what a Crawl staged, its last commit wrote).
+    const frontier = FrontierStore.open(dataPath(dataDir, 'frontier'), { io });
+    opened.push(frontier);
     const crawlDb = CrawlDb.open(dataPath(dataDir, 'crawlDb'), { io });
     opened.push(crawlDb);
     // WARC files are committed first (crawl db records name them), as in Crawl.commit.
-    return { archive, warc, cache, index, crawlDb, robots, close: closeAll };
+    return { archive, warc, cache, index, crawlDb, robots, frontier, close: closeAll };
   } catch (error) {
     try {
       closeAll();

@@ -152,11 +152,6 @@ export class Admission {
       if (score > 0 && this.#config.order === 'opic') this.#addScore(hash, score);
       return 'seen';
     }
-    if (this.#parts.frontier.queued >= this.#config.maxQueuedUrls) {
-      // Bounded memory: the URL is not marked seen, so a later discovery can still admit it.
-      this.#parts.stats.counters.frontierOverflow++;
-      return 'refused';
-    }
     const queue = this.#parts.frontier.origin(origin);
     if (queue.admitted >= this.#config.maxPagesPerHost) {
       // The per-host budget: whatever trap got past the URL rules costs at most this many URLs.
@@ -169,9 +164,8 @@ export class Admission {
     this.#parts.stats.resume();
     this.#parts.crawlDb.put(hash, newCrawlDbRecord(url, depth, score, now, this.#parts.schedule));
     this.#loadRobots(origin, now);
-    const entry = this.#parts.frontier.add(origin, url, hash, depth, now, this.#priorityOf(depth, score));
-    if (redirectHops > 0) entry.redirectHops = redirectHops;
-    this.#parts.placement.pending(entry);
+    // The frontier makes it pending (placement) when it is in memory; on disk only it waits there.
+    this.#parts.frontier.add(origin, url, hash, depth, now, this.#priorityOf(depth, score), redirectHops);
     return 'admitted';
   }
 
@@ -191,7 +185,7 @@ export class Admission {
     if (!normalized.ok || (this.#config.maxDepth !== null && record.depth > this.#config.maxDepth) || !this.#scope.has(normalized.url)) return false;
     this.#loadRobots(normalized.origin, now);
     this.#parts.frontier.origin(normalized.origin).countAdmitted();
-    this.#parts.placement.pending(this.#parts.frontier.add(normalized.origin, normalized.url, hash, record.depth, now, this.#priorityOf(record.depth, record.score)));
+    this.#parts.frontier.add(normalized.origin, normalized.url, hash, record.depth, now, this.#priorityOf(record.depth, record.score));
     return true;
   }
 

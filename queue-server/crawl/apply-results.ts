@@ -109,6 +109,7 @@ export class ResultApplier {
       }
       entry.leased = false;
       placement.settled(entry);
+      this.#parts.frontier.settle(entry);
       const record = this.#applyPage(result, entry, now);
       if (fetcher !== undefined) {
         fetcher.resultsApplied++;

@@ -37,7 +37,6 @@ export interface CrawlCounters {
   duplicateResults: number;
   lateResults: number;
   leasesExpired: number;
-  frontierOverflow: number;
   warcRecords: number;
   warcBytes: number;
   warcInvalid: number;
@@ -79,7 +78,6 @@ export class CrawlStats {
     duplicateResults: 0,
     lateResults: 0,
     leasesExpired: 0,
-    frontierOverflow: 0,
     warcRecords: 0,
     warcBytes: 0,
     warcInvalid: 0,

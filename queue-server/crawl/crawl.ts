@@ -29,6 +29,7 @@ import { cutSchedule } from '../frontier/schedule-cutter.js';
 import { HOST_FAILING_CODE, HostBackoff, hostBackoffPolicyOf } from '../frontier/host-backoff.js';
 import { TRAP_SHAPE_CODE, UrlShapes } from '../admission/url-shape.js';
 import { UrlPlacement } from '../frontier/url-placement.js';
+import type { FrontierStore } from '../frontier/frontier-store.js';
 import type { RobotsStore } from '../robots/robots-store.js';
 import { crawlDelayOf, robotsVerdict } from '../robots/robots.js';
 import { SitemapDiscovery } from '../sitemaps/sitemaps.js';
@@ -77,6 +78,8 @@ export interface CrawlStores {
   readonly robots: RobotsStore | null;
   /** The search index (data directory index/); absent or null: not kept (tests of other parts). */
   readonly index?: IndexStore | null;
+  /** The frontier's queues and waiting URLs on disk (frontier.btree); absent or null: in memory only. */
+  readonly frontier?: FrontierStore | null;
 }
 
 /** The crawl's parts, for the modules that do one job each for it (apply-results.ts, crawl-status.ts). */
@@ -114,7 +117,7 @@ export class Crawl {
   readonly #admission: Admission;
   readonly #fetchers = new FetcherRegistry();
   readonly #recent = new RecentEvents(100);
-  readonly #placement = new UrlPlacement();
+  readonly #placement: UrlPlacement;
   readonly #hostBackoff: HostBackoff;
   readonly #shapes = new UrlShapes();
   readonly #sitemaps = new SitemapDiscovery();
@@ -123,13 +126,24 @@ export class Crawl {
   readonly #results: ResultApplier;
   #pass: CrawlPass | null;
   #pagesCharged = 0;
+  /** The `now` of the call being served, for checks of URLs read back from the frontier store. */
+  #now = 0;
 
   constructor(config: CrawlConfig, stores: CrawlStores, schedule: FetchSchedulePolicy, pass: CrawlPass | null, cluster: { router?: LinkRouter } = {}) {
     this.#config = config;
     this.#stores = stores;
     this.#pass = pass;
     this.#hostBackoff = new HostBackoff(hostBackoffPolicyOf(config));
-    this.#frontier = new Frontier({ concurrencyOf: (queue) => this.#concurrencyOf(queue) });
+    this.#placement = new UrlPlacement(stores.frontier ?? null);
+    this.#frontier = new Frontier(
+      { concurrencyOf: (queue) => this.#concurrencyOf(queue) },
+      {
+        store: stores.frontier ?? null,
+        memoryUrls: config.frontierMemoryUrls,
+        onResident: (entry) => this.#placement.pending(entry),
+        validate: (entry) => this.#stillDue(entry),
+      },
+    );
     this.#admission = new Admission(config, {
       frontier: this.#frontier,
       crawlDb: stores.crawlDb,
@@ -179,7 +193,43 @@ export class Crawl {
    * due again. Returns what was found, for the "resuming pass 1: 93 fetched, 954 queued" line.
    */
   load(now: number): LoadedCrawl {
+    this.#now = now;
+    const store = this.#stores.frontier ?? null;
+    const passNumber = this.#pass?.number ?? null;
+    if (store !== null && store.holds(passNumber, this.#config.once)) {
+      // The queues and waiting URLs are on disk (frontier.btree): only their origins are read now, their
+      // URLs when each origin comes up. The crawl database is read for the seen-set and the counts.
+      const robotsPolicy = { userAgentToken: this.#config.robotsToken, unreachableRetryMs: this.#config.robotsUnreachableRetryMs };
+      this.#frontier.restore(now, (queue) => queue.robots.consultStore(this.#stores.robots, robotsPolicy, now));
+      let fetched = 0;
+      const pass = this.#pass;
+      const known = this.#stores.crawlDb.load((hash, record) => {
+        this.#admission.markSeen(hash);
+        if (record.lastFetchAt !== null && FETCHED_STATUSES.has(record.status) && dueAt(record, pass, this.#config.once, now) === null) fetched++;
+      });
+      return { known, fetched, queued: this.#frontier.queued, waiting: this.#placement.waiting };
+    }
+    // A new frontier file, or one of another pass or mode: the queues are derived from the crawl database.
+    if (store !== null) {
+      store.clearUrls();
+      store.clearWaiting();
+      this.#frontier.adoptDirectory(now);
+      store.claimFor(passNumber, this.#config.once);
+    }
     return this.#queueKnownUrls(now, (visit) => this.#stores.crawlDb.load(visit));
+  }
+
+  /** A URL read back from the frontier store that an earlier process wrote: still due, in scope and not too deep. */
+  #stillDue(entry: QueuedUrl): boolean {
+    const record = this.#stores.crawlDb.get(entry.hash);
+    if (record === null) return false;
+    // A kill between the cache's commit and the crawl database's leaves a cache record of a fetch the crawl
+    // database never recorded: it must not make the URL "fresh" (skipped, and never recorded fetched).
+    if (record.lastFetchAt === null && this.#stores.cache.get(entry.hash) !== null) this.#stores.cache.stage(entry.hash, null);
+    const at = dueAt(record, this.#pass, this.#config.once, this.#now);
+    if (at === null || at > this.#now) return false;
+    if (this.#config.maxDepth !== null && record.depth > this.#config.maxDepth) return false;
+    return this.#admission.inScope(entry.url);
   }
 
   #queueKnownUrls(now: number, records: (visit: (hash: UrlHash, record: CrawlDbRecord) => void) => number): LoadedCrawl {
@@ -226,6 +276,7 @@ export class Crawl {
     this.#shapes.clear();
     this.#sitemaps.clear();
     this.#politeness.clear(now);
+    this.#stores.frontier?.claimFor(this.#pass?.number ?? null, config.once);
     // What was admitted since the last group commit is in the crawl database too, before it is read.
     this.commit();
     const loaded = this.#queueKnownUrls(now, (visit) => this.#stores.crawlDb.each(visit));
@@ -301,7 +352,7 @@ export class Crawl {
         }
         this.#admission.queueKnown(hash, known, now);
       } else if (!this.#admission.admit(ruled.url, result.origin, 0, 1, now)) {
-        refuse(url, 'not-admitted', `not admitted: the frontier is full (--max-queued-urls) or the host's budget is spent (--max-pages-per-host)`);
+        refuse(url, 'not-admitted', `not admitted: the host's budget is spent (--max-pages-per-host)`);
         continue;
       }
       this.#admission.addSeed(ruled.url);
@@ -349,6 +400,7 @@ export class Crawl {
 
   /** Cuts a schedule for the fetcher, or returns null when nothing may start now. */
   claim(request: ClaimRequest, address: string, now: number): Schedule | null {
+    this.#now = now;
     this.#fetchers.touch(request.fetcherId, request.name, address, request.stats, now);
     const cut = cutSchedule(
       this.#frontier,
@@ -377,6 +429,7 @@ export class Crawl {
       this.#stats.counters.skippedFresh++;
       this.#stats.counters.bytesSaved += savedBytes;
       this.#placement.settled(entry);
+      this.#frontier.settle(entry);
       // A pass is done with a fresh URL; a continuous crawl takes it up again when it expires.
       if (!this.#config.once) this.#placement.later(entry.hash, until);
     }
@@ -386,6 +439,7 @@ export class Crawl {
       else this.#stats.counters.robotsDenied++;
       this.#recent.error({ url: entry.url, code, at: now });
       this.#placement.settled(entry);
+      this.#frontier.settle(entry);
       this.#results.settle(entry, { kind: 'robots-denied', code }, now);
     }
     for (const { entry, code } of cut.givenUp) {
@@ -394,6 +448,7 @@ export class Crawl {
       this.#recent.error({ url: entry.url, code, at: now });
       if (code === HOST_FAILING_CODE) this.#hostBackoff.countGivenUp(new URL(entry.url).origin);
       this.#placement.settled(entry);
+      this.#frontier.settle(entry);
       this.#results.settle(entry, { kind: 'given-up', code }, now);
     }
     if (cut.slots.length === 0) {
@@ -481,6 +536,7 @@ export class Crawl {
 
   /** Queues the URLs whose time has come (retry backoff over, next fetch time reached). */
   releaseDue(now: number): number {
+    this.#now = now;
     let released = 0;
     for (const hash of this.#placement.takeDue(now)) {
       const record = this.#stores.crawlDb.get(hash);
@@ -493,7 +549,7 @@ export class Crawl {
 
   /**
    * Makes everything applied so far durable: WARC records first (a crawl db record may name them), then
-   * page records, robots.txt files, cache records, the search index, and the crawl database (the
+   * page records, the frontier's queues, robots.txt files, cache records, the search index, and the crawl database (the
    * authority on what is done, so last). The index before the crawl database: a kill between the two
    * leaves the URL not done in the crawl database, so it is fetched again and its entry replaced; the
    * other way round a page the crawl database calls done could stay missing from the index for good. Each store keeps what it could not write when this throws (a full disk, an I/O
@@ -502,10 +558,16 @@ export class Crawl {
   commit(): void {
     commitStore('warc/', () => this.#stores.warc?.commit());
     commitStore('pages.jsonl', () => this.#stores.archive.commit());
+    // The frontier's queues before the crawl database (all they need): a URL the crawl database calls due
+    // is queued or waiting on disk by then; the queued URLs settled in this window leave the file only at
+    // the next commit, after the crawl database has them (frontier/frontier-store.ts). Not between the
+    // cache and the crawl database: a kill between those two is to stay as unlikely as before.
+    commitStore('frontier.btree', () => this.#stores.frontier?.commit((id, count) => this.#frontier.storeDeleted(id, count)));
     commitStore('robots/', () => this.#stores.robots?.commit());
     commitStore('cache.btree', () => this.#stores.cache.commit());
     commitStore('index/', () => this.#stores.index?.commit());
     commitStore('crawldb.btree', () => this.#stores.crawlDb.commit());
+    this.#stores.frontier?.crawlDbCommitted();
   }
 
   summary(now: number): ReturnType<typeof crawlSummary> {

@@ -2,8 +2,10 @@
  * The frontier: URLs admitted to the crawl and not yet handed out, one queue per origin, plus the two
  * readiness queues that let a schedule be cut without scanning every origin.
  *
- *   origin queues        MinHeap of QueuedUrl by (priority, seq): the depth for breadth-first order,
- *                        minus the OPIC score for page-importance order (the score when queued)
+ *   origin queues        the heads in memory, a MinHeap of QueuedUrl by (priority, seq): the depth for
+ *                        breadth-first order, minus the OPIC score for page-importance order (the score
+ *                        when queued); the rest on disk (frontier-store.ts), read back in batches in
+ *                        priority order when an origin's heads run out
  *   eligible             origins with work, a free slot and nothing to wait for, by their head URL
  *   timed                origins with work and a free slot that may start again at `nextStartAt`
  *   (neither)            origins at their concurrency limit, or waiting for their robots.txt
@@ -12,14 +14,23 @@
  * calls: the frontier's own, and OriginQueue's verbs (a slot back, a delay). Heap entries carry the origin's version at insertion; an entry whose version is old is
  * stale and skipped, so nothing is ever removed from the middle of a heap.
  *
- * Memory: about 100 bytes per queued URL plus the URL text. The bound on queued URLs is enforced by
- * the caller (admission/admission.ts, `maxQueuedUrls`).
+ * With a store every queued URL is on disk from the moment it is queued until it is settled (its
+ * result, denial or skip applied: `settle`), and at most `memoryUrls` of them (plus one refill batch)
+ * are in memory as heads; a URL queued while memory is full, or behind URLs of its origin that are on
+ * disk only, stays on disk only. Nothing is dropped for lack of memory. Within an origin the URLs come
+ * in priority order, except that heads already in memory go before a better URL queued after them
+ * while memory was full (the next refill reads the disk in order again).
+ *
+ * Memory: about 100 bytes per URL in memory (at most `memoryUrls`) plus the URL text, and per origin
+ * with work its OriginQueue (about 300 bytes). Without a store (unit tests of the cutter) every URL
+ * is in memory.
  */
 import type { NormalizedUrl } from '../../shared/url-normalize.js';
 import type { UrlHash } from '../../shared/url-hash.js';
 import { OriginRobots, type RobotsState } from '../robots/origin-robots.js';
 import { MinHeap } from './heap.js';
 import type { PolitenessGroup } from './politeness-group.js';
+import { priorityBucket, seqOfKey, urlKey, type FrontierStore, type StoreKey } from './frontier-store.js';
 
 export interface QueuedUrl {
   readonly url: NormalizedUrl;
@@ -37,14 +48,30 @@ export interface QueuedUrl {
   settled?: boolean;
   /** Redirects followed to reach it (0 for a link). */
   redirectHops?: number;
+  /** Its key in the frontier store; absent for a frontier without one. */
+  readonly key?: StoreKey;
 }
 
 /** What only the frontier touches of an origin: its line of URLs and the version its filings carry. */
 class OriginLine {
+  /** The URLs in memory (the heads). */
   readonly urls = new MinHeap<QueuedUrl>((a, b) => a.priority < b.priority || (a.priority === b.priority && a.seq < b.seq));
   /** Queued URLs already counted against --max-pages (back from an expired lease). */
   chargedQueued = 0;
   version = 0;
+  /** The origin's id in the store; 0 before its first URL is stored. */
+  id = 0;
+  /** The origin's next admission counter in the store. */
+  seq = 0;
+  /** Store keys with a smaller counter were written by an earlier process: checked when read back. */
+  firstSeqOfRun = 0;
+  /** Queued URLs on disk only (not in memory, not out on lease). */
+  onDisk = 0;
+  /** Queued URLs of the origin in the store (written or staged), for its directory record. */
+  stored = 0;
+  /** The priority (and tie order) to file the origin under while its heads are on disk only. */
+  diskPriority = 0;
+  diskSeq = 0;
 }
 
 /** The frontier's way into an origin's line; no other module can reach it (set by OriginQueue's static block). */
@@ -108,9 +135,9 @@ export class OriginQueue {
     this.#refile(this, now);
   }
 
-  /** URLs waiting in the origin's queue. */
+  /** URLs waiting in the origin's queue (in memory and on disk). */
   get queuedUrls(): number {
-    return this.#line.urls.size;
+    return this.#line.urls.size + this.#line.onDisk;
   }
 
   /** Queued URLs already counted against --max-pages. */
@@ -175,24 +202,59 @@ export interface FrontierPolicy {
   concurrencyOf(queue: OriginQueue): number;
 }
 
+export interface FrontierOptions {
+  /** Where the queues live (frontier-store.ts); absent: in memory only. */
+  readonly store?: FrontierStore | null;
+  /** URLs held in memory at most (the heads); the rest wait on disk. Only with a store. */
+  readonly memoryUrls?: number;
+  /** A URL came into memory (queued, or read back from disk): it is pending from now on. */
+  readonly onResident?: (entry: QueuedUrl) => void;
+  /** A URL read back that an earlier process wrote: whether it is still due (false: it is settled and dropped). */
+  readonly validate?: (entry: QueuedUrl) => boolean;
+}
+
+/** URLs read back from disk at a time, at least and at most (the claim path reads one batch per origin, not one URL). */
+const REFILL_MIN = 32;
+const REFILL_MAX = 512;
+
 export class Frontier {
   readonly #origins = new Map<string, OriginQueue>();
   readonly #eligible = new MinHeap<HeapEntry>((a, b) => a.priority < b.priority || (a.priority === b.priority && a.seq < b.seq));
   readonly #timed = new MinHeap<HeapEntry>((a, b) => a.at < b.at);
   readonly #policy: FrontierPolicy;
+  readonly #store: FrontierStore | null;
+  readonly #memoryUrls: number;
+  readonly #onResident: (entry: QueuedUrl) => void;
+  readonly #validate: (entry: QueuedUrl) => boolean;
+  /** Store keys of URLs in memory or taken (out on lease, being cut) and not settled: a refill skips them. */
+  readonly #out = new Set<StoreKey>();
+  /** Origins of the store's directory that have no OriginQueue (nothing queued when the process started). */
+  readonly #dormant = new Map<string, { id: number; seq: number }>();
+  /** Origins by store id, for the store's deletion counts. */
+  readonly #byId = new Map<number, OriginQueue>();
   #queued = 0;
+  #resident = 0;
   #chargedQueued = 0;
   /** Origins whose queue is not empty (for the admin page's waiting hosts). */
   #queuedOrigins = 0;
   #seq = 0;
 
-  constructor(policy: FrontierPolicy) {
+  constructor(policy: FrontierPolicy, options: FrontierOptions = {}) {
     this.#policy = policy;
+    this.#store = options.store ?? null;
+    this.#memoryUrls = this.#store === null ? Infinity : (options.memoryUrls ?? 100_000);
+    this.#onResident = options.onResident ?? (() => {});
+    this.#validate = options.validate ?? (() => true);
   }
 
-  /** URLs waiting in origin queues. */
+  /** URLs waiting in origin queues (in memory and on disk). */
   get queued(): number {
     return this.#queued;
+  }
+
+  /** Queued URLs in memory now. */
+  get resident(): number {
+    return this.#resident;
   }
 
   /** Queued URLs already counted against --max-pages: they are due even when the budget is spent. */
@@ -219,6 +281,15 @@ export class Frontier {
     if (queue === undefined) {
       queue = new OriginQueue(origin, (refiled, now) => this.reconsider(refiled, now));
       this.#origins.set(origin, queue);
+      const dormant = this.#dormant.get(origin);
+      if (dormant !== undefined) {
+        this.#dormant.delete(origin);
+        const line = lineOf(queue);
+        line.id = dormant.id;
+        line.seq = dormant.seq;
+        line.firstSeqOfRun = dormant.seq;
+        this.#byId.set(line.id, queue);
+      }
     }
     return queue;
   }
@@ -227,26 +298,112 @@ export class Frontier {
     return this.#origins.values();
   }
 
-  /** Queues a URL; `priority` defaults to its depth (breadth-first). */
-  add(origin: string, url: NormalizedUrl, hash: UrlHash, depth: number, now: number, priority: number = depth): QueuedUrl {
-    const entry: QueuedUrl = { url, hash, depth, priority, seq: this.#seq++, charged: false };
-    this.push(this.origin(origin), entry, now);
-    return entry;
+  /**
+   * Takes up the queues the store holds (queue server start): every origin with queued URLs gets its
+   * queue, its URLs on disk only; `met` is told of each (its robots.txt may be on disk). Reads the
+   * store's directory, not its URLs: those are read when their origin comes up.
+   */
+  restore(now: number, met: (queue: OriginQueue) => void): void {
+    this.#readDirectory(now, met, { queues: true });
   }
 
-  /** Puts a URL back (lease expired), keeping its place in line. */
+  /**
+   * Takes up only the store's origin directory (ids and counters), its queues being emptied (the
+   * frontier is derived from the crawl database instead): origins keep their ids, keys stay unique.
+   */
+  adoptDirectory(now: number): void {
+    this.#readDirectory(now, () => {}, { queues: false });
+  }
+
+  #readDirectory(now: number, met: (queue: OriginQueue) => void, options: { queues: boolean }): void {
+    if (this.#store === null) return;
+    for (const stored of this.#store.origins()) {
+      if (stored.stored === 0 || !options.queues || this.#origins.has(stored.origin)) {
+        if (!this.#origins.has(stored.origin)) this.#dormant.set(stored.origin, { id: stored.id, seq: stored.seq });
+        continue;
+      }
+      this.#dormant.set(stored.origin, { id: stored.id, seq: stored.seq });
+      const queue = this.origin(stored.origin);
+      const line = lineOf(queue);
+      line.stored = stored.stored;
+      line.onDisk = stored.stored;
+      line.diskPriority = -Infinity;
+      line.diskSeq = this.#seq++;
+      this.#queued += stored.stored;
+      this.#queuedOrigins++;
+      met(queue);
+      this.reconsider(queue, now);
+    }
+  }
+
+  /** Queues a URL; `priority` defaults to its depth (breadth-first). Returns the entry when it is in memory, null when on disk only. */
+  add(origin: string, url: NormalizedUrl, hash: UrlHash, depth: number, now: number, priority: number = depth, redirectHops = 0): QueuedUrl | null {
+    const queue = this.origin(origin);
+    const store = this.#store;
+    if (store === null) {
+      const entry: QueuedUrl = { url, hash, depth, priority, seq: this.#seq++, charged: false };
+      if (redirectHops > 0) entry.redirectHops = redirectHops;
+      this.push(queue, entry, now);
+      this.#onResident(entry);
+      return entry;
+    }
+    const line = lineOf(queue);
+    if (line.id === 0) {
+      line.id = store.newOriginId();
+      this.#byId.set(line.id, queue);
+    }
+    const key = urlKey(line.id, priorityBucket(priority), line.seq);
+    line.seq = (line.seq + 1) >>> 0;
+    line.stored++;
+    const inMemory = line.onDisk === 0 && this.#resident < this.#memoryUrls;
+    store.putUrl(key, { hash, priority, depth, charged: false, redirectHops, url }, { inMemory });
+    this.#directoryChanged(queue, line);
+    const seq = this.#seq++;
+    if (inMemory) {
+      const entry: QueuedUrl = { url, hash, depth, priority, seq, charged: false, key };
+      if (redirectHops > 0) entry.redirectHops = redirectHops;
+      this.#out.add(key);
+      this.push(queue, entry, now);
+      this.#onResident(entry);
+      return entry;
+    }
+    // On disk only: memory is full, or the origin's line continues on disk already.
+    const wasEmpty = queue.queuedUrls === 0;
+    line.onDisk++;
+    this.#queued++;
+    if (wasEmpty) this.#queuedOrigins++;
+    if (line.onDisk === 1 || priority < line.diskPriority) {
+      line.diskPriority = priority;
+      line.diskSeq = seq;
+      if (line.urls.size === 0) this.reconsider(queue, now);
+    }
+    return null;
+  }
+
+  /** Puts a URL in memory (queued, back from a lease, set aside by the cutter), keeping its place in line. */
   push(queue: OriginQueue, entry: QueuedUrl, now: number): void {
     const line = lineOf(queue);
-    const wasEmpty = line.urls.size === 0;
+    const wasEmpty = queue.queuedUrls === 0;
     const head = line.urls.peek();
     line.urls.push(entry);
     this.#queued++;
+    this.#resident++;
     if (wasEmpty) this.#queuedOrigins++;
     if (entry.charged) {
       line.chargedQueued++;
       this.#chargedQueued++;
     }
-    if (wasEmpty || (head !== undefined && line.urls.peek() !== head)) this.reconsider(queue, now);
+    if (wasEmpty || line.urls.peek() !== head) this.reconsider(queue, now);
+  }
+
+  /**
+   * The URL is settled (its result applied, denied, skipped as fresh, given up): it leaves the store
+   * once the crawl database has committed that (frontier-store.ts). Nothing for a URL of no store.
+   */
+  settle(entry: QueuedUrl): void {
+    if (entry.key === undefined || this.#store === null) return;
+    if (!this.#out.delete(entry.key)) return;
+    this.#store.settle(entry.key);
   }
 
   /** Drops every queued URL (robots knowledge and slot accounting stay); returns how many. */
@@ -256,9 +413,15 @@ export class Frontier {
       const line = lineOf(queue);
       line.urls.clear();
       line.chargedQueued = 0;
+      line.onDisk = 0;
+      line.stored = 0;
+      if (line.id !== 0) this.#directoryChanged(queue, line);
       this.reconsider(queue, now);
     }
+    this.#store?.clearUrls();
+    this.#out.clear();
     this.#queued = 0;
+    this.#resident = 0;
     this.#chargedQueued = 0;
     this.#queuedOrigins = 0;
     this.#eligible.clear();
@@ -271,13 +434,18 @@ export class Frontier {
     for (const queue of this.#origins.values()) queue.resetAdmitted();
   }
 
-  /** Takes the next URL of an origin, in breadth-first order. */
+  /** Takes the next URL of an origin, in priority order; reads a batch back from disk when the heads ran out. */
   take(queue: OriginQueue): QueuedUrl | undefined {
     const line = lineOf(queue);
-    const entry = line.urls.pop();
+    let entry = line.urls.pop();
+    if (entry === undefined && line.onDisk > 0) {
+      this.#refill(queue, line);
+      entry = line.urls.pop();
+    }
     if (entry === undefined) return undefined;
     this.#queued--;
-    if (line.urls.size === 0) this.#queuedOrigins--;
+    this.#resident--;
+    if (queue.queuedUrls === 0) this.#queuedOrigins--;
     if (entry.charged) {
       line.chargedQueued--;
       this.#chargedQueued--;
@@ -285,19 +453,29 @@ export class Frontier {
     return entry;
   }
 
+  /** The store committed: `count` queued URLs of the origin `id` left its file (negative: a failed commit takes them back). */
+  storeDeleted(id: number, count: number): void {
+    const queue = this.#byId.get(id);
+    if (queue === undefined) return;
+    const line = lineOf(queue);
+    line.stored = Math.max(0, line.stored - count);
+    this.#directoryChanged(queue, line);
+  }
+
   /** Re-files an origin after anything that may change whether, or when, it can get a slot. */
   reconsider(queue: OriginQueue, now: number): void {
     const line = lineOf(queue);
     line.version++;
     const head = line.urls.peek();
-    if (head === undefined) return;
+    if (head === undefined && line.onDisk === 0) return;
     if (queue.robotsState === 'fetching') return;
     if (queue.slotsOut >= this.#policy.concurrencyOf(queue)) return;
-    const entry = { queue, version: line.version, priority: head.priority, seq: head.seq, at: queue.nextStartAt };
+    const priority = head?.priority ?? line.diskPriority;
+    const seq = head?.seq ?? line.diskSeq;
+    const entry = { queue, version: line.version, priority, seq, at: queue.nextStartAt };
     if (queue.nextStartAt > now) this.#timed.push(entry);
     else this.#eligible.push(entry);
   }
-
   /** The origin whose head URL comes first among those that may start a slot now, removed from the line. */
   popEligible(now: number): OriginQueue | undefined {
     this.#promoteTimed(now);
@@ -320,6 +498,40 @@ export class Frontier {
       if (entry.version === lineOf(entry.queue).version) return entry.at;
       this.#timed.pop();
     }
+  }
+
+  /**
+   * Reads the next batch of the origin's URLs from disk into memory, in key (priority) order, skipping
+   * those in memory or out on lease. URLs an earlier process wrote are checked first (`validate`): a
+   * kill between the store's commit and the crawl database's can leave settled ones behind.
+   */
+  #refill(queue: OriginQueue, line: OriginLine): void {
+    const store = this.#store!;
+    const limit = Math.min(line.onDisk, Math.max(REFILL_MIN, Math.min(REFILL_MAX, this.#memoryUrls - this.#resident)));
+    const rows = store.readOrigin(line.id, limit, (key) => this.#out.has(key));
+    // Fewer than asked: the disk holds no more of the origin than this (counts from a directory record
+    // written before a kill may be high).
+    const missing = rows.length < limit ? line.onDisk - rows.length : 0;
+    line.onDisk -= rows.length + missing;
+    this.#queued -= rows.length + missing;
+    for (const { key, entry: stored } of rows) {
+      const entry: QueuedUrl = { url: stored.url as NormalizedUrl, hash: stored.hash, depth: stored.depth, priority: stored.priority, seq: this.#seq++, charged: false, key };
+      if (stored.redirectHops > 0) entry.redirectHops = stored.redirectHops;
+      if (seqOfKey(key) < line.firstSeqOfRun && !this.#validate(entry)) {
+        store.settle(key);
+        continue;
+      }
+      this.#out.add(key);
+      line.urls.push(entry);
+      this.#queued++;
+      this.#resident++;
+      this.#onResident(entry);
+    }
+    if (queue.queuedUrls === 0 && rows.length + missing > 0) this.#queuedOrigins--;
+  }
+
+  #directoryChanged(queue: OriginQueue, line: OriginLine): void {
+    this.#store?.originChanged(line.id, () => ({ id: line.id, origin: queue.origin, seq: line.seq, stored: line.stored }));
   }
 
   #promoteTimed(now: number): void {

@@ -38,7 +38,6 @@ const COUNTERS: Record<Exclude<keyof CrawlCounters, 'errors'>, string> = {
   duplicateResults: 'results posted again for URLs already applied (refused, not applied twice)',
   lateResults: 'results for leases that had expired and been handed out again',
   leasesExpired: 'leases that ran out before their fetcher finished',
-  frontierOverflow: 'URLs discovered while the frontier was full (not queued)',
   warcRecords: 'WARC records written to the web archive',
   warcBytes: 'bytes written to the web archive (gzip members)',
   warcInvalid: 'captures the web archive refused (the result stood, unarchived)',

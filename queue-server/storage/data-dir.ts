@@ -7,6 +7,7 @@
  *   pages.jsonl     the page archive (page-archive.ts), append-only
  *   cache.btree     cache validators per URL hash (cache-store.ts, B-Tree layout in btree/LAYOUT.md)
  *   crawldb.btree   the crawl database, one record per known URL (crawldb/), 16 KiB pages
+ *   frontier.btree  the frontier's queued and waiting URLs and its origin directory (frontier/frontier-store.ts)
  *   robots/         robots.txt fetches per origin (robots-store.ts)
  *   pass.json       the current crawl pass of one-shot crawls (crawl-pass.ts)
  *   crawl.json      the crawl's settings (seeds, scope, ...), so a restart keeps them (crawl/saved-settings.ts)
@@ -38,6 +39,7 @@ export const DATA_FILES = {
   settings: 'crawl.json',
   warc: 'warc',
   warcDigests: 'warc-digests.btree',
+  frontier: 'frontier.btree',
   index: 'index',
   lock: 'LOCK',
   cluster: 'cluster.json',

@@ -27,7 +27,9 @@ const FETCHER_CONCURRENCY = 2;
 const DELAY_MS = 150;
 const seed = Number(process.env.KILL_SEED ?? Date.now() % 100_000);
 
-describe('a queue server killed with SIGKILL again and again', () => {
+// The second run keeps only 8 queued URLs in memory: most of its frontier is read back from disk
+// (frontier.btree) after each kill, and while it runs. Each run has a test web (and request log) of its own.
+for (const extra of [[], ['--frontier-memory-urls', '8']]) describe(`a queue server killed with SIGKILL again and again${extra.length === 0 ? '' : ` with ${extra.join(' ')}`}`, () => {
   let web: TestWeb;
 
   beforeAll(async () => {
@@ -50,7 +52,7 @@ describe('a queue server killed with SIGKILL again and again', () => {
     const serverArgs = [
       'queue-server', '--data', dataDir, '--port', String(port), '--once', '--seed', `${main}/index.html`, '--scope', 'prefix',
       '--max-depth', '4', '--delay-ms', String(DELAY_MS), '--host-concurrency', '2', '--slot-urls', String(SLOT_URLS), '--lease-ms', '3000',
-      '--max-retries', '0',
+      '--max-retries', '0', ...extra,
     ];
     let server = startPetrel(serverArgs);
     const listening = await waitForEvent(server, 'listening');

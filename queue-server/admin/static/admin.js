@@ -298,7 +298,6 @@ function renderCounters(status, now) {
   setText('c-bytesDownloaded', fmtBytes(status.bytesDownloaded));
   const extra = [`${fmt(status.requests)} requests`, `${fmt(status.redirects)} redirects`, `${fmt(status.leasesOut)} leases out`, `${fmt(status.origins)} hosts known`];
   if (status.leasesExpired > 0) extra.push(`${fmt(status.leasesExpired)} leases expired`);
-  if (status.frontierOverflow > 0) extra.push(`${fmt(status.frontierOverflow)} URLs over the frontier bound`);
   $('counters-note').textContent = extra.join(' · ');
 }
 
