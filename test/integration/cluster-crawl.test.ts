@@ -196,7 +196,7 @@ describe.skipIf(!haveRedis())('a cluster of queue servers over Redis', () => {
       const dirB = join(tempDir('member'), 'data');
       const portB = await stablePort();
       const a = startPetrel(args(dirA, await freePort(), seedPartition));
-      await waitForEvent(a, 'listening');
+      const listeningA = await waitForEvent(a, 'listening');
       let b = startPetrel(args(dirB, portB, other));
       await waitForEvent(b, 'listening');
       const fetchers = ['k1', 'k2'].map((name) => startPetrel(fetcherArgs(name)));
@@ -235,6 +235,10 @@ describe.skipIf(!haveRedis())('a cluster of queue servers over Redis', () => {
         const said = await Promise.all([a, b, ...fetchers].map((child) => child.output));
         throw new Error(`${(error as Error).message}\n${said.map((out, i) => `--- child ${i}:\n${out.stderr.slice(-3000)}`).join('\n')}`);
       }
+      // Requested is not yet applied: a result may still be on its way, or its URL back from a lease
+      // that died with a server (--lease-ms 3000, longer than untilCrawled's quiet time). Stop only
+      // once the cluster has nothing queued, leased or waiting in a stream.
+      await eventually(() => readCluster(String(listeningA.url), adminTokenOf(listeningA)), (v) => v.sum.frontierSize === 0 && v.sum.itemsLeased === 0 && v.sum.backlog === 0, 'the cluster to hold nothing queued, leased or forwarded', 60_000);
       probe.disconnect();
       for (const child of [...fetchers, a, b]) child.kill('SIGTERM');
       const outputs = await Promise.all([...fetchers, a, b].map((child) => child.output));
