@@ -13,7 +13,7 @@ import { startTestWeb, type TestWeb } from '../../scripts/test-web.js';
 import { assertBuilt, freePort, killStartedPetrels, startPetrel, tempDir, waitForEvent } from '../support/petrel-process.js';
 import { countBy, pageRequests, urlOf } from '../support/request-log.js';
 import { adminTokenOf, readStatus } from '../support/admin-api.js';
-import { haveRedis, startRedis, type TestRedis } from '../support/redis-server.js';
+import { closeStartedRedis, haveRedis, startRedis, type TestRedis } from '../support/redis-server.js';
 import { partitionOfUrl } from '../../queue-server/cluster/partition.js';
 import { CrawlDb } from '../../queue-server/crawldb/crawl-db.js';
 import { Redis } from 'ioredis';
@@ -118,7 +118,7 @@ describe.skipIf(!haveRedis())('a cluster of queue servers over Redis', () => {
 
   afterAll(async () => {
     killStartedPetrels();
-    await redis?.close();
+    await closeStartedRedis();
     await web?.close();
   });
 

@@ -6,7 +6,7 @@
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { haveRedis, startRedis, type TestRedis } from '../support/redis-server.js';
+import { closeStartedRedis, haveRedis, startRedis, type TestRedis } from '../support/redis-server.js';
 import { tempDir } from '../support/petrel-process.js';
 import { Membership } from '../../queue-server/cluster/membership.js';
 import { LinkInbox } from '../../queue-server/cluster/link-inbox.js';
@@ -47,7 +47,7 @@ describe.skipIf(!haveRedis())('cluster parts on a real Redis', () => {
 
   afterAll(async () => {
     for (const made of clients) made.disconnect();
-    await server?.close();
+    await closeStartedRedis();
   });
 
   it('leases: the first member fixes K, each new member takes a free partition, a full cluster refuses, a restart on the same directory takes its own back', async () => {

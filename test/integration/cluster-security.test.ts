@@ -8,13 +8,13 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { assertBuilt, killStartedPetrels, runPetrel, startPetrel, tempDir, waitForEvent } from '../support/petrel-process.js';
-import { haveRedis, startRedis, type TestRedis } from '../support/redis-server.js';
+import { closeStartedRedis, haveRedis, startRedis, type TestRedis } from '../support/redis-server.js';
 
 describe.skipIf(!haveRedis())('reaching the cluster\'s Redis', () => {
   let redis: TestRedis | undefined;
   afterAll(async () => {
     killStartedPetrels();
-    await redis?.close();
+    await closeStartedRedis();
   });
 
   it('takes the password from a file, never shows it in the process title or the logs, and says a wrong one without repeating it', async () => {

@@ -22,6 +22,14 @@ export interface TestRedis {
   close(): Promise<void>;
 }
 
+/** Every redis-server a test started and has not closed: `closeStartedRedis` ends them (afterAll). */
+const started = new Set<TestRedis>();
+
+/** Ends every redis-server started by this test file (also one a test started and did not close). */
+export async function closeStartedRedis(): Promise<void> {
+  await Promise.all([...started].map((redis) => redis.close()));
+}
+
 export async function startRedis(dir: string, options: { password?: string } = {}): Promise<TestRedis> {
   const port = await freePort();
   let child: ChildProcess | null = null;
@@ -49,5 +57,16 @@ export async function startRedis(dir: string, options: { password?: string } = {
     await exited;
   };
   await start();
-  return { port, url: `redis://127.0.0.1:${port}`, kill: () => stop('SIGKILL'), restart: start, close: () => stop('SIGKILL') };
+  const redis: TestRedis = {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    kill: () => stop('SIGKILL'),
+    restart: start,
+    close: async () => {
+      started.delete(redis);
+      await stop('SIGKILL');
+    },
+  };
+  started.add(redis);
+  return redis;
 }
