@@ -37,6 +37,7 @@ import { buildIndexData, type IndexData } from '../shared/index-data.js';
 import { txidOf } from './bench-queue-server/crawl-db-file.js';
 import { profilesIn, topSelfTimes } from './bench-queue-server/cpu-profile.js';
 import { runInject } from './bench-queue-server/inject.js';
+import { quantiles } from './bench-queue-server/percentiles.js';
 import { cpuOf, memoryOf } from './bench-queue-server/proc.js';
 import { runScale } from './bench-queue-server/scale.js';
 
@@ -356,10 +357,8 @@ async function pacedFetcher(
 }
 
 function percentiles(values: number[]): { p50: number | null; p95: number | null; max: number | null } {
-  if (values.length === 0) return { p50: null, p95: null, max: null };
-  const sorted = [...values].sort((a, b) => a - b);
-  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
-  return { p50: at(0.5), p95: at(0.95), max: sorted[sorted.length - 1]! };
+  const [p50, p95, max] = quantiles(values, values.length, [0.5, 0.95, 1]);
+  return { p50: p50 ?? null, p95: p95 ?? null, max: max ?? null };
 }
 
 /** Bytes of the files directly in a directory (0 when it does not exist). */
