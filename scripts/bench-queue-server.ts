@@ -442,7 +442,7 @@ async function main(): Promise<number> {
   const driverCpu = process.cpuUsage(driverCpu0);
   await client.close();
   const code = await exited;
-  const finished = events.finished as { summary?: { pagesFetched?: number; requests?: number; urlsDiscovered?: number; robotsRequests?: number } } | undefined;
+  const finished = events.finished as { summary?: { pagesFetched?: number; requests?: number; urlsDiscovered?: number; robotsRequests?: number; errorsByCode?: Record<string, number> } } | undefined;
   const summary = finished?.summary ?? {};
   const pages = summary.pagesFetched ?? 0;
   const crawlDbCommits = await txidOf(opts.dist, join(data, 'crawldb.btree'));
@@ -458,6 +458,7 @@ async function main(): Promise<number> {
     pages,
     requests: summary.requests ?? null,
     urlsDiscovered: summary.urlsDiscovered ?? null,
+    errorsByCode: summary.errorsByCode ?? null,
     resultsPosted: tally.resultsPosted,
     resultsApplied: tally.applied,
     duplicates: tally.duplicates,
@@ -491,7 +492,7 @@ async function main(): Promise<number> {
     const f = (n: number | null, digits = 0): string => (n === null ? '-' : n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits }));
     process.stdout.write(
       [
-        `pages ${f(pages)} (results applied ${f(tally.applied)}, duplicates ${f(tally.duplicates)}, posts ${f(tally.posts)}), URLs discovered ${f(report.urlsDiscovered)}`,
+        `pages ${f(pages)} (results applied ${f(tally.applied)}, duplicates ${f(tally.duplicates)}, posts ${f(tally.posts)}), URLs discovered ${f(report.urlsDiscovered)}, refused or failed by code ${JSON.stringify(report.errorsByCode ?? {})}`,
         `queue server: ${f(report.cpuMsPerPage, 3)} ms CPU per page (${f(workCpuMs)} ms = ${f(workUserMs)} user + ${f(workSystemMs)} system over ${f(workMs)} ms of work, ${f(report.pagesPerSecond)} pages/s); start-up ${f(startupMs)} ms (${f(report.startupCpuMs)} ms CPU); peak RSS ${f(report.peakRssMiB)} MiB`,
         `claims answered with a schedule: ${f(tally.claimMs.length)}, ms from sending to answer p50 ${f(report.claimMs.p50, 1)}, p95 ${f(report.claimMs.p95, 1)}, max ${f(report.claimMs.max, 1)}; index on disk ${f(report.indexBytesOnDisk)} bytes`,
         `group commits: ${f(crawlDbCommits)} (${f(report.resultsPerCommit, 1)} results each, ${f(crawlDbCommits === null ? null : crawlDbCommits / (workMs / 1000), 1)} per second); driver CPU ${f(report.driverCpuMs)} ms; load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`,
