@@ -16,6 +16,11 @@
  * own CPU, for scale.
  *
  *   npm run build && node dist/scripts/bench-queue-server.js [--pages 20000] [--links 50] [--profile] [--json]
+ *
+ * Two more modes measure the queue server at crawl scale (scripts/bench-queue-server/):
+ *   node dist/scripts/bench-queue-server.js scale [--target-urls N] ...  a synthetic fleet answering from a
+ *     deterministic link graph over 100,000 hosts until the crawl knows N URLs; kill -9, restart, check
+ *   node dist/scripts/bench-queue-server.js inject [--urls N] ...  URLs injected with no fetchers: RSS, rate
  */
 import { spawn } from 'node:child_process';
 import { setMaxListeners } from 'node:events';
@@ -23,22 +28,26 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } f
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { QueueClient } from '../fetcher/queue-client.js';
 import { PROTOCOL_VERSION, type ClaimResponse, type ItemResult, type Schedule } from '../shared/protocol.js';
 import { mulberry32 } from './test-web/prng.js';
 import { buildIndexData, type IndexData } from '../shared/index-data.js';
+import { txidOf } from './bench-queue-server/crawl-db-file.js';
+import { profilesIn, topSelfTimes } from './bench-queue-server/cpu-profile.js';
+import { runInject } from './bench-queue-server/inject.js';
+import { quantiles } from './bench-queue-server/percentiles.js';
+import { cpuOf, memoryOf } from './bench-queue-server/proc.js';
+import { runScale } from './bench-queue-server/scale.js';
 
 /** The build this script belongs to (dist/). */
 const OWN_DIST = fileURLToPath(new URL('..', import.meta.url));
 /** How fetcher/fetcher.ts batches results: this many, or this long after the first one waits, or slot end. */
 const FLUSH_COUNT = 64;
 const FLUSH_DELAY_MS = 200;
-/** Kernel clock ticks per second for /proc/PID/stat (USER_HZ, 100 on Linux). */
-const CLOCK_TICKS = 100;
 
-const USAGE = `Usage: node dist/scripts/bench-queue-server.js [options]
+const USAGE = `Usage: node dist/scripts/bench-queue-server.js [scale|inject] [options]
 
 Starts a real petrel queue-server on a fresh data directory and drives it with simulated fetchers
 (signed requests over HTTP on loopback; results generated without any web), then prints the queue
@@ -65,6 +74,11 @@ Options:
   --keep            keep the data directory (and the profile)
   --json            print the report as JSON only
   --help            show this help
+
+Modes (their own options: node dist/scripts/bench-queue-server.js MODE --help):
+  scale             a crawl of a deterministic link graph over 100,000 hosts until the crawl knows
+                    --target-urls URLs: progress as JSON lines, kill -9, restart, nothing dropped
+  inject            new URLs through POST /api/control/inject with no fetchers: RSS and URLs/s
 `;
 
 interface Options {
@@ -87,6 +101,7 @@ interface Options {
 
 function options(): Options | null {
   const { values } = parseArgs({
+    args: process.argv.slice(2),
     options: {
       pages: { type: 'string', default: '20000' },
       links: { type: 'string', default: '50' },
@@ -132,27 +147,6 @@ function options(): Options | null {
     json: values.json,
     dist: values.dist,
   };
-}
-
-/** User and system CPU time of a process (utime, stime), ms; null once it has exited. */
-function cpuOf(pid: number): { user: number; system: number } | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
-    // Fields after the command name, which is in parentheses and may contain spaces.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return { user: (Number(fields[11]) * 1000) / CLOCK_TICKS, system: (Number(fields[12]) * 1000) / CLOCK_TICKS };
-  } catch {
-    return null;
-  }
-}
-
-function vmHwmKib(pid: number): number | null {
-  try {
-    const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'latin1'));
-    return match === null ? null : Number(match[1]);
-  } catch {
-    return null;
-  }
 }
 
 /** The made-up web: hosts, and the result of every item a schedule holds. */
@@ -363,10 +357,8 @@ async function pacedFetcher(
 }
 
 function percentiles(values: number[]): { p50: number | null; p95: number | null; max: number | null } {
-  if (values.length === 0) return { p50: null, p95: null, max: null };
-  const sorted = [...values].sort((a, b) => a - b);
-  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
-  return { p50: at(0.5), p95: at(0.95), max: sorted[sorted.length - 1]! };
+  const [p50, p95, max] = quantiles(values, values.length, [0.5, 0.95, 1]);
+  return { p50: p50 ?? null, p95: p95 ?? null, max: max ?? null };
 }
 
 /** Bytes of the files directly in a directory (0 when it does not exist). */
@@ -375,43 +367,6 @@ function dirBytes(dir: string): number {
     return readdirSync(dir).reduce((sum, name) => sum + statSync(join(dir, name)).size, 0);
   } catch {
     return 0;
-  }
-}
-
-/** Top functions by self time of a .cpuprofile. */
-function topSelfTimes(path: string, top: number): { name: string; ms: number; share: number }[] {
-  const profile = JSON.parse(readFileSync(path, 'utf8')) as {
-    nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number } }[];
-    samples: number[];
-    timeDeltas: number[];
-  };
-  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
-  const totals = new Map<string, number>();
-  let all = 0;
-  profile.samples.forEach((id, i) => {
-    const frame = byId.get(id)!.callFrame;
-    const file = frame.url.replace(/^file:\/\//, '').split('/').slice(-2).join('/');
-    const name = `${frame.functionName || '(anonymous)'}${file === '' ? '' : ` ${file}:${frame.lineNumber + 1}`}`;
-    const us = profile.timeDeltas[i] ?? 0;
-    totals.set(name, (totals.get(name) ?? 0) + us);
-    all += us;
-  });
-  return [...totals]
-    .sort((a, b) => b[1] - a[1])
-    .slice(0, top)
-    .map(([name, us]) => ({ name, ms: us / 1000, share: all === 0 ? 0 : us / all }));
-}
-
-/** Commits of a B-Tree file (its txid), read with the B-Tree of the build that wrote it. */
-async function txidOf(dist: string, file: string): Promise<number | null> {
-  try {
-    const { BTree } = (await import(pathToFileURL(join(dist, 'queue-server/btree/index.js')).href)) as typeof import('../queue-server/btree/index.js');
-    const tree = BTree.open(file, { create: false, readOnly: true, cachePages: 16 });
-    const txid = tree.stats().txid;
-    tree.close();
-    return txid;
-  } catch {
-    return null;
   }
 }
 
@@ -468,7 +423,7 @@ async function main(): Promise<number> {
   let peakKib: number | null = null;
   const sample = (): void => {
     lastCpu = cpuOf(pid) ?? lastCpu;
-    peakKib = vmHwmKib(pid) ?? peakKib;
+    peakKib = memoryOf(pid)?.peakKib ?? peakKib;
   };
   const sampler = setInterval(sample, 200);
   const token = readFileSync(String(listening.tokenFile), 'utf8').trim();
@@ -487,7 +442,7 @@ async function main(): Promise<number> {
   const driverCpu = process.cpuUsage(driverCpu0);
   await client.close();
   const code = await exited;
-  const finished = events.finished as { summary?: { pagesFetched?: number; requests?: number; urlsDiscovered?: number; robotsRequests?: number } } | undefined;
+  const finished = events.finished as { summary?: { pagesFetched?: number; requests?: number; urlsDiscovered?: number; robotsRequests?: number; errorsByCode?: Record<string, number> } } | undefined;
   const summary = finished?.summary ?? {};
   const pages = summary.pagesFetched ?? 0;
   const crawlDbCommits = await txidOf(opts.dist, join(data, 'crawldb.btree'));
@@ -503,6 +458,7 @@ async function main(): Promise<number> {
     pages,
     requests: summary.requests ?? null,
     urlsDiscovered: summary.urlsDiscovered ?? null,
+    errorsByCode: summary.errorsByCode ?? null,
     resultsPosted: tally.resultsPosted,
     resultsApplied: tally.applied,
     duplicates: tally.duplicates,
@@ -527,8 +483,8 @@ async function main(): Promise<number> {
     profile: [] as { name: string; ms: number; share: number }[],
   };
   if (opts.profile) {
-    const files = readdirSync(profileDir).filter((f) => f.endsWith('.cpuprofile'));
-    if (files[0] !== undefined) report.profile = topSelfTimes(join(profileDir, files[0]), opts.top);
+    const file = profilesIn(profileDir)[0];
+    if (file !== undefined) report.profile = topSelfTimes(file, opts.top);
   }
   if (opts.json) {
     process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
@@ -536,7 +492,7 @@ async function main(): Promise<number> {
     const f = (n: number | null, digits = 0): string => (n === null ? '-' : n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits }));
     process.stdout.write(
       [
-        `pages ${f(pages)} (results applied ${f(tally.applied)}, duplicates ${f(tally.duplicates)}, posts ${f(tally.posts)}), URLs discovered ${f(report.urlsDiscovered)}`,
+        `pages ${f(pages)} (results applied ${f(tally.applied)}, duplicates ${f(tally.duplicates)}, posts ${f(tally.posts)}), URLs discovered ${f(report.urlsDiscovered)}, refused or failed by code ${JSON.stringify(report.errorsByCode ?? {})}`,
         `queue server: ${f(report.cpuMsPerPage, 3)} ms CPU per page (${f(workCpuMs)} ms = ${f(workUserMs)} user + ${f(workSystemMs)} system over ${f(workMs)} ms of work, ${f(report.pagesPerSecond)} pages/s); start-up ${f(startupMs)} ms (${f(report.startupCpuMs)} ms CPU); peak RSS ${f(report.peakRssMiB)} MiB`,
         `claims answered with a schedule: ${f(tally.claimMs.length)}, ms from sending to answer p50 ${f(report.claimMs.p50, 1)}, p95 ${f(report.claimMs.p95, 1)}, max ${f(report.claimMs.max, 1)}; index on disk ${f(report.indexBytesOnDisk)} bytes`,
         `group commits: ${f(crawlDbCommits)} (${f(report.resultsPerCommit, 1)} results each, ${f(crawlDbCommits === null ? null : crawlDbCommits / (workMs / 1000), 1)} per second); driver CPU ${f(report.driverCpuMs)} ms; load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`,
@@ -554,7 +510,15 @@ async function main(): Promise<number> {
   return 0;
 }
 
-main().then(
+/** The mode named by the first argument (the CPU-per-page run when there is none). */
+function run(): Promise<number> {
+  const mode = process.argv[2];
+  if (mode === 'scale') return runScale(process.argv.slice(3), OWN_DIST);
+  if (mode === 'inject') return runInject(process.argv.slice(3), OWN_DIST);
+  return main();
+}
+
+run().then(
   (code) => process.exit(code),
   (error: unknown) => {
     process.stderr.write(`bench-queue-server: ${(error as Error).stack ?? String(error)}\n`);

@@ -1,0 +1,39 @@
+/** The admin bearer-token routes the benchmarks call: inject URLs, read the status. */
+
+export interface InjectAnswer {
+  admitted: number;
+  rejected: { url: string; code: string; reason: string }[];
+}
+
+/** POST /api/control/inject (at most 1,000 URLs: the route's bound). */
+export async function inject(serverUrl: string, adminToken: string, urls: readonly string[]): Promise<InjectAnswer> {
+  const response = await fetch(new URL('/api/control/inject', serverUrl), {
+    method: 'POST',
+    headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ urls }),
+  });
+  if (!response.ok) throw new Error(`POST /api/control/inject answered ${response.status}: ${(await response.text()).slice(0, 500)}`);
+  return (await response.json()) as InjectAnswer;
+}
+
+/** The part of GET /api/status the benchmarks read. */
+export interface StatusFigures {
+  urlsByStatus: Record<string, number>;
+  frontierSize: number;
+  waitingUrls: number;
+  origins: number;
+  pagesFetched: number;
+  urlsDiscovered: number;
+  errorsByCode: Record<string, number>;
+}
+
+export async function status(serverUrl: string, adminToken: string): Promise<StatusFigures> {
+  const response = await fetch(new URL('/api/status', serverUrl), { headers: { authorization: `Bearer ${adminToken}` } });
+  if (!response.ok) throw new Error(`GET /api/status answered ${response.status}`);
+  return (await response.json()) as StatusFigures;
+}
+
+/** URLs the crawl database holds, by the status's counts. */
+export function knownUrlsOf(figures: StatusFigures): number {
+  return Object.values(figures.urlsByStatus).reduce((sum, n) => sum + n, 0);
+}
