@@ -35,6 +35,14 @@ export class CrawlDb {
   }
 
   /**
+   * Which of `hashes` are known (a record staged in this commit window or committed), `hashes` in
+   * ascending byte order: the seen-set's exact answer, one ordered pass over the tree per batch.
+   */
+  hasSorted(hashes: readonly UrlHash[]): boolean[] {
+    return this.#tree.hasSorted(hashes);
+  }
+
+  /**
    * Stages a new or changed record and keeps counts and duplicate indexes in step. `previous`: the record
    * it replaces (null: none), when the caller has just read it with `get`, which saves reading it again.
    */
