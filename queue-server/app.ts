@@ -181,8 +181,8 @@ export function createApp(options: AppOptions): express.Express {
 
   // Crawl control: each control of the admin page is also an API route (same code: crawl-control.ts).
   for (const action of Object.keys(CONTROL_ROUTES) as ControlAction[]) {
-    app.post(CONTROL_ROUTES[action], requireAdmin, smallJson, (req, res) => {
-      res.json(runControl(service, action, req.body));
+    app.post(CONTROL_ROUTES[action], requireAdmin, smallJson, async (req, res) => {
+      res.json(await runControl(service, action, req.body));
     });
   }
 

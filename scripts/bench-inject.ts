@@ -32,7 +32,10 @@ Options:
   --urls N     URLs injected (default 1000000)
   --hosts N    host names they are spread over (default 50000)
   --batch N    URLs per inject request (default 1000, the route's maximum)
+  --parallel N inject requests in flight at once (default 4; an inject is answered after its group
+               commit, at most every 100 ms, so one request at a time admits at most 10 batches a second)
   --dist DIR   the Petrel build to run (a dist/ directory; default: the one holding this script)
+  --profile D  run the queue server under node --cpu-prof, the profile written into directory D
   --keep       keep the data directory
   --json       print the report as JSON only
   --help       show this help
@@ -55,7 +58,9 @@ async function main(): Promise<number> {
       urls: { type: 'string', default: '1000000' },
       hosts: { type: 'string', default: '50000' },
       batch: { type: 'string', default: '1000' },
+      parallel: { type: 'string', default: '4' },
       dist: { type: 'string', default: OWN_DIST },
+      profile: { type: 'string' },
       keep: { type: 'boolean', default: false },
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
@@ -73,7 +78,7 @@ async function main(): Promise<number> {
   };
   const dir = mkdtempSync(join(tmpdir(), 'petrel-bench-inject-'));
   const data = join(dir, 'data');
-  const args = [join(values.dist, 'cli/petrel.js'), 'queue-server', '--data', data, '--port', '0', '--host', '127.0.0.1', '--scope', 'any', '--seed', 'http://seed.bench-inject.test/'];
+  const args = [...(values.profile !== undefined ? ['--cpu-prof', '--cpu-prof-dir', values.profile] : []), join(values.dist, 'cli/petrel.js'), 'queue-server', '--data', data, '--port', '0', '--host', '127.0.0.1', '--scope', 'any', '--seed', 'http://seed.bench-inject.test/'];
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-20_000)));
@@ -103,16 +108,27 @@ async function main(): Promise<number> {
   let admitted = 0;
   let rejected = 0;
   const started = performance.now();
-  for (let sent = 0; sent < urls; sent += batchSize) {
-    const batch: string[] = [];
-    for (let i = sent; i < Math.min(urls, sent + batchSize); i++) batch.push(`http://h${(i * 7919) % hosts}.bench-inject.test/p/${i}`);
-    const response = await fetch(`${base}/api/control/inject`, { method: 'POST', headers, body: JSON.stringify({ urls: batch }) });
-    if (!response.ok) throw new Error(`inject answered ${response.status}: ${(await response.text()).slice(0, 300)}`);
-    const body = (await response.json()) as { admitted: number; rejected: unknown[] };
-    admitted += body.admitted;
-    rejected += body.rejected.length;
-    if ((sent / batchSize) % 100 === 99) log(`  ${(sent + batchSize).toLocaleString('en-US')} sent, RSS ${mib(kib(pid, 'VmRSS'))} MiB, ${Math.round((sent + batchSize) / ((performance.now() - started) / 1000))} URLs/s`);
-  }
+  const parallel = Number(values.parallel);
+  let next = 0;
+  let reported = 0;
+  const sender = async (): Promise<void> => {
+    while (next < urls) {
+      const sent = next;
+      next += batchSize;
+      const batch: string[] = [];
+      for (let i = sent; i < Math.min(urls, sent + batchSize); i++) batch.push(`http://h${(i * 7919) % hosts}.bench-inject.test/p/${i}`);
+      const response = await fetch(`${base}/api/control/inject`, { method: 'POST', headers, body: JSON.stringify({ urls: batch }) });
+      if (!response.ok) throw new Error(`inject answered ${response.status}: ${(await response.text()).slice(0, 300)}`);
+      const body = (await response.json()) as { admitted: number; rejected: unknown[] };
+      admitted += body.admitted;
+      rejected += body.rejected.length;
+      if (admitted + rejected >= reported + 100_000) {
+        reported += 100_000;
+        log(`  ${reported.toLocaleString('en-US')} answered, RSS ${mib(kib(pid, 'VmRSS'))} MiB, ${Math.round(reported / ((performance.now() - started) / 1000))} URLs/s`);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: parallel }, sender));
   const seconds = (performance.now() - started) / 1000;
   const rssAfter = kib(pid, 'VmRSS');
   await new Promise((resolve) => setTimeout(resolve, 2000));
@@ -126,6 +142,7 @@ async function main(): Promise<number> {
     urls,
     hosts,
     batch: batchSize,
+    parallel,
     admitted,
     rejected,
     seconds: Math.round(seconds * 10) / 10,

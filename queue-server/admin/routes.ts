@@ -251,8 +251,8 @@ export function adminRouter(options: AdminOptions): Router {
   });
 
   for (const action of CONTROL_ACTIONS) {
-    router.post(`/api/${action}`, requireSameOrigin, requireSession, requireCsrf, json, (req, res) => {
-      res.json(runControl(service, action, req.body));
+    router.post(`/api/${action}`, requireSameOrigin, requireSession, requireCsrf, json, async (req, res) => {
+      res.json(await runControl(service, action, req.body));
     });
   }
 

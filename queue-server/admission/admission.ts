@@ -190,7 +190,8 @@ export class Admission {
     this.#seen.addNew(hash);
     this.#parts.stats.counters.urlsDiscovered++;
     this.#parts.stats.resume();
-    this.#parts.crawlDb.put(hash, newCrawlDbRecord(url, depth, score, now, this.#parts.schedule));
+    // New by the seen-set's exact answer: there is no previous record to read back.
+    this.#parts.crawlDb.put(hash, newCrawlDbRecord(url, depth, score, now, this.#parts.schedule), null);
     this.#loadRobots(origin, now);
     const entry = this.#parts.frontier.add(origin, url, hash, depth, now, this.#priorityOf(depth, score));
     if (redirectHops > 0) entry.redirectHops = redirectHops;

@@ -14,7 +14,7 @@
  * place robots.txt files are read back.
  */
 import { readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { urlHashHex, urlHash } from '../../shared/url-hash.js';
 import { ensureDirDurably, readJsonFile, writeFileAtomic } from '../storage/atomic-file.js';
 import { fsyncDir, nodeFileOps, type FileOps } from '../storage/file-ops.js';
@@ -35,12 +35,19 @@ export class RobotsStore {
   readonly #pending = new Map<string, StoredRobots>();
 
   readonly #parsed: ParsedRobotsCache<ParsedRules>;
+  /**
+   * Names of the files on disk, listed once when the store opens and kept up to date by commits, so
+   * that meeting an origin without a robots.txt costs no failed open (one per origin met otherwise).
+   * One short string per origin with a file.
+   */
+  readonly #files: Set<string>;
 
   constructor(dir: string, options: { io?: FileOps; parsedCache?: ParsedRobotsCacheOptions } = {}) {
     this.#dir = dir;
     this.#io = options.io ?? nodeFileOps;
     this.#parsed = new ParsedRobotsCache(options.parsedCache);
     ensureDirDurably(dir, { io: this.#io, mode: 0o700 });
+    this.#files = new Set(readdirSync(dir).filter((name) => name.endsWith('.json')));
   }
 
   /** Queues the outcome for the next commit; `load` sees it at once. */
@@ -55,12 +62,15 @@ export class RobotsStore {
     for (const [path, robots] of written) writeFileAtomic(path, JSON.stringify(robots), { io: this.#io, syncDir: false });
     // One directory fsync makes every rename above durable; until it succeeded none of them counts.
     fsyncDir(this.#io, this.#dir);
-    for (const [path, robots] of written) if (this.#pending.get(path) === robots) this.#pending.delete(path);
+    for (const [path, robots] of written) {
+      this.#files.add(basename(path));
+      if (this.#pending.get(path) === robots) this.#pending.delete(path);
+    }
   }
 
   load(origin: string): StoredRobots | null {
     const path = this.#path(origin);
-    const stored = this.#pending.get(path) ?? readJsonFile<StoredRobots>(path);
+    const stored = this.#pending.get(path) ?? (this.#files.has(basename(path)) ? readJsonFile<StoredRobots>(path) : null);
     return stored !== null && stored.origin === origin ? stored : null;
   }
 
