@@ -113,6 +113,11 @@ export class StagedTree<T> {
     for (const [key, bytes] of this.#tree.entries()) yield [key as UrlHash, this.#codec.decode(bytes)];
   }
 
+  /** Committed entries in key order from `from` (inclusive) on, raw: for range reads that stop early and keep their own stage. */
+  committedFrom(from: Uint8Array): IterableIterator<[Uint8Array, Uint8Array]> {
+    return this.#tree.entries({ from });
+  }
+
   stats(): ReturnType<BTree['stats']> {
     return this.#tree.stats();
   }
