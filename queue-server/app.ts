@@ -186,7 +186,7 @@ export function createApp(options: AppOptions): express.Express {
   // Crawl control: each control of the admin page is also an API route (same code: crawl-control.ts).
   for (const action of Object.keys(CONTROL_ROUTES) as ControlAction[]) {
     app.post(CONTROL_ROUTES[action], requireAdmin, smallJson, async (req, res) => {
-      const result = runControl(service, action, req.body);
+      const result = await runControl(service, action, req.body);
       // In a cluster, pause, resume and stop reach every member (cluster/cluster-control.ts).
       if (options.cluster !== undefined && (action === 'pause' || action === 'resume' || action === 'stop')) await options.cluster.publishControl(action);
       res.json(result);

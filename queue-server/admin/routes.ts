@@ -235,7 +235,7 @@ export function adminRouter(options: AdminOptions): Router {
 
   for (const action of CONTROL_ACTIONS) {
     router.post(`/api/${action}`, requireSameOrigin, requireSession, requireCsrf, json, async (req, res) => {
-      const result = runControl(service, action, req.body);
+      const result = await runControl(service, action, req.body);
       if (options.cluster !== undefined && (action === 'pause' || action === 'resume' || action === 'stop')) await options.cluster.publishControl(action);
       res.json(result);
     });

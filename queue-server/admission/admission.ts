@@ -7,7 +7,7 @@
  * robots.txt may already be on disk.
  */
 import { LIMITS } from '../../shared/protocol.js';
-import { urlHash, type UrlHash } from '../../shared/url-hash.js';
+import { urlHash, urlHashHex, type UrlHash } from '../../shared/url-hash.js';
 import { normalizeUrl, type NormalizedUrl } from '../../shared/url-normalize.js';
 import type { CrawlConfig } from '../crawl-config.js';
 import type { CrawlStats } from '../crawl/crawl-stats.js';
@@ -19,7 +19,7 @@ import type { RecentEvents } from '../crawl/recent-events.js';
 import type { RobotsStore } from '../robots/robots-store.js';
 import { KnownLinks } from './known-links.js';
 import { makeScope, type Scope } from './scope.js';
-import { SeenSet } from './seen-set.js';
+import { crawlDbExactStore, SeenSet } from './seen-set.js';
 import type { UrlPlacement } from '../frontier/url-placement.js';
 import { applyUrlRules, DEFAULT_URL_RULES } from './url-rules.js';
 import { TRAP_SHAPE_CODE, type UrlShapes } from './url-shape.js';
@@ -42,7 +42,7 @@ export interface AdmissionParts {
 export class Admission {
   readonly #parts: AdmissionParts;
   #config: CrawlConfig;
-  #seen: SeenSet;
+  readonly #seen: SeenSet;
   #seeds: NormalizedUrl[];
   #scope: Scope;
   readonly #urlRules = DEFAULT_URL_RULES;
@@ -52,7 +52,7 @@ export class Admission {
   constructor(config: CrawlConfig, parts: AdmissionParts) {
     this.#parts = parts;
     this.#config = config;
-    this.#seen = this.#newSeenSet();
+    this.#seen = new SeenSet({ capacity: config.bloomCapacity, falsePositiveRate: config.bloomFalsePositiveRate }, crawlDbExactStore(parts.crawlDb));
     this.#seeds = config.seeds.map(mustBeSeed);
     this.#scope = makeScope(config.scope, this.#seeds);
   }
@@ -61,12 +61,14 @@ export class Admission {
     return this.#seeds;
   }
 
-  /** New settings and seeds (a new crawl): the seen-set starts empty again. */
+  /**
+   * New settings and seeds (a new crawl). The seen-set stays: its exact part is the crawl database,
+   * which keeps what is known, and its Bloom filter holds every key of it.
+   */
   reconfigure(config: CrawlConfig): void {
     this.#config = config;
     this.#seeds = config.seeds.map(mustBeSeed);
     this.#scope = makeScope(config.scope, this.#seeds);
-    this.#seen = this.#newSeenSet();
     this.#known.clear();
   }
 
@@ -80,25 +82,35 @@ export class Admission {
     return this.#scope.has(url);
   }
 
+  /** A URL known from the crawl database (start, a new crawl): into the seen-set's Bloom filter. */
   markSeen(hash: UrlHash): void {
-    this.#seen.addIfNew(hash);
+    this.#seen.markKnown(hash);
   }
 
-  /** Whether the URL may be known (the seen-set; a yes is then confirmed in the crawl database). */
-  isSeen(hash: UrlHash): boolean {
-    return this.#seen.has(hash);
+  /**
+   * The batch seam of the seen-set: which of `hashes` are known, in one sorted pass over the crawl
+   * database for the Bloom filter's "maybe" answers (seen-set.ts `seenAmong`).
+   */
+  seenAmong(hashes: readonly UrlHash[]): boolean[] {
+    return this.#seen.seenAmong(hashes);
   }
 
   seenStats(): ReturnType<SeenSet['stats']> {
     return this.#seen.stats();
   }
 
-  /** Admits the links of a page (or a redirect target) at `depth`, sharing the page's OPIC score among them. */
+  /**
+   * Admits the links of a page (or a redirect target) at `depth`, sharing the page's OPIC score among
+   * them. In two steps: every link is normalized, ruled, scoped and hashed, then the seen-set answers
+   * for all of them in one batch, then each is admitted in the page's order.
+   */
   admitLinks(links: readonly string[], base: string, depth: number, parentScore: number, now: number, redirectHops = 0): void {
     const capped = links.length > LIMITS.linksPerPage ? links.slice(0, LIMITS.linksPerPage) : links;
     // OPIC: a page's importance is shared out equally among its outlinks.
     const share = capped.length > 0 ? parentScore / capped.length : 0;
     const opic = this.#config.order === 'opic';
+    const candidates: { link: string; url: NormalizedUrl; origin: string }[] = [];
+    const hashes: UrlHash[] = [];
     for (const link of capped) {
       const known = this.#known.get(link);
       if (known !== undefined) {
@@ -116,17 +128,28 @@ export class Admission {
         continue;
       }
       if (!this.#scope.has(ruled.url)) continue;
-      const hash = urlHash(ruled.url);
+      candidates.push({ link, url: ruled.url, origin: normalized.origin });
+      hashes.push(urlHash(ruled.url));
+    }
+    if (candidates.length === 0) return;
+    const seen = this.#seen.seenAmong(hashes);
+    // Hashes admitted from this batch: a URL spelled twice on one page is seen the second time.
+    const admitted = new Set<string>();
+    for (let i = 0; i < candidates.length; i++) {
+      const { link, url, origin } = candidates[i]!;
+      const hash = hashes[i]!;
+      const wasSeen = seen[i]! || (admitted.size > 0 && admitted.has(urlHashHex(hash)));
       // An infinite space found out (url-shape.ts): its new URLs cost no request.
-      const trap = this.#parts.shapes?.trapOf(ruled.url) ?? null;
+      const trap = this.#parts.shapes?.trapOf(url) ?? null;
       if (trap !== null) {
-        if (!this.#seen.has(hash)) {
+        if (!wasSeen) {
           trap.refused++;
-          this.reject(ruled.url, TRAP_SHAPE_CODE, now);
+          this.reject(url, TRAP_SHAPE_CODE, now);
         }
         continue;
       }
-      const outcome = this.#admitHashed(ruled.url, hash, normalized.origin, depth, share, now, redirectHops);
+      const outcome = this.#admitHashed(url, hash, wasSeen, origin, depth, share, now, redirectHops);
+      if (outcome === 'admitted') admitted.add(urlHashHex(hash));
       if (outcome !== 'refused') this.#known.add(link, opic ? hash : null);
     }
   }
@@ -139,15 +162,21 @@ export class Admission {
 
   /** Admits a newly discovered URL; returns false when it was already known. */
   admit(url: NormalizedUrl, origin: string, depth: number, score: number, now: number, redirectHops = 0): boolean {
-    const outcome = this.#admitHashed(url, urlHash(url), origin, depth, score, now, redirectHops);
+    const hash = urlHash(url);
+    return this.admitNew(url, hash, this.#seen.seenAmong([hash])[0]!, origin, depth, score, now, redirectHops);
+  }
+
+  /** `admit` for a URL whose seen-set answer the caller has from a batch (`seenAmong`); a URL forwarded to its partition's owner counts as admitted. */
+  admitNew(url: NormalizedUrl, hash: UrlHash, seen: boolean, origin: string, depth: number, score: number, now: number, redirectHops = 0): boolean {
+    const outcome = this.#admitHashed(url, hash, seen, origin, depth, score, now, redirectHops);
     return outcome === 'admitted' || outcome === 'forwarded';
   }
 
-  /** `admit` with the hash at hand: admitted now, seen before, or refused (and not marked seen). */
-  #admitHashed(url: NormalizedUrl, hash: UrlHash, origin: string, depth: number, score: number, now: number, redirectHops: number): 'admitted' | 'seen' | 'refused' | 'forwarded' {
+  /** `admit` with the hash at hand: admitted now, seen before, refused (and not marked seen), or forwarded to another partition. */
+  #admitHashed(url: NormalizedUrl, hash: UrlHash, seen: boolean, origin: string, depth: number, score: number, now: number, redirectHops: number): 'admitted' | 'seen' | 'refused' | 'forwarded' {
     // Another partition's host: its owner admits it (budget, seen-set, crawl db are all there).
     if (this.#parts.router?.forward(url, depth, score) === true) return 'forwarded';
-    if (this.#seen.has(hash)) {
+    if (seen) {
       // OPIC cash reaching a known page is worth a crawl database write only when it decides the order.
       if (score > 0 && this.#config.order === 'opic') this.#addScore(hash, score);
       return 'seen';
@@ -159,10 +188,11 @@ export class Admission {
       return 'refused';
     }
     queue.countAdmitted();
-    this.#seen.addIfNew(hash);
+    this.#seen.addNew(hash);
     this.#parts.stats.counters.urlsDiscovered++;
     this.#parts.stats.resume();
-    this.#parts.crawlDb.put(hash, newCrawlDbRecord(url, depth, score, now, this.#parts.schedule));
+    // New by the seen-set's exact answer: there is no previous record to read back.
+    this.#parts.crawlDb.put(hash, newCrawlDbRecord(url, depth, score, now, this.#parts.schedule), null);
     this.#loadRobots(origin, now);
     // The frontier makes it pending (placement) when it is in memory; on disk only it waits there.
     this.#parts.frontier.add(origin, url, hash, depth, now, this.#priorityOf(depth, score), redirectHops);
@@ -195,9 +225,6 @@ export class Admission {
     this.#parts.frontier.origin(origin).robots.consultStore(this.#parts.robots, policy, now);
   }
 
-  #newSeenSet(): SeenSet {
-    return new SeenSet({ capacity: this.#config.bloomCapacity, falsePositiveRate: this.#config.bloomFalsePositiveRate });
-  }
 }
 
 export function mustBeSeed(seed: string): NormalizedUrl {

@@ -37,8 +37,8 @@ export type ControlResult =
   /** A crawl started: URLs queued now (seeds and known URLs not fetched yet), and waiting for a later time. */
   | { state: DisplayState; queued: number; waiting: number };
 
-/** Runs one control with its (unvalidated) JSON body; throws HttpError for bad input or a refused action. */
-export function runControl(service: CrawlService, action: ControlAction, body: unknown): ControlResult {
+/** Runs one control with its (unvalidated) JSON body; rejects with HttpError for bad input or a refused action. */
+export async function runControl(service: CrawlService, action: ControlAction, body: unknown): Promise<ControlResult> {
   switch (action) {
     case 'pause':
       service.pause();
@@ -53,6 +53,9 @@ export function runControl(service: CrawlService, action: ControlAction, body: u
     case 'inject': {
       const { urls } = parseBody(injectSchema, body);
       const result = service.inject(urls);
+      // Answered once the admitted URLs are durable (the group commit), as results are: an inject that
+      // was answered survives a kill, and the crawl database's stage stays one commit window.
+      if (result.admitted > 0) await service.durable();
       return { state: service.displayState(), ...result };
     }
     case 'crawl':

@@ -36,6 +36,30 @@ export function lookupWith<T>(root: PageId | null, key: Uint8Array, readNode: Re
   return found === null ? null : use(found.node.valueAt(found.index));
 }
 
+/**
+ * Which of `keys` are stored, for keys in ascending unsigned byte order (a DRUM-style batch: IRLbot,
+ * Lee et al., WWW 2008): one ordered pass, so each leaf is read at most once for a run of keys that
+ * falls in it, instead of one root-to-leaf descent and a random leaf read per key. `found[i]` is set
+ * for each key present. A key past the last key of the leaf in hand descends again from the root
+ * (branches are in the page cache; the leaves are what cost).
+ */
+export function lookupSorted(root: PageId | null, keys: readonly Uint8Array[], readNode: ReadNode): boolean[] {
+  const found = new Array<boolean>(keys.length).fill(false);
+  if (root === null) return found;
+  let leaf: BTNode | null = null;
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i]!;
+    if (leaf === null || leaf.count === 0 || leaf.compareAt(leaf.count - 1, key) < 0) {
+      let node = readNode(root);
+      while (node.kind === 'branch') node = readNode(node.childAt(node.childIndex(key)));
+      leaf = node;
+    }
+    const index = leaf.lowerBound(key);
+    found[i] = index < leaf.count && leaf.compareAt(index, key) === 0;
+  }
+  return found;
+}
+
 function findLeaf(root: PageId | null, key: Uint8Array, readNode: ReadNode): { node: BTNode; index: number } | null {
   if (root === null) return null;
   let node = readNode(root);

@@ -15,8 +15,8 @@
  */
 import { BTreeError } from './errors.js';
 import { checkTree, type CheckReport } from './check.js';
-import { Cursor, lookup, lookupWith } from './cursor.js';
-import { copyKey, keyToHex, viewKey, type PageId, type UrlKey } from './keys.js';
+import { Cursor, lookup, lookupSorted, lookupWith } from './cursor.js';
+import { compareKeys, copyKey, keyToHex, viewKey, type PageId, type UrlKey } from './keys.js';
 import type { BTNode } from './node.js';
 import { DEFAULT_PAGE_SIZE, isValidPageSize, maxValueBytes } from './page-codec.js';
 import type { FileOps } from '../storage/file-ops.js';
@@ -117,6 +117,20 @@ export class BTree {
   read<T>(key: Uint8Array, decode: (value: Uint8Array) => T): T | null {
     const pager = this.#pagerOpen();
     return lookupWith(pager.meta.root, viewKey(key), this.#readNode, decode);
+  }
+
+  /**
+   * Which of `keys` are stored (the last commit), `keys` in ascending order (compareKeys): one ordered
+   * pass over the leaves (cursor.ts `lookupSorted`). Throws BTREE_KEY_INVALID for keys out of order,
+   * which would make the pass skip leaves.
+   */
+  hasSorted(keys: readonly Uint8Array[]): boolean[] {
+    const pager = this.#pagerOpen();
+    for (let i = 0; i < keys.length; i++) {
+      const key = viewKey(keys[i]);
+      if (i > 0 && compareKeys(keys[i - 1]!, key) > 0) throw new BTreeError('BTREE_KEY_INVALID', `hasSorted: key ${keyToHex(key)} at ${i} is smaller than the one before it`);
+    }
+    return lookupSorted(pager.meta.root, keys, this.#readNode);
   }
 
   put(key: Uint8Array, value: Uint8Array): void {

@@ -216,7 +216,7 @@ export class ResultApplier {
         counters.sitemapUrls++;
         urls.push(url);
         const hash = urlHash(url);
-        if (entry.lastmod === null || !admission.isSeen(hash)) continue;
+        if (entry.lastmod === null || !admission.seenAmong([hash])[0]!) continue;
         const record = stores.crawlDb.get(hash);
         if (record === null || record.lastFetchAt === null || entry.lastmod <= record.lastFetchAt) continue;
         counters.sitemapChanged++;

@@ -338,6 +338,12 @@ export class CrawlService extends EventEmitter<{
     return dropped;
   }
 
+  /** Resolves after the next group commit (what was applied or admitted so far is durable); rejects as a results post would while storage fails. */
+  durable(): Promise<void> {
+    if (this.#storageError !== null) return Promise.reject(this.#unavailable());
+    return this.#durable();
+  }
+
   inject(urls: readonly string[]): ReturnType<Crawl['inject']> {
     const result = this.#crawl.inject(urls, this.#clock());
     this.#afterChange(true);

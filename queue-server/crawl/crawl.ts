@@ -12,8 +12,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { ClaimRequest, HeartbeatRequest, ResultsRequest, ResultsResponse, Schedule } from '../../shared/protocol.js';
-import { urlHash, type UrlHash } from '../../shared/url-hash.js';
-import { normalizeUrl } from '../../shared/url-normalize.js';
+import { urlHash, urlHashHex, type UrlHash } from '../../shared/url-hash.js';
+import { normalizeUrl, type NormalizedUrl } from '../../shared/url-normalize.js';
 import { Admission } from '../admission/admission.js';
 import type { LinkRouter } from '../cluster/link-router.js';
 import { applyUrlRules, DEFAULT_URL_RULES } from '../admission/url-rules.js';
@@ -306,7 +306,7 @@ export class Crawl {
       if (this.#config.maxDepth !== null && depth > this.#config.maxDepth) continue;
       if (this.#shapes.trapOf(ruled.url) !== null) continue;
       const hash = urlHash(ruled.url);
-      const before = this.#admission.isSeen(hash) && this.#stores.crawlDb.get(hash) !== null;
+      const before = this.#admission.seenAmong([hash])[0]!;
       if (this.#admission.admit(ruled.url, normalized.origin, depth, score, now)) admitted++;
       else if (!before) continue;
       known.push(ruled.url);
@@ -324,38 +324,61 @@ export class Crawl {
     const rejected: InjectRefusal[] = [];
     let admitted = 0;
     const refuse = (url: string, code: string, reason: string) => rejected.push({ url: url.slice(0, 200), code, reason });
+    // First every URL is checked on its own; then the seen-set answers for the whole batch at once.
+    const checked: ({ readonly url: string; readonly refusal: InjectRefusal } | { readonly url: string; readonly normalized: NormalizedUrl; readonly origin: string; readonly hash: UrlHash })[] = [];
+    const hashes: UrlHash[] = [];
     for (const url of urls) {
+      const refusal = (code: string, reason: string) => checked.push({ url, refusal: { url: url.slice(0, 200), code, reason } });
       const result = normalizeUrl(url);
       if (!result.ok) {
-        refuse(url, result.code, 'not a crawlable http(s) URL');
+        refusal(result.code, 'not a crawlable http(s) URL');
         continue;
       }
       const ruled = applyUrlRules(result.url, DEFAULT_URL_RULES);
       if (!ruled.ok) {
-        refuse(url, ruled.code, 'refused by the crawl rules (a spider-trap pattern)');
+        refusal(ruled.code, 'refused by the crawl rules (a spider-trap pattern)');
         continue;
       }
       if (this.#admission.seeds.length === 0) {
-        refuse(url, 'no-crawl', 'no crawl to add it to: start a crawl with it as a seed');
+        refusal('no-crawl', 'no crawl to add it to: start a crawl with it as a seed');
         continue;
       }
       if (!this.#admission.inScope(ruled.url)) {
-        refuse(url, 'out-of-scope', `outside the crawl's scope (${this.#config.scope} of ${this.#scopeExample()}): start a crawl with it as a seed to crawl it`);
+        refusal('out-of-scope', `outside the crawl's scope (${this.#config.scope} of ${this.#scopeExample()}): start a crawl with it as a seed to crawl it`);
         continue;
       }
       const hash = urlHash(ruled.url);
-      const known = this.#admission.isSeen(hash) ? this.#stores.crawlDb.get(hash) : null;
+      checked.push({ url, normalized: ruled.url, origin: result.origin, hash });
+      hashes.push(hash);
+    }
+    const seen = hashes.length > 0 ? this.#admission.seenAmong(hashes) : [];
+    // Hashes admitted from this batch: the same URL twice in one batch is queued already the second time.
+    const admittedNow = new Set<string>();
+    let next = 0;
+    for (const item of checked) {
+      if ('refusal' in item) {
+        rejected.push(item.refusal);
+        continue;
+      }
+      const { url, normalized, origin, hash } = item;
+      const wasSeen = seen[next++]! || (admittedNow.size > 0 && admittedNow.has(urlHashHex(hash)));
+      const known = wasSeen ? this.#stores.crawlDb.get(hash) : null;
       if (known !== null) {
-        if (this.#placement.pendingEntry(hash) !== undefined) {
+        // Queued: pending (in memory or leased), or never fetched while its origin has URLs on disk
+        // only (the store has no index by URL; an unfetched known URL is queued or waiting there, as
+        // frontier-store.ts's crash model keeps it). Queuing it again would fetch it twice.
+        if (this.#placement.pendingEntry(hash) !== undefined || (known.lastFetchAt === null && this.#frontier.onDiskOf(origin) > 0)) {
           refuse(url, 'already-queued', 'queued already');
           continue;
         }
         this.#admission.queueKnown(hash, known, now);
-      } else if (!this.#admission.admit(ruled.url, result.origin, 0, 1, now)) {
+      } else if (!this.#admission.admitNew(normalized, hash, false, origin, 0, 1, now)) {
         refuse(url, 'not-admitted', `not admitted: the host's budget is spent (--max-pages-per-host)`);
         continue;
+      } else {
+        admittedNow.add(urlHashHex(hash));
       }
-      this.#admission.addSeed(ruled.url);
+      this.#admission.addSeed(normalized);
       admitted++;
     }
     this.#config = { ...this.#config, seeds: this.#admission.seeds.map(String) };

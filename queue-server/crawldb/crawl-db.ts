@@ -4,14 +4,20 @@
  * committed with each group of result batches. It is the authority on what is known and what is done;
  * the frontier and seen-set in memory are rebuilt from it when the queue server starts.
  *
- * Alongside, in memory and rebuilt from the records on start: counts by status, and the two indexes
- * that find duplicates (exact: body signature; near: 64-bit simhash within a few bits). Memory: the
- * indexes hold one entry per fetched page.
+ * Alongside: counts by status (in memory, rebuilt from the records on start), and the two indexes
+ * that find duplicates (exact: body signature; near: 64-bit simhash within a few bits), on disk in
+ * `duplicates.btree` beside it (duplicate-store.ts), opened when first needed, committed with this
+ * tree, and built from the records once when a crawl database has none yet (one from before it).
+ * Every answer of the indexes is checked against the record of the page it names.
  */
-import { urlHash, urlHashHex, type UrlHash } from '../../shared/url-hash.js';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { hammingDistance, NEAR_DUPLICATE_DISTANCE } from '../../shared/simhash.js';
+import { urlHash, urlHashFromHex, urlHashHex, type UrlHash } from '../../shared/url-hash.js';
 import { normalizeUrl } from '../../shared/url-normalize.js';
 import { StagedTree, type StagedTreeOptions } from '../storage/staged-tree.js';
-import { NearDuplicateIndex, SignatureIndex } from './near-duplicates.js';
+import type { FileOps } from '../storage/file-ops.js';
+import { DUPLICATES_FILE, DuplicateStore } from './duplicate-store.js';
 import { CRAWL_STATUSES, decodeCrawlDbRecord, encodeCrawlDbRecord, type CrawlDbRecord, type CrawlDbStatus } from './record.js';
 
 export const CRAWLDB_PAGE_SIZE = 16 * 1024;
@@ -19,19 +25,37 @@ export const CRAWLDB_PAGE_SIZE = 16 * 1024;
 export class CrawlDb {
   readonly #tree: StagedTree<CrawlDbRecord>;
   readonly #counts = new Map<CrawlDbStatus, number>(CRAWL_STATUSES.map((status) => [status, 0]));
-  readonly #signatures = new SignatureIndex();
-  readonly #near = new NearDuplicateIndex();
+  readonly #duplicatesPath: string;
+  readonly #io: FileOps | undefined;
+  #duplicates: DuplicateStore | null = null;
+  /** No duplicates.btree when this opened: `load` builds it from the records. */
+  readonly #buildDuplicates: boolean;
 
-  private constructor(tree: StagedTree<CrawlDbRecord>) {
+  private constructor(tree: StagedTree<CrawlDbRecord>, duplicatesPath: string, io: FileOps | undefined) {
     this.#tree = tree;
+    this.#duplicatesPath = duplicatesPath;
+    this.#io = io;
+    this.#buildDuplicates = !existsSync(duplicatesPath);
   }
 
   static open(path: string, options: Pick<StagedTreeOptions, 'cachePages' | 'io'> = {}): CrawlDb {
-    return new CrawlDb(CrawlDbTree.openFile(path, options));
+    return new CrawlDb(CrawlDbTree.openFile(path, options), join(dirname(path), DUPLICATES_FILE), options.io);
+  }
+
+  #dups(): DuplicateStore {
+    return (this.#duplicates ??= DuplicateStore.open(this.#duplicatesPath, { io: this.#io }));
   }
 
   get(hash: UrlHash): CrawlDbRecord | null {
     return this.#tree.get(hash);
+  }
+
+  /**
+   * Which of `hashes` are known (a record staged in this commit window or committed), `hashes` in
+   * ascending byte order: the seen-set's exact answer, one ordered pass over the tree per batch.
+   */
+  hasSorted(hashes: readonly UrlHash[]): boolean[] {
+    return this.#tree.hasSorted(hashes);
   }
 
   /**
@@ -53,15 +77,25 @@ export class CrawlDb {
 
   /** The URL (hash, 16 hex) of another page with this exact body signature, if any. */
   exactDuplicateOf(signature: string, self: UrlHash): string | null {
-    return this.#signatures.find(signature, urlHashHex(self));
+    return this.#dups().findSignature(signature, urlHashHex(self), (hex) => {
+      const record = this.#tree.get(urlHashFromHex(hex));
+      return record !== null && isOriginal(record) && record.signature === signature;
+    });
   }
 
   /** The URL (hash, 16 hex) of another page whose simhash is within NEAR_DUPLICATE_DISTANCE bits. */
   nearDuplicateOf(simhash: string, self: UrlHash): string | null {
-    return this.#near.findNear(simhash, urlHashHex(self));
+    const own = this.#tree.get(self);
+    const indexedAs = own !== null && isOriginal(own) ? own.simhash : null;
+    return this.#dups().findNear(simhash, urlHashHex(self), indexedAs, (hex, entrySimhash) => {
+      const record = this.#tree.get(urlHashFromHex(hex));
+      return record !== null && isOriginal(record) && record.simhash !== null && record.simhash === entrySimhash && hammingDistance(record.simhash, simhash) <= NEAR_DUPLICATE_DISTANCE;
+    });
   }
 
+  /** The duplicate indexes (every DUPLICATES_COMMIT_EVERY-th time), then the records. */
   commit(): void {
+    this.#duplicates?.commitSome();
     this.#tree.commit();
   }
 
@@ -69,10 +103,12 @@ export class CrawlDb {
   load(visit: (hash: UrlHash, record: CrawlDbRecord) => void): number {
     let loaded = 0;
     for (const [hash, record] of this.#tree.entries()) {
-      this.#remember(urlHashHex(hash), record);
+      this.#counts.set(record.status, (this.#counts.get(record.status) ?? 0) + 1);
+      if (this.#buildDuplicates) this.#index(urlHashHex(hash), record);
       visit(hash, record);
       loaded++;
     }
+    if (this.#buildDuplicates && this.#duplicates !== null) this.#duplicates.commitSome(true);
     return loaded;
   }
 
@@ -109,24 +145,24 @@ export class CrawlDb {
   }
 
   close(): void {
-    this.#tree.close();
-  }
-
-  #remember(key: string, record: CrawlDbRecord): void {
-    this.#counts.set(record.status, (this.#counts.get(record.status) ?? 0) + 1);
-    this.#index(key, record);
+    try {
+      this.#duplicates?.close();
+    } finally {
+      this.#tree.close();
+    }
   }
 
   /** Only originals are indexed, so a duplicate never points at another duplicate. */
   #index(key: string, record: CrawlDbRecord): void {
     if (!isOriginal(record)) return;
-    if (record.signature !== null) this.#signatures.add(record.signature, key);
-    if (record.simhash !== null) this.#near.add(key, record.simhash);
+    if (record.signature !== null) this.#dups().addSignature(record.signature, key);
+    if (record.simhash !== null) this.#dups().addNear(key, record.simhash);
   }
 
   #unindex(key: string, record: CrawlDbRecord): void {
-    if (record.signature !== null) this.#signatures.remove(record.signature, key);
-    if (record.simhash !== null) this.#near.remove(key, record.simhash);
+    if (!isOriginal(record)) return;
+    if (record.signature !== null) this.#dups().removeSignature(record.signature, key);
+    if (record.simhash !== null) this.#dups().removeNear(key, record.simhash);
   }
 }
 

@@ -272,6 +272,12 @@ export class Frontier {
     return this.#origins.get(origin)?.queuedUrls ?? 0;
   }
 
+  /** URLs of the origin queued on disk only (none of its heads in memory); 0 for an origin never seen. */
+  onDiskOf(origin: string): number {
+    const queue = this.#origins.get(origin);
+    return queue === undefined ? 0 : lineOf(queue).onDisk;
+  }
+
   get originCount(): number {
     return this.#origins.size;
   }

@@ -9,9 +9,14 @@
  * denied, section 2.3.1.4) only `unreachableRetryMs`, and the origin's URLs wait for the next attempt
  * until `attempts` fetches in a row found it unreachable (then the cutter denies them). The first time
  * an origin is met in this process, a robots.txt kept on disk (robots-store.ts) may make it known at once.
+ *
+ * Memory: the small facts of the rules (kind, Crawl-delay, expiry) are held here; the parsed file is
+ * not. With a store, `rules.robot` reads through the store's bounded cache of parsed files, which
+ * parses the stored file again on a miss, so the queue server never holds one parsed file per origin
+ * met (parsed-robots-cache.ts). Without a store (tests of other parts) the parsed file is held here.
  */
 import type { RobotsStore } from './robots-store.js';
-import { ROBOTS_CACHE_MS, rulesFromFetch, type RobotsFetchOutcome, type RobotsPolicy, type RobotsRules } from './robots.js';
+import { ROBOTS_CACHE_MS, rulesFromFetch, type Robot, type RobotsFetchOutcome, type RobotsPolicy, type RobotsRules } from './robots.js';
 
 /** What one robots.txt fetch means for its origin (OriginRobots.fetched). */
 export interface RobotsAttempt {
@@ -82,7 +87,7 @@ export class OriginRobots {
     let rules = rulesFromFetch(fetched, policy, now);
     store?.save({ ...fetched, fetchedAt: now });
     if (rules.kind !== 'deny-all') {
-      this.know(rules);
+      this.#knowParsed(rules, now, result.body?.length ?? 0, store, policy);
       this.#failures = 0;
       return { retryAt: null, unreachable: null };
     }
@@ -105,6 +110,29 @@ export class OriginRobots {
     if (stored === undefined || stored === null) return;
     const rules = rulesFromFetch(stored, policy, stored.fetchedAt);
     if (rules.expiresAt <= now || rules.kind === 'deny-all') return;
-    this.know(rules);
+    this.#knowParsed(rules, stored.fetchedAt, stored.body?.length ?? 0, store, policy);
+  }
+
+  /**
+   * Known rules from the fetch made at `fetchedAt`. A parsed file goes into the store's cache, and
+   * what is kept here reads it from there: the getter holds the store and the fetch's time, never the
+   * parsed rules themselves.
+   */
+  #knowParsed(rules: RobotsRules, fetchedAt: number, chars: number, store: RobotsStore | null, policy: RobotsPolicy): void {
+    if (rules.kind !== 'rules' || store === null) {
+      this.know(rules);
+      return;
+    }
+    store.rememberParsed(this.#origin, fetchedAt, rules, chars);
+    const origin = this.#origin;
+    const policyNow: RobotsPolicy = { userAgentToken: policy.userAgentToken, unreachableRetryMs: policy.unreachableRetryMs };
+    this.know({
+      kind: 'rules',
+      crawlDelayMs: rules.crawlDelayMs,
+      expiresAt: rules.expiresAt,
+      get robot(): Robot {
+        return store.parsedRules(origin, fetchedAt, policyNow).robot;
+      },
+    });
   }
 }

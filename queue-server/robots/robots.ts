@@ -20,7 +20,7 @@ import robotsParserModule from 'robots-parser';
 import { uniformPercentEncoding, type NormalizedUrl } from '../../shared/url-normalize.js';
 
 type RobotsParser = typeof robotsParserModule.default;
-type Robot = ReturnType<RobotsParser>;
+export type Robot = ReturnType<RobotsParser>;
 const parserModule = robotsParserModule as unknown as RobotsParser | { default: RobotsParser };
 const parseRobotsTxt: RobotsParser = typeof parserModule === 'function' ? parserModule : parserModule.default;
 

@@ -50,6 +50,30 @@ export class StagedTree<T> {
     return this.#tree.read(hash, this.#codec.decode);
   }
 
+  /**
+   * Which of `hashes` hold a value, staged or committed, `hashes` in ascending byte order: the stage
+   * answers first (a staged delete is absent), the rest in one ordered pass over the tree
+   * (BTree.hasSorted). No value is decoded.
+   */
+  hasSorted(hashes: readonly UrlHash[]): boolean[] {
+    const found = new Array<boolean>(hashes.length).fill(false);
+    const ask: UrlHash[] = [];
+    const at: number[] = [];
+    for (let i = 0; i < hashes.length; i++) {
+      const staged = this.#staged.size === 0 ? undefined : this.#staged.get(urlHashHex(hashes[i]!));
+      if (staged !== undefined) found[i] = staged.value !== null;
+      else {
+        ask.push(hashes[i]!);
+        at.push(i);
+      }
+    }
+    if (ask.length > 0) {
+      const inTree = this.#tree.hasSorted(ask);
+      for (let j = 0; j < ask.length; j++) found[at[j]!] = inTree[j]!;
+    }
+    return found;
+  }
+
   stage(hash: UrlHash, value: T | null): void {
     this.#staged.set(urlHashHex(hash), { hash, value });
   }
@@ -87,6 +111,11 @@ export class StagedTree<T> {
   /** Committed entries in key order (staged ones are not included: commit first). */
   *entries(): IterableIterator<[UrlHash, T]> {
     for (const [key, bytes] of this.#tree.entries()) yield [key as UrlHash, this.#codec.decode(bytes)];
+  }
+
+  /** Committed entries in key order from `from` (inclusive) on, raw: for range reads that stop early and keep their own stage. */
+  committedFrom(from: Uint8Array): IterableIterator<[Uint8Array, Uint8Array]> {
+    return this.#tree.entries({ from });
   }
 
   stats(): ReturnType<BTree['stats']> {

@@ -1,0 +1,281 @@
+/**
+ * The duplicate indexes on disk, `duplicates.btree` in the data directory: which original page a
+ * freshly fetched page duplicates, exactly (same body signature) or nearly (64-bit simhash within
+ * NEAR_DUPLICATE_DISTANCE bits, found through four 16-bit bands: Manku, Jain and Das Sarma, WWW 2007).
+ * The same answers as the in-memory indexes of near-duplicates.ts (which stay as the model its tests
+ * hold this one to), at no memory per page: a StagedTree (the pattern of warc/digest-index.ts) whose
+ * page cache is the bound (256 pages of 16 KiB, 4 MiB) plus what is staged between its commits.
+ *
+ * Keys, 8 bytes, by their first byte:
+ *
+ *   byte 0      bytes 1..7                          value (first byte: its kind)
+ *   0..3 band   band value (2), age (5, big-endian)  1 | URL hash (8) | simhash high (4) | low (4)
+ *   0x10        signature bytes 0..6                 2 | count (2) | count x (signature (8), URL hash (8)), oldest first
+ *   0xff        zero                                 3 | next age (8)
+ *
+ * A band bucket is a key range, in age order, so a look-up reads the oldest candidates first and stops
+ * at the first within distance, or at the asking page's own age (an entry never answers a page older
+ * than itself: near-duplicates.ts says why). A signature shares its key with others whose first 7
+ * bytes match; the whole signature is in the value and compared; at most 64 pages per key are kept
+ * (the 65th and later are never the oldest).
+ *
+ * Commit: with every DUPLICATES_COMMIT_EVERY-th commit of the crawl database (before it) and at close,
+ * as the payload digest index is committed with the WARC files. A kill loses at most those commits'
+ * changes: a lost entry lets a later copy count as an original; a lost removal leaves an entry naming a
+ * page that no longer holds that content, which the crawl database's record of that page gives away
+ * (crawl-db.ts checks every answer against it and drops such an entry).
+ */
+import { NEAR_DUPLICATE_DISTANCE, popcount32, simhashHalves } from '../../shared/simhash.js';
+import { urlHash, type UrlHash } from '../../shared/url-hash.js';
+import type { FileOps } from '../storage/file-ops.js';
+import { StagedTree } from '../storage/staged-tree.js';
+
+export const DUPLICATES_FILE = 'duplicates.btree';
+export const DUPLICATES_PAGE_SIZE = 16 * 1024;
+export const DUPLICATES_COMMIT_EVERY = 20;
+const SIGNATURE_SPACE = 0x10;
+const META_KEY = Buffer.from([0xff, 0, 0, 0, 0, 0, 0, 0]);
+const MAX_HOLDERS = 64;
+const BANDS = 4;
+const MAX_AGE = 2 ** 40;
+
+type Raw = Uint8Array;
+
+export class DuplicateStore extends StagedTree<Raw> {
+  /** Staged band entries by bucket (band << 16 | value): hex key -> value, or null for a removal. A range read merges them in. */
+  readonly #bucketStage = new Map<number, Map<string, Raw | null>>();
+  #nextAge: number | null = null;
+  #sinceCommit = 0;
+
+  static open(path: string, options: { io?: FileOps } = {}): DuplicateStore {
+    return new DuplicateStore(StagedTree.openTree(path, { pageSize: DUPLICATES_PAGE_SIZE, cachePages: 256, io: options.io }), { encode: (value) => value, decode: (bytes) => Uint8Array.from(bytes) });
+  }
+
+  // Exact duplicates -----------------------------------------------------------------------------
+
+  /**
+   * The oldest page with this signature other than `excludeHex`; null when none, or when `excludeHex`
+   * is the oldest. A holder `holds` denies (a stale entry) is removed and the next one asked.
+   */
+  findSignature(signature: string, excludeHex: string, holds: (urlHex: string) => boolean): string | null {
+    for (const oldest of this.#holders(signature)) {
+      if (oldest === excludeHex) return null;
+      if (holds(oldest)) return oldest;
+      this.removeSignature(signature, oldest);
+    }
+    return null;
+  }
+
+  addSignature(signature: string, urlHex: string): void {
+    const holders = this.#holders(signature);
+    if (holders.includes(urlHex) || holders.length >= MAX_HOLDERS) return;
+    this.#writeHolders(signature, [...holders, urlHex]);
+  }
+
+  removeSignature(signature: string, urlHex: string): void {
+    const holders = this.#holders(signature);
+    if (!holders.includes(urlHex)) return;
+    this.#writeHolders(signature, holders.filter((holder) => holder !== urlHex));
+  }
+
+  // Near duplicates ------------------------------------------------------------------------------
+
+  /**
+   * The oldest page within NEAR_DUPLICATE_DISTANCE bits of `simhash`, other than `excludeHex`, and only
+   * one older than `excludeHex` when that page is indexed (under `excludeSimhash`, its indexed simhash).
+   */
+  findNear(simhash: string, excludeHex: string, excludeSimhash: string | null, holds: (urlHex: string, simhash: string) => boolean): string | null {
+    const [high, low] = simhashHalves(simhash);
+    const ageLimit = excludeSimhash === null ? Number.POSITIVE_INFINITY : (this.#entryOf(excludeHex, excludeSimhash)?.age ?? Number.POSITIVE_INFINITY);
+    let best: { url: string; age: number } | null = null;
+    for (let band = 0; band < BANDS; band++) {
+      for (const entry of this.#bucket(band, bandOf(high, low, band))) {
+        if (entry.age >= ageLimit || (best !== null && entry.age >= best.age)) break;
+        if (entry.url === excludeHex) continue;
+        if (popcount32(entry.high ^ high) + popcount32(entry.low ^ low) <= NEAR_DUPLICATE_DISTANCE) {
+          const entrySimhash = simhashHex(entry.high, entry.low);
+          if (!holds(entry.url, entrySimhash)) {
+            // Stale (see the file comment): gone from every band, and the scan goes on.
+            this.removeNear(entry.url, entrySimhash);
+            continue;
+          }
+          best = { url: entry.url, age: entry.age };
+          break;
+        }
+      }
+    }
+    return best?.url ?? null;
+  }
+
+  /** Indexes a page under its simhash, newest; a page indexed under this simhash already keeps its age. */
+  addNear(urlHex: string, simhash: string): void {
+    if (this.#entryOf(urlHex, simhash) !== null) return;
+    const [high, low] = simhashHalves(simhash);
+    const age = this.#takeAge();
+    const value = Buffer.alloc(17);
+    value[0] = 1;
+    Buffer.from(urlHex, 'hex').copy(value, 1);
+    value.writeUInt32BE(high, 9);
+    value.writeUInt32BE(low, 13);
+    for (let band = 0; band < BANDS; band++) this.#stageBand(bandKey(band, bandOf(high, low, band), age), value);
+  }
+
+  removeNear(urlHex: string, simhash: string): void {
+    const entry = this.#entryOf(urlHex, simhash);
+    if (entry === null) return;
+    const [high, low] = simhashHalves(simhash);
+    for (let band = 0; band < BANDS; band++) this.#stageBand(bandKey(band, bandOf(high, low, band), entry.age), null);
+  }
+
+  /** Part of the crawl database's commit: the staged changes every DUPLICATES_COMMIT_EVERY-th time (`force`: now). */
+  commitSome(force = false): void {
+    if (!force && ++this.#sinceCommit < DUPLICATES_COMMIT_EVERY) return;
+    this.commit();
+    this.#bucketStage.clear();
+    this.#sinceCommit = 0;
+  }
+
+  override close(): void {
+    try {
+      this.commitSome(true);
+    } finally {
+      super.close();
+    }
+  }
+
+  // ----------------------------------------------------------------------------------------------
+
+  #holders(signature: string): string[] {
+    const value = this.get(signatureKey(signature));
+    if (value === null) return [];
+    const sig = signatureBytes(signature);
+    const view = Buffer.from(value.buffer, value.byteOffset, value.byteLength);
+    const holders: string[] = [];
+    const count = view.readUInt16BE(1);
+    for (let i = 0; i < count; i++) {
+      const at = 3 + i * 16;
+      if (view.compare(sig, 0, 8, at, at + 8) === 0) holders.push(view.toString('hex', at + 8, at + 16));
+    }
+    return holders;
+  }
+
+  /** Rewrites the holders of `signature`, keeping those of other signatures sharing the key. */
+  #writeHolders(signature: string, holders: readonly string[]): void {
+    const key = signatureKey(signature);
+    const sig = signatureBytes(signature);
+    const others: Buffer[] = [];
+    const current = this.get(key);
+    if (current !== null) {
+      const view = Buffer.from(current.buffer, current.byteOffset, current.byteLength);
+      const count = view.readUInt16BE(1);
+      for (let i = 0; i < count; i++) {
+        const at = 3 + i * 16;
+        if (view.compare(sig, 0, 8, at, at + 8) !== 0) others.push(view.subarray(at, at + 16));
+      }
+    }
+    const pairs = [...others, ...holders.map((hex) => Buffer.concat([sig, Buffer.from(hex, 'hex')]))].slice(0, MAX_HOLDERS);
+    if (pairs.length === 0) {
+      this.stage(key as UrlHash, null);
+      return;
+    }
+    const value = Buffer.alloc(3 + pairs.length * 16);
+    value[0] = 2;
+    value.writeUInt16BE(pairs.length, 1);
+    pairs.forEach((pair, i) => pair.copy(value, 3 + i * 16));
+    this.stage(key as UrlHash, value);
+  }
+
+  /** The entries of one band bucket, oldest first: committed ones merged with the staged ones. */
+  #bucket(band: number, value: number): { url: string; high: number; low: number; age: number }[] {
+    const from = bandKey(band, value, 0);
+    const staged = this.#bucketStage.get(bucketId(band, value));
+    const byKey = new Map<string, Raw>();
+    for (const [key, bytes] of this.committedFrom(from)) {
+      if (key[0] !== band || key[1] !== from[1] || key[2] !== from[2]) break;
+      byKey.set(Buffer.from(key).toString('hex'), bytes);
+    }
+    if (staged !== undefined) {
+      for (const [hex, bytes] of staged) {
+        if (bytes === null) byKey.delete(hex);
+        else byKey.set(hex, bytes);
+      }
+    }
+    return [...byKey]
+      .map(([hex, bytes]) => {
+        const view = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+        return { url: view.toString('hex', 1, 9), high: view.readUInt32BE(9), low: view.readUInt32BE(13), age: Number.parseInt(hex.slice(6), 16) };
+      })
+      .sort((a, b) => a.age - b.age);
+  }
+
+  /** The page's entry under this simhash (looked for in its first band's bucket), or null. */
+  #entryOf(urlHex: string, simhash: string): { age: number } | null {
+    const [high, low] = simhashHalves(simhash);
+    for (const entry of this.#bucket(0, bandOf(high, low, 0))) if (entry.url === urlHex && entry.high === high && entry.low === low) return entry;
+    return null;
+  }
+
+  #stageBand(key: Buffer, value: Raw | null): void {
+    const id = bucketId(key[0]!, (key[1]! << 8) | key[2]!);
+    let staged = this.#bucketStage.get(id);
+    if (staged === undefined) this.#bucketStage.set(id, (staged = new Map()));
+    staged.set(key.toString('hex'), value);
+    this.stage(key as unknown as UrlHash, value);
+  }
+
+  #takeAge(): number {
+    if (this.#nextAge === null) {
+      const meta = this.get(META_KEY as unknown as UrlHash);
+      this.#nextAge = meta === null ? 0 : Number(Buffer.from(meta.buffer, meta.byteOffset, meta.byteLength).readBigUInt64BE(1));
+    }
+    const age = this.#nextAge++;
+    if (age >= MAX_AGE) throw new Error(`duplicate index: age ${age} past the key's 40 bits`);
+    const value = Buffer.alloc(9);
+    value[0] = 3;
+    value.writeBigUInt64BE(BigInt(this.#nextAge), 1);
+    this.stage(META_KEY as unknown as UrlHash, value);
+    return age;
+  }
+}
+
+function bandOf(high: number, low: number, band: number): number {
+  switch (band) {
+    case 0:
+      return high >>> 16;
+    case 1:
+      return high & 0xffff;
+    case 2:
+      return low >>> 16;
+    default:
+      return low & 0xffff;
+  }
+}
+
+function simhashHex(high: number, low: number): string {
+  return high.toString(16).padStart(8, '0') + low.toString(16).padStart(8, '0');
+}
+
+function bucketId(band: number, value: number): number {
+  return band * 65_536 + value;
+}
+
+function bandKey(band: number, value: number, age: number): Buffer {
+  const key = Buffer.alloc(8);
+  key[0] = band;
+  key.writeUInt16BE(value, 1);
+  key.writeUIntBE(age, 3, 5);
+  return key;
+}
+
+/** A signature's 8 bytes: its 16 hex digits (contentSignature), or the hash of any other spelling. */
+function signatureBytes(signature: string): Buffer {
+  return /^[0-9a-f]{16}$/.test(signature) ? Buffer.from(signature, 'hex') : Buffer.from(urlHash(signature));
+}
+
+function signatureKey(signature: string): UrlHash {
+  const key = Buffer.alloc(8);
+  key[0] = SIGNATURE_SPACE;
+  signatureBytes(signature).copy(key, 1, 0, 7);
+  return key as unknown as UrlHash;
+}
+

@@ -1,0 +1,115 @@
+/**
+ * The duplicate indexes on disk (queue-server/crawldb/duplicate-store.ts) give the answers of the
+ * in-memory indexes they replaced (queue-server/crawldb/near-duplicates.ts, the model here) through
+ * adds, removals, commits and reopens: the oldest original with the same signature, and the oldest
+ * within 3 bits of a simhash that is older than the page asking. Stale entries (a kill between this
+ * file's commit and the crawl database's) are dropped when the crawl database's record denies them.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { DuplicateStore } from '../../queue-server/crawldb/duplicate-store.js';
+import { NearDuplicateIndex, SignatureIndex } from '../../queue-server/crawldb/near-duplicates.js';
+import { tempFile, withTempFile } from '../support/btree-helpers.js';
+
+const seed = process.env.FC_SEED === undefined ? Date.now() % 2 ** 31 : Number(process.env.FC_SEED);
+console.log(`duplicate-store fast-check seed ${seed} (set FC_SEED to replay)`);
+
+const BASES = [0x0123456789abcdefn, 0xfedcba9876543210n, 0x0f0f0f0f0f0f0f0fn, 0x0123456700000000n];
+const simhashOf = (base: number, flips: readonly number[]): string => {
+  let value = BASES[base % BASES.length]!;
+  for (const bit of flips) value ^= 1n << BigInt(bit);
+  return value.toString(16).padStart(16, '0');
+};
+const urlHex = (n: number): string => n.toString(16).padStart(16, '0');
+const signatureOf = (n: number): string => `00000000000000${n.toString(16).padStart(2, '0')}`;
+
+type Op =
+  | { kind: 'index'; url: number; signature: number; base: number; flips: number[] }
+  | { kind: 'unindex'; url: number }
+  | { kind: 'ask'; url: number; signature: number; base: number; flips: number[] }
+  | { kind: 'commit'; force: boolean }
+  | { kind: 'reopen' };
+
+// Few URLs, signatures and simhash families, few bits flipped: most asks have several candidates.
+const fingerprint = { url: fc.integer({ min: 0, max: 12 }), signature: fc.integer({ min: 0, max: 4 }), base: fc.integer({ min: 0, max: 2 }), flips: fc.array(fc.integer({ min: 0, max: 63 }), { maxLength: 4 }) };
+const opArb: fc.Arbitrary<Op> = fc.oneof(
+  { weight: 5, arbitrary: fc.record({ kind: fc.constant('index' as const), ...fingerprint }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('unindex' as const), url: fc.integer({ min: 0, max: 12 }) }) },
+  { weight: 4, arbitrary: fc.record({ kind: fc.constant('ask' as const), ...fingerprint }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('commit' as const), force: fc.boolean() }) },
+  { weight: 1, arbitrary: fc.constant({ kind: 'reopen' as const }) },
+);
+
+describe('DuplicateStore', () => {
+  it('answers as the in-memory indexes do through adds, removals, commits and reopens (property, against the model)', () => {
+    fc.assert(
+      fc.property(fc.array(opArb, { minLength: 30, maxLength: 150 }), (ops) =>
+        withTempFile((file) => {
+          let store = DuplicateStore.open(file);
+          const signatures = new SignatureIndex();
+          const near = new NearDuplicateIndex();
+          /** What each URL is indexed under now, as the crawl database's record would say. */
+          const indexed = new Map<string, { signature: string; simhash: string }>();
+          const always = () => true;
+          try {
+            for (const op of ops) {
+              if (op.kind === 'index' || op.kind === 'unindex') {
+                const url = urlHex(op.url);
+                const current = indexed.get(url);
+                if (current !== undefined) {
+                  signatures.remove(current.signature, url);
+                  near.remove(url, current.simhash);
+                  store.removeSignature(current.signature, url);
+                  store.removeNear(url, current.simhash);
+                  indexed.delete(url);
+                }
+                if (op.kind === 'index') {
+                  const next = { signature: signatureOf(op.signature), simhash: simhashOf(op.base, op.flips) };
+                  signatures.add(next.signature, url);
+                  near.add(url, next.simhash);
+                  store.addSignature(next.signature, url);
+                  store.addNear(url, next.simhash);
+                  indexed.set(url, next);
+                }
+              } else if (op.kind === 'ask') {
+                const url = urlHex(op.url);
+                const signature = signatureOf(op.signature);
+                const simhash = simhashOf(op.base, op.flips);
+                expect(store.findSignature(signature, url, always)).toBe(signatures.find(signature, url));
+                expect(store.findNear(simhash, url, indexed.get(url)?.simhash ?? null, always)).toBe(near.findNear(simhash, url));
+              } else if (op.kind === 'commit') {
+                store.commitSome(op.force);
+              } else {
+                store.close();
+                store = DuplicateStore.open(file);
+              }
+            }
+            expect(store.check().ok).toBe(true);
+          } finally {
+            store.close();
+          }
+        }),
+      ),
+      { seed, numRuns: 60 },
+    );
+  });
+
+  it('drops an entry the record of its page denies, and answers with the next original', () => {
+    const store = DuplicateStore.open(tempFile('duplicates.btree'));
+    try {
+      const simhash = simhashOf(0, []);
+      store.addNear(urlHex(1), simhash);
+      store.addNear(urlHex(2), simhashOf(0, [5]));
+      store.addSignature(signatureOf(1), urlHex(1));
+      store.addSignature(signatureOf(1), urlHex(2));
+      const stale = (hex: string) => hex !== urlHex(1);
+      expect(store.findNear(simhash, urlHex(9), null, stale)).toBe(urlHex(2));
+      expect(store.findSignature(signatureOf(1), urlHex(9), stale)).toBe(urlHex(2));
+      // Gone for good: asked again without the check, the stale page is not named.
+      expect(store.findNear(simhash, urlHex(9), null, () => true)).toBe(urlHex(2));
+      expect(store.findSignature(signatureOf(1), urlHex(9), () => true)).toBe(urlHex(2));
+    } finally {
+      store.close();
+    }
+  });
+});
