@@ -40,6 +40,7 @@ import { runInject } from './bench-queue-server/inject.js';
 import { quantiles } from './bench-queue-server/percentiles.js';
 import { cpuOf, memoryOf } from './bench-queue-server/proc.js';
 import { runScale } from './bench-queue-server/scale.js';
+import { intOption } from './bench-queue-server/int-option.js';
 
 /** The build this script belongs to (dist/). */
 const OWN_DIST = fileURLToPath(new URL('..', import.meta.url));
@@ -125,11 +126,7 @@ function options(): Options | null {
     process.stdout.write(USAGE);
     return null;
   }
-  const int = (name: string, text: string, max: number): number => {
-    const n = Number(text);
-    if (!Number.isInteger(n) || n < 1 || n > max) throw new Error(`--${name} must be an integer from 1 to ${max}, got ${text}`);
-    return n;
-  };
+  const int = (name: string, text: string, max: number): number => intOption(name, text, 1, max);
   return {
     pages: int('pages', values.pages, 10_000_000),
     links: int('links', values.links, 5000),

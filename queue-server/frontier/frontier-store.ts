@@ -33,10 +33,11 @@
  * Memory: the stage (one commit window of writes) and the deletions held back for one crawl database
  * commit, plus the tree's page cache.
  */
-import { BTree, BTreeError } from '../btree/index.js';
+import { BTree } from '../btree/index.js';
 import type { UrlHash } from '../../shared/url-hash.js';
 import type { FileOps } from '../storage/file-ops.js';
 import { MinHeap } from './heap.js';
+import { recoverAfterFailedWrite } from '../storage/staged-tree.js';
 
 /** An 8-byte key as a latin1 string of 8 characters (cheap to hash in a Set, one byte per char). */
 export type StoreKey = string & { readonly __brand: 'FrontierStoreKey' };
@@ -388,13 +389,7 @@ export class FrontierStore {
     } catch (error) {
       // The counts told to `deleted` are taken back: the deletions are written again next time.
       for (const [id, count] of deletions) deleted(id, -count);
-      if (error instanceof BTreeError && error.code === 'BTREE_IO') {
-        try {
-          this.#tree.recover();
-        } catch {
-          // Still failed: the next commit tries again; the commit's own error is the one to report.
-        }
-      }
+      recoverAfterFailedWrite(this.#tree, error);
       throw error;
     }
     this.#staged.clear();

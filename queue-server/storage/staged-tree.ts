@@ -96,13 +96,7 @@ export class StagedTree<T> {
         }
       });
     } catch (error) {
-      if (error instanceof BTreeError && error.code === 'BTREE_IO') {
-        try {
-          this.#tree.recover();
-        } catch {
-          // Still failed: the next commit tries again; the commit's own error is the one to report.
-        }
-      }
+      recoverAfterFailedWrite(this.#tree, error);
       throw error;
     }
     this.#staged.clear();
@@ -133,5 +127,19 @@ export class StagedTree<T> {
     } finally {
       this.#tree.close();
     }
+  }
+}
+
+/**
+ * After a write the file system failed (BTREE_IO), the tree is brought back to its last commit so that
+ * the next commit can try again; if that fails too, the next commit tries again, and the write's own
+ * error is the one the caller reports. Other errors leave the tree as it is.
+ */
+export function recoverAfterFailedWrite(tree: BTree, error: unknown): void {
+  if (!(error instanceof BTreeError) || error.code !== 'BTREE_IO') return;
+  try {
+    tree.recover();
+  } catch {
+    // Still failed: see above.
   }
 }

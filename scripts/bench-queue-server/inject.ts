@@ -15,6 +15,7 @@ import { profilesIn, topSelfTimes } from './cpu-profile.js';
 import { GraphModel, MAX_HOST_PAGES, MAX_HOSTS } from './graph-model.js';
 import { cpuOf, memoryOf } from './proc.js';
 import { spawnQueueServer } from './queue-server-process.js';
+import { intOption } from './int-option.js';
 
 export const INJECT_USAGE = `Usage: node dist/scripts/bench-queue-server.js inject [options]
 
@@ -55,11 +56,7 @@ export async function runInject(argv: string[], ownDist: string): Promise<number
     process.stdout.write(INJECT_USAGE);
     return 0;
   }
-  const int = (name: string, text: string, min: number, max: number): number => {
-    const n = Number(text);
-    if (!Number.isInteger(n) || n < min || n > max) throw new Error(`--${name} must be an integer from ${min} to ${max}, got ${text}`);
-    return n;
-  };
+  const int = intOption;
   const hosts = int('hosts', values.hosts, 1, MAX_HOSTS - 1);
   const urls = int('urls', values.urls, 1, hosts * (MAX_HOST_PAGES - 1));
   const batch = int('batch', values.batch, 1, 1000);

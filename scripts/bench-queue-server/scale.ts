@@ -29,6 +29,7 @@ import { quantiles } from './percentiles.js';
 import { cpuOf, memoryOf } from './proc.js';
 import { spawnQueueServer, type Listening, type QueueServerProcess } from './queue-server-process.js';
 import { SyntheticResults } from './synthetic-results.js';
+import { intOption } from './int-option.js';
 
 export const SCALE_USAGE = `Usage: node dist/scripts/bench-queue-server.js scale [options]
 
@@ -113,11 +114,7 @@ function scaleOptions(argv: string[], ownDist: string): ScaleOptions | null {
     process.stdout.write(SCALE_USAGE);
     return null;
   }
-  const int = (name: string, text: string, min: number, max: number): number => {
-    const n = Number(text);
-    if (!Number.isInteger(n) || n < min || n > max) throw new Error(`--${name} must be an integer from ${min} to ${max}, got ${text}`);
-    return n;
-  };
+  const int = intOption;
   const hosts = int('hosts', values.hosts, 1, MAX_HOSTS);
   return {
     targetUrls: int('target-urls', values['target-urls'], 1, 1_000_000_000),
