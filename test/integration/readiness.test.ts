@@ -9,7 +9,7 @@ import { createServer, request as httpRequest, type RequestListener, type Server
 import { connect, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ReadinessGate } from '../../queue-server/ops/readiness.js';
 import { startQueueServer } from '../../queue-server/daemon.js';
 import { PROTOCOL_VERSION, ROUTES } from '../../shared/protocol.js';
@@ -104,9 +104,11 @@ describe('a queue server', () => {
     let received = '';
     socket.on('data', (chunk: Buffer) => (received += chunk.toString()));
     const claimBody = claimBytes(30_000);
-    socket.write(`POST ${ROUTES.claim} HTTP/1.1\r\n${claimHead(claimBody)}\r\n`);
+    // `Expect: 100-continue` makes the server say when it has parsed the claim's head, so the shutdown
+    // begins with the claim surely in flight (a fixed wait was too short on a loaded machine).
+    socket.write(`POST ${ROUTES.claim} HTTP/1.1\r\nExpect: 100-continue\r\n${claimHead(claimBody)}\r\n`);
+    await vi.waitFor(() => expect(received).toContain('HTTP/1.1 100 Continue'), { timeout: 10_000, interval: 10 });
     socket.write(claimBody.subarray(0, 10));
-    await new Promise((resolve) => setTimeout(resolve, 200));
     const closing = running.close();
     socket.write(Buffer.concat([claimBody.subarray(10), Buffer.from('GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n')]));
     await closing;
