@@ -29,7 +29,6 @@ import { FetcherChildren } from './fetcher-children.js';
 import { addFetcherOptions, fetcherArgs, type LocalFetcherValues } from './fetcher-options.js';
 import { checkWritableDataDir, DATA_OPTION, fail, integerOption } from './options.js';
 import { loadSaved } from './queue-server-command.js';
-import { followProgress } from './progress.js';
 
 interface CrawlValues extends CrawlOptionValues, LocalFetcherValues {
   data: string;
@@ -214,7 +213,9 @@ async function runCrawl(values: CrawlValues, settingsArgs: string[]): Promise<Cr
   if (interrupted) server.kill('SIGTERM');
   else if (fetchers === null) startFetchers();
 
-  const stopProgress = values.progress ? followProgress(started.url, readFileSync(started.tokenFile, 'utf8').trim(), process.stderr) : () => undefined;
+  // Loaded once the children run: progress.ts polls through the fetcher's QueueClient, whose undici
+  // is about 1 MB of the bundle that this process would otherwise compile before spawning anything.
+  const stopProgress = values.progress ? (await import('./progress.js')).followProgress(started.url, readFileSync(started.tokenFile, 'utf8').trim(), process.stderr) : () => undefined;
   const serverStatus = await serverExit;
   stopProgress();
   // The crawl is over, or the queue server gone: nothing is leased, so the fetchers hold nothing.

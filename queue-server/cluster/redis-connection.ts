@@ -3,10 +3,21 @@
  * Errors are handed to `onError` with the address as it may be logged; ioredis reconnects by itself
  * (commands sent meanwhile wait in its offline queue), so a Redis restart costs a pause, not a member.
  */
-import { Redis } from 'ioredis';
+import { createRequire } from 'node:module';
+import type { Redis as RedisClient } from 'ioredis';
 import type { RedisTarget } from '../../shared/redis-url.js';
 
-export function connectRedis(target: RedisTarget, options: { name: string; onError?: (message: string) => void }): Redis {
+// Loaded on the first connection, not with the queue server: ioredis is about 370 KB of the bundle that
+// every queue server start compiled, and only a `--cluster` member uses it (require keeps it out of the
+// bundle; node_modules is there at run time).
+let RedisConstructor: typeof RedisClient | null = null;
+function redisConstructor(): typeof RedisClient {
+  RedisConstructor ??= (createRequire(import.meta.url)('ioredis') as { Redis: typeof RedisClient }).Redis;
+  return RedisConstructor;
+}
+
+export function connectRedis(target: RedisTarget, options: { name: string; onError?: (message: string) => void }): RedisClient {
+  const Redis = redisConstructor();
   const redis = new Redis({
     host: target.host,
     port: target.port,
