@@ -72,6 +72,8 @@ class OriginLine {
   /** The priority (and tie order) to file the origin under while its heads are on disk only. */
   diskPriority = 0;
   diskSeq = 0;
+  /** An operator named the origin (inject): its host may be on a private address, as a seed's host may. */
+  trusted = false;
 }
 
 /** The frontier's way into an origin's line; no other module can reach it (set by OriginQueue's static block). */
@@ -229,7 +231,7 @@ export class Frontier {
   /** Store keys of URLs in memory or taken (out on lease, being cut) and not settled: a refill skips them. */
   readonly #out = new Set<StoreKey>();
   /** Origins of the store's directory that have no OriginQueue (nothing queued when the process started). */
-  readonly #dormant = new Map<string, { id: number; seq: number }>();
+  readonly #dormant = new Map<string, { id: number; seq: number; trusted: boolean }>();
   /** Origins by store id, for the store's deletion counts. */
   readonly #byId = new Map<number, OriginQueue>();
   #queued = 0;
@@ -294,6 +296,7 @@ export class Frontier {
         line.id = dormant.id;
         line.seq = dormant.seq;
         line.firstSeqOfRun = dormant.seq;
+        line.trusted = dormant.trusted;
         this.#byId.set(line.id, queue);
       }
     }
@@ -323,12 +326,14 @@ export class Frontier {
 
   #readDirectory(now: number, met: (queue: OriginQueue) => void, options: { queues: boolean }): void {
     if (this.#store === null) return;
+    const trusted = this.#store.trustedOrigins();
     for (const stored of this.#store.origins()) {
+      const known = { id: stored.id, seq: stored.seq, trusted: trusted.has(stored.id) };
       if (stored.stored === 0 || !options.queues || this.#origins.has(stored.origin)) {
-        if (!this.#origins.has(stored.origin)) this.#dormant.set(stored.origin, { id: stored.id, seq: stored.seq });
+        if (!this.#origins.has(stored.origin)) this.#dormant.set(stored.origin, known);
         continue;
       }
-      this.#dormant.set(stored.origin, { id: stored.id, seq: stored.seq });
+      this.#dormant.set(stored.origin, known);
       const queue = this.origin(stored.origin);
       const line = lineOf(queue);
       line.stored = stored.stored;
@@ -433,6 +438,46 @@ export class Frontier {
     this.#eligible.clear();
     this.#timed.clear();
     return dropped;
+  }
+
+  /**
+   * An operator named the origin (an inject): its host may be on a private address, as a seed's host
+   * may (leases.ts `allowPrivateAddresses`). Kept in the store from the next commit, so it outlives a
+   * restart as the URLs queued with it do; a new crawl (`forgetTrusted`) ends it.
+   */
+  trust(origin: string): void {
+    const queue = this.origin(origin);
+    const line = lineOf(queue);
+    if (line.trusted) return;
+    line.trusted = true;
+    if (this.#store === null) return;
+    if (line.id === 0) {
+      line.id = this.#store.newOriginId();
+      this.#byId.set(line.id, queue);
+      this.#directoryChanged(queue, line);
+    }
+    this.#store.setTrusted(line.id, true);
+  }
+
+  /** Whether an operator named the origin (`trust`); false for an origin never seen. */
+  isTrusted(origin: string): boolean {
+    const queue = this.#origins.get(origin);
+    return queue === undefined ? this.#dormant.get(origin)?.trusted === true : lineOf(queue).trusted;
+  }
+
+  /** A new crawl: the origins injected into the one before are trusted no more (their seeds are gone too). */
+  forgetTrusted(): void {
+    for (const queue of this.#origins.values()) {
+      const line = lineOf(queue);
+      if (!line.trusted) continue;
+      line.trusted = false;
+      if (line.id !== 0) this.#store?.setTrusted(line.id, false);
+    }
+    for (const dormant of this.#dormant.values()) {
+      if (!dormant.trusted) continue;
+      dormant.trusted = false;
+      this.#store?.setTrusted(dormant.id, false);
+    }
   }
 
   /** A new crawl: every origin's page budget (--max-pages-per-host) counts from zero. */
