@@ -591,7 +591,7 @@ export class Crawl {
     // the next commit, after the crawl database has them (frontier/frontier-store.ts). Not between the
     // cache and the crawl database: a kill between those two is to stay as unlikely as before.
     commitStore('frontier.btree', () => this.#stores.frontier?.commit((id, count) => this.#frontier.storeDeleted(id, count)));
-    commitStore('robots/', () => this.#stores.robots?.commit());
+    commitStore('robots.btree', () => this.#stores.robots?.commit());
     commitStore('cache.btree', () => this.#stores.cache.commit());
     commitStore('index/', () => this.#stores.index?.commit());
     commitStore('crawldb.btree', () => this.#stores.crawlDb.commit());
