@@ -28,6 +28,8 @@
 import type { NormalizedUrl } from '../../shared/url-normalize.js';
 import type { UrlHash } from '../../shared/url-hash.js';
 import { OriginRobots, type RobotsState } from '../robots/origin-robots.js';
+import { crawlDelayOf } from '../robots/robots.js';
+import { BiggestQueues } from './biggest-queues.js';
 import { MinHeap } from './heap.js';
 import type { PolitenessGroup } from './politeness-group.js';
 import { priorityBucket, seqOfKey, urlKey, type FrontierStore, type StoreKey } from './frontier-store.js';
@@ -239,6 +241,8 @@ export class Frontier {
   #chargedQueued = 0;
   /** Origins whose queue is not empty (for the admin page's waiting hosts). */
   #queuedOrigins = 0;
+  /** The origins with the most queued URLs per Crawl-delay, for the time-left estimate (biggest-queues.ts). */
+  readonly #biggest = new BiggestQueues<OriginQueue>();
   #seq = 0;
 
   constructor(policy: FrontierPolicy, options: FrontierOptions = {}) {
@@ -383,6 +387,7 @@ export class Frontier {
     line.onDisk++;
     this.#queued++;
     if (wasEmpty) this.#queuedOrigins++;
+    this.#track(queue);
     if (line.onDisk === 1 || priority < line.diskPriority) {
       line.diskPriority = priority;
       line.diskSeq = seq;
@@ -404,6 +409,7 @@ export class Frontier {
       line.chargedQueued++;
       this.#chargedQueued++;
     }
+    this.#track(queue);
     if (wasEmpty || line.urls.peek() !== head) this.reconsider(queue, now);
   }
 
@@ -431,6 +437,7 @@ export class Frontier {
     }
     this.#store?.clearUrls();
     this.#out.clear();
+    this.#biggest.clear();
     this.#queued = 0;
     this.#resident = 0;
     this.#chargedQueued = 0;
@@ -501,6 +508,7 @@ export class Frontier {
       line.chargedQueued--;
       this.#chargedQueued--;
     }
+    this.#track(queue);
     return entry;
   }
 
@@ -513,10 +521,20 @@ export class Frontier {
     this.#directoryChanged(queue, line);
   }
 
+  /**
+   * Up to `perGroup` origins with the most queued URLs for each Crawl-delay (none being one): the
+   * origins the time-left estimate needs (crawl/time-left.ts, biggest-queues.ts), never a walk of all.
+   */
+  biggestQueues(perGroup: number): IterableIterator<OriginQueue> {
+    return this.#biggest.candidates(perGroup);
+  }
+
   /** Re-files an origin after anything that may change whether, or when, it can get a slot. */
   reconsider(queue: OriginQueue, now: number): void {
     const line = lineOf(queue);
     line.version++;
+    // Its robots.txt (a Crawl-delay) may have changed: the biggest queues file it by that.
+    this.#track(queue);
     const head = line.urls.peek();
     if (head === undefined && line.onDisk === 0) return;
     if (queue.robotsState === 'fetching') return;
@@ -579,6 +597,11 @@ export class Frontier {
       this.#onResident(entry);
     }
     if (queue.queuedUrls === 0 && rows.length + missing > 0) this.#queuedOrigins--;
+    this.#track(queue);
+  }
+
+  #track(queue: OriginQueue): void {
+    this.#biggest.set(queue, crawlDelayOf(queue.robots.rules), queue.queuedUrls);
   }
 
   #directoryChanged(queue: OriginQueue, line: OriginLine): void {
