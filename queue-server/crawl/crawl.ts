@@ -142,6 +142,7 @@ export class Crawl {
         memoryUrls: config.frontierMemoryUrls,
         onResident: (entry) => this.#placement.pending(entry),
         validate: (entry) => this.#stillDue(entry),
+        isPending: (hash) => this.#placement.pendingEntry(hash) !== undefined,
       },
     );
     this.#admission = new Admission(config, {

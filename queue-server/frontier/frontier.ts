@@ -215,6 +215,8 @@ export interface FrontierOptions {
   readonly onResident?: (entry: QueuedUrl) => void;
   /** A URL read back that an earlier process wrote: whether it is still due (false: it is settled and dropped). */
   readonly validate?: (entry: QueuedUrl) => boolean;
+  /** Whether a URL is pending now (in memory or out on lease): a second copy read back is settled, not queued. */
+  readonly isPending?: (hash: UrlHash) => boolean;
 }
 
 /** URLs read back from disk at a time, at least and at most (the claim path reads one batch per origin, not one URL). */
@@ -230,6 +232,7 @@ export class Frontier {
   readonly #memoryUrls: number;
   readonly #onResident: (entry: QueuedUrl) => void;
   readonly #validate: (entry: QueuedUrl) => boolean;
+  readonly #isPending: (hash: UrlHash) => boolean;
   /** Store keys of URLs in memory or taken (out on lease, being cut) and not settled: a refill skips them. */
   readonly #out = new Set<StoreKey>();
   /** Origins of the store's directory that have no OriginQueue (nothing queued when the process started). */
@@ -251,6 +254,7 @@ export class Frontier {
     this.#memoryUrls = this.#store === null ? Infinity : (options.memoryUrls ?? 100_000);
     this.#onResident = options.onResident ?? (() => {});
     this.#validate = options.validate ?? (() => true);
+    this.#isPending = options.isPending ?? (() => false);
   }
 
   /** URLs waiting in origin queues (in memory and on disk). */
@@ -586,7 +590,9 @@ export class Frontier {
     for (const { key, entry: stored } of rows) {
       const entry: QueuedUrl = { url: stored.url as NormalizedUrl, hash: stored.hash, depth: stored.depth, priority: stored.priority, seq: this.#seq++, charged: false, key };
       if (stored.redirectHops > 0) entry.redirectHops = stored.redirectHops;
-      if (seqOfKey(key) < line.firstSeqOfRun && !this.#validate(entry)) {
+      // Settled without a request: written by an earlier process and done since, or a second copy of a
+      // URL pending now (queued again while this copy was on disk only: releaseDue, an inject).
+      if ((seqOfKey(key) < line.firstSeqOfRun && !this.#validate(entry)) || this.#isPending(entry.hash)) {
         store.settle(key);
         continue;
       }
