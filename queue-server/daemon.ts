@@ -299,10 +299,10 @@ export function openStores(dataDir: string, options: { io?: FileOps; warc?: Omit
   };
   let index: IndexStore | null = null;
   try {
-    const robots = new RobotsStore(dataPath(dataDir, 'robots'), { io });
+    const robots = RobotsStore.open(dataPath(dataDir, 'robots'), { io, legacyDir: dataPath(dataDir, 'robotsLegacy') });
     // Closed (committed) in this order, as Crawl.commit does: the crawl database last, since it is the
     // authority on what is done (see ARCHITECTURE.md).
-    opened.push({ close: () => robots.commit() });
+    opened.push(robots);
     const cache = CacheStore.open(dataPath(dataDir, 'cache'), { io });
     opened.push(cache);
     // The search index, committed before the crawl database, as in Crawl.commit.

@@ -72,11 +72,6 @@ export class Admission {
     this.#known.clear();
   }
 
-  /** Adds a seed to the running crawl (it widens a prefix scope); a seed given twice is kept once. */
-  addSeed(seed: NormalizedUrl): void {
-    if (this.#scope.add(seed)) this.#seeds.push(seed);
-  }
-
   /** Whether the crawl's scope takes the URL: a seed, or a URL the scope filter accepts. */
   inScope(url: NormalizedUrl): boolean {
     return this.#scope.has(url);

@@ -16,7 +16,7 @@ export const SCOPES = ['prefix', 'host', 'domain', 'any'] as const;
 export type ScopeKind = (typeof SCOPES)[number];
 
 /**
- * The scope of a crawl's seeds, grown one seed at a time (inject adds seeds to a running crawl). A
+ * The scope of a crawl's seeds, built one seed at a time. A
  * check costs the same however many seeds there are (a set look-up; for `prefix`, the prefixes of the
  * URL's own origin), and so does adding a seed: links are checked by the thousand per second, and a
  * crawl may have a hundred thousand seeds.

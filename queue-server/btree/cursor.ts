@@ -7,9 +7,9 @@
  * reused, so the cursor drops its path and re-seeks to the first key after the last one it returned in the
  * new tree. Entries written behind the cursor are not seen; entries ahead of it are.
  */
-import { KEY_BYTES, type PageId, type UrlKey } from './keys.js';
+import type { PageId, UrlKey } from './keys.js';
 import type { BTNode } from './node.js';
-import { PAGE_HEADER_BYTES, leafLengthsAt, leafValuesAt, u16 } from './page-codec.js';
+import { leafValuesAt } from './page-codec.js';
 
 export type ReadNode = (id: PageId) => BTNode;
 
@@ -75,48 +75,45 @@ interface BranchFrame {
 }
 
 /**
- * The leaf the cursor is in: a private copy of its bytes (the cached page may be evicted and its buffer
- * reused while the cursor waits), read in place.
+ * The leaf the cursor is in, read in place from the page cache by its id at every step: a cached page may
+ * be evicted and its buffer reused while the cursor waits, so no node is held between steps; read again,
+ * the page holds the same bytes, since a page of a committed tree is never written in place and the
+ * cursor seeks anew when a commit changed the tree (`Cursor.next`). No copy of the page is made: a range
+ * read of a few entries (a frontier refill, a duplicate band) used to copy a whole 16 KiB leaf.
  */
 class LeafFrame {
-  readonly #bytes: Uint8Array;
+  readonly #readNode: (id: PageId) => BTNode;
+  readonly #id: PageId;
   readonly #count: number;
-  readonly #lengthsAt: number;
-  /** Next entry to return, and where its value starts in #bytes. */
+  /** Next entry to return, and where its value starts in the page. */
   #index: number;
   #valueAt: number;
 
-  constructor(node: BTNode, index: number) {
-    this.#bytes = node.copyBytes();
+  constructor(readNode: (id: PageId) => BTNode, id: PageId, node: BTNode, index: number) {
+    this.#readNode = readNode;
+    this.#id = id;
     this.#count = node.count;
-    this.#lengthsAt = leafLengthsAt(this.#count);
-    this.#index = 0;
+    this.#index = index;
     this.#valueAt = leafValuesAt(this.#count);
-    while (this.#index < index) this.#skip();
+    for (let j = 0; j < index; j++) this.#valueAt += node.valueLength(j);
   }
 
   get done(): boolean {
     return this.#index >= this.#count;
   }
 
-  /** The key of the entry `take` returned last, as a view into the private copy (nothing writes it). */
+  /** A copy of the key of the entry `take` returned last (not the one handed out: the caller may write into that one). */
   lastKey(): Uint8Array {
-    const at = PAGE_HEADER_BYTES + (this.#index - 1) * KEY_BYTES;
-    return this.#bytes.subarray(at, at + KEY_BYTES);
+    return this.#readNode(this.#id).keyAt(this.#index - 1).slice();
   }
 
   /** Returns copies of the next entry's key and value (each with its own buffer), and moves past it. */
   take(): [Uint8Array, Uint8Array] {
-    const at = PAGE_HEADER_BYTES + this.#index * KEY_BYTES;
-    const length = u16(this.#bytes, this.#lengthsAt + 2 * this.#index);
-    const entry: [Uint8Array, Uint8Array] = [this.#bytes.slice(at, at + KEY_BYTES), this.#bytes.slice(this.#valueAt, this.#valueAt + length)];
-    this.#skip();
-    return entry;
-  }
-
-  #skip(): void {
-    this.#valueAt += u16(this.#bytes, this.#lengthsAt + 2 * this.#index);
-    this.#index++;
+    const node = this.#readNode(this.#id);
+    const i = this.#index++;
+    const at = this.#valueAt;
+    this.#valueAt += node.valueLength(i);
+    return [node.keyAt(i).slice(), node.copyRange(at, this.#valueAt)];
   }
 }
 
@@ -173,7 +170,7 @@ export class Cursor implements IterableIterator<[Uint8Array, Uint8Array]> {
     }
     let index = key === null ? 0 : node.lowerBound(key);
     if (this.#after !== null && index < node.count && node.compareAt(index, this.#after) === 0) index++;
-    this.#leaf = new LeafFrame(node, index);
+    this.#leaf = new LeafFrame((page) => this.#source.readNode(page), id, node, index);
   }
 
   /** Moves past exhausted leaves to the next entry; returns its leaf, or null at the end. */
@@ -201,6 +198,6 @@ export class Cursor implements IterableIterator<[Uint8Array, Uint8Array]> {
       id = node.childAt(0);
       node = this.#source.readNode(id);
     }
-    this.#leaf = new LeafFrame(node, 0);
+    this.#leaf = new LeafFrame((page) => this.#source.readNode(page), id, node, 0);
   }
 }

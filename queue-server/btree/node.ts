@@ -208,6 +208,11 @@ export class BTNode {
     return this.#bytes().subarray(at, at + this.valueLength(i));
   }
 
+  /** Bytes [at, end) of the page, copied into their own buffer (a cursor that tracks value offsets itself). */
+  copyRange(at: number, end: number): Uint8Array {
+    return this.#bytes().slice(at, end);
+  }
+
   /** Leaf: value i, copied into its own buffer. */
   copyValueAt(i: number): Uint8Array {
     const at = this.#valueAt(i);

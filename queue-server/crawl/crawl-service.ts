@@ -347,7 +347,6 @@ export class CrawlService extends EventEmitter<{
   inject(urls: readonly string[]): ReturnType<Crawl['inject']> {
     const result = this.#crawl.inject(urls, this.#clock());
     this.#afterChange(true);
-    if (result.admitted > 0) this.emit('settings', this.#crawl.config, this.#control === 'stopped');
     return result;
   }
 

@@ -83,12 +83,16 @@ export function crawlStatus(parts: CrawlParts, state: CrawlState, pass: CrawlPas
   };
 }
 
+/** Origins per Crawl-delay the time-left estimate looks at: those with the most queued URLs (their waits differ). */
+const TIME_LEFT_CANDIDATES = 16;
+
 function timeLeftOf(parts: CrawlParts, now: number): TimeLeft | null {
   if (parts.frontier.queued === 0) return null;
   const fetches = parts.recent.fetches();
   const averageResponseMs = fetches.length === 0 ? 0 : fetches.reduce((sum, fetch) => sum + fetch.durationMs, 0) / fetches.length;
+  // The origins with the most queued URLs per Crawl-delay, never every origin (frontier/biggest-queues.ts).
   const work = function* (): Generator<OriginWork> {
-    for (const queue of parts.frontier.origins()) {
+    for (const queue of parts.frontier.biggestQueues(TIME_LEFT_CANDIDATES)) {
       if (queue.queuedUrls === 0) continue;
       const crawlDelay = crawlDelayOf(queue.robots.rules);
       yield {

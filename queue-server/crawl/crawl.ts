@@ -142,6 +142,7 @@ export class Crawl {
         memoryUrls: config.frontierMemoryUrls,
         onResident: (entry) => this.#placement.pending(entry),
         validate: (entry) => this.#stillDue(entry),
+        isPending: (hash) => this.#placement.pendingEntry(hash) !== undefined,
       },
     );
     this.#admission = new Admission(config, {
@@ -269,6 +270,7 @@ export class Crawl {
     this.dropQueued(now);
     this.#placement.dropWaiting();
     this.#frontier.resetBudgets();
+    this.#frontier.forgetTrusted();
     this.#stats.reset();
     this.#recent.clear();
     this.#hostBackoff.reset(hostBackoffPolicyOf(config));
@@ -318,7 +320,8 @@ export class Crawl {
    * Adds URLs to the running crawl at depth 0. A URL is refused, with its reason, when it is no
    * crawlable URL, a crawl rule refuses it, it lies outside the crawl's scope (inject does not widen
    * the scope: start a crawl with it as a seed for that), or it is queued already. An accepted URL
-   * joins the seeds; a known one that is at rest is queued again.
+   * is queued (a known one at rest is queued again); it does not join the seeds, so an inject costs
+   * the same however many came before it.
    */
   inject(urls: readonly string[], now: number): { admitted: number; rejected: InjectRefusal[] } {
     const rejected: InjectRefusal[] = [];
@@ -378,10 +381,12 @@ export class Crawl {
       } else {
         admittedNow.add(urlHashHex(hash));
       }
-      this.#admission.addSeed(normalized);
+      // Not a seed: the seeds stay the crawl's settings (crawl.json), whatever is injected, and an
+      // injected URL in scope cannot widen it. Its origin is trusted as a seed's host is (private
+      // addresses), kept in frontier.btree with the URLs (frontier.ts `trust`).
+      if (!this.#seedHosts().has(new URL(origin).hostname)) this.#frontier.trust(origin);
       admitted++;
     }
-    this.#config = { ...this.#config, seeds: this.#admission.seeds.map(String) };
     if (admitted > 0) this.#stats.start(now);
     return { admitted, rejected };
   }
@@ -481,7 +486,7 @@ export class Crawl {
     for (const slot of cut.slots) for (const item of slot.items) if (item.entry !== null) item.entry.leased = true;
     const lease = this.#leases.issue(request.fetcherId, cut.slots, now, this.#config.leaseMs);
     const seedHosts = this.#seedHosts();
-    return scheduleOf(lease, this.#config.leaseMs, (origin) => seedHosts.has(new URL(origin).hostname), this.archiving, this.#config.index);
+    return scheduleOf(lease, this.#config.leaseMs, (origin) => seedHosts.has(new URL(origin).hostname) || this.#frontier.isTrusted(origin), this.archiving, this.#config.index);
   }
 
   /**
@@ -502,8 +507,9 @@ export class Crawl {
   }
 
   /**
-   * The host names of the seeds (given at start, in the admin form, or injected): the fetcher may
-   * connect to them on any address, private ones included. Rebuilt when the seeds change.
+   * The host names of the seeds (given at start or in the admin form): the fetcher may connect to them
+   * on any address, private ones included (so may it to an injected URL's origin: `Frontier.isTrusted`).
+   * Rebuilt when the seeds change.
    */
   #seedHosts(): ReadonlySet<string> {
     const seeds = this.#admission.seeds;
@@ -586,7 +592,7 @@ export class Crawl {
     // the next commit, after the crawl database has them (frontier/frontier-store.ts). Not between the
     // cache and the crawl database: a kill between those two is to stay as unlikely as before.
     commitStore('frontier.btree', () => this.#stores.frontier?.commit((id, count) => this.#frontier.storeDeleted(id, count)));
-    commitStore('robots/', () => this.#stores.robots?.commit());
+    commitStore('robots.btree', () => this.#stores.robots?.commit());
     commitStore('cache.btree', () => this.#stores.cache.commit());
     commitStore('index/', () => this.#stores.index?.commit());
     commitStore('crawldb.btree', () => this.#stores.crawlDb.commit());

@@ -2,8 +2,8 @@
  * The crawl's settings kept in the data directory (`crawl.json`), so that the next `petrel start`,
  * `petrel crawl` or `petrel queue-server` on it goes on with the same seeds, scope and limits instead
  * of forgetting them. Written atomically (storage/atomic-file.ts) whenever the settings change: at
- * start, when a crawl is started from the admin page or the API, when URLs are injected, and when the
- * crawl is stopped (a stopped crawl stays stopped across a restart until a new one is started).
+ * start, when a crawl is started from the admin page or the API, and when the crawl is stopped (not
+ * when URLs are injected: they are queued, not made seeds, crawl/crawl.ts `inject`) (a stopped crawl stays stopped across a restart until a new one is started).
  *
  * What is kept: every setting but `once` (that is the command's mode, not the crawl's). A file that
  * does not parse or holds a value out of bounds is an error naming the file, never silently ignored.

@@ -13,7 +13,9 @@
  *   key (8 bytes, big-endian)                                     value
  *   00 00000000 000000       meta                                 JSON: next origin id, waiting, pass
  *   00 00000001 <id:3>       origin directory record              seq:u32 stored:u32 origin (UTF-8)
- *   00 <at s:4, >= 2> <n:3>  a URL waiting until `at`             at:f64 (ms since epoch) hash:8
+ *   00 00000002 <id:3>       origin named by the operator          01 (an inject: its host may be on a
+ *                            (trusted like a seed's host)            private address, as a seed's may)
+ *   00 <at s:4, >= 3> <n:3>  a URL waiting until `at`             at:f64 (ms since epoch) hash:8
  *   <id:3, >= 010000> <bucket:1> <seq:4>   a queued URL           hash:8 priority:f64 depth:u16
  *                                                                 charged:u8 hops:u8 url (UTF-8)
  *
@@ -44,7 +46,8 @@ export type StoreKey = string & { readonly __brand: 'FrontierStoreKey' };
 
 export const FIRST_ORIGIN_ID = 0x010000;
 export const MAX_ORIGIN_ID = 0xffffff;
-const WAITING_SECONDS_MIN = 2;
+/** Waiting keys start at second 3: seconds 1 and 2 are the directory's and the trusted origins' key spaces. */
+const WAITING_SECONDS_MIN = 3;
 
 export interface StoredUrl {
   readonly hash: UrlHash;
@@ -74,6 +77,7 @@ export interface FrontierMeta {
 }
 
 const META_KEY = keyOf([0, 0, 0, 0, 0, 0, 0, 0]);
+const TRUSTED_VALUE = Uint8Array.of(1);
 
 function keyOf(bytes: ArrayLike<number>): StoreKey {
   let key = '';
@@ -108,6 +112,10 @@ export function seqOfKey(key: StoreKey): number {
 
 function directoryKey(id: number): StoreKey {
   return keyOf([0, 0, 0, 0, 1, (id >>> 16) & 0xff, (id >>> 8) & 0xff, id & 0xff]);
+}
+
+function trustedKey(id: number): StoreKey {
+  return keyOf([0, 0, 0, 0, 2, (id >>> 16) & 0xff, (id >>> 8) & 0xff, id & 0xff]);
 }
 
 function waitingKey(at: number, n: number): StoreKey {
@@ -219,6 +227,21 @@ export class FrontierStore {
       found.push({ id: (key[5]! << 16) | (key[6]! << 8) | key[7]!, seq: buffer.readUInt32BE(0), stored: buffer.readUInt32BE(4), origin: buffer.toString('utf8', 8) });
     }
     return found;
+  }
+
+  /** Ids of the origins an operator named (inject), trusted as a seed's host is (on start). */
+  trustedOrigins(): Set<number> {
+    const found = new Set<number>();
+    for (const [key] of this.#tree.entries({ from: keyBytes(trustedKey(0)) })) {
+      if (key[0] !== 0 || key[1] !== 0 || key[2] !== 0 || key[3] !== 0 || key[4] !== 2) break;
+      found.add((key[5]! << 16) | (key[6]! << 8) | key[7]!);
+    }
+    return found;
+  }
+
+  /** The origin is trusted (`true`: an inject named it) or no more (`false`: a new crawl), from the next commit. */
+  setTrusted(id: number, trusted: boolean): void {
+    this.#staged.set(trustedKey(id), trusted ? TRUSTED_VALUE : null);
   }
 
   /** A new origin id; its directory record is written by `originChanged`. */

@@ -28,6 +28,8 @@
 import type { NormalizedUrl } from '../../shared/url-normalize.js';
 import type { UrlHash } from '../../shared/url-hash.js';
 import { OriginRobots, type RobotsState } from '../robots/origin-robots.js';
+import { crawlDelayOf } from '../robots/robots.js';
+import { BiggestQueues } from './biggest-queues.js';
 import { MinHeap } from './heap.js';
 import type { PolitenessGroup } from './politeness-group.js';
 import { priorityBucket, seqOfKey, urlKey, type FrontierStore, type StoreKey } from './frontier-store.js';
@@ -72,6 +74,8 @@ class OriginLine {
   /** The priority (and tie order) to file the origin under while its heads are on disk only. */
   diskPriority = 0;
   diskSeq = 0;
+  /** An operator named the origin (inject): its host may be on a private address, as a seed's host may. */
+  trusted = false;
 }
 
 /** The frontier's way into an origin's line; no other module can reach it (set by OriginQueue's static block). */
@@ -211,6 +215,8 @@ export interface FrontierOptions {
   readonly onResident?: (entry: QueuedUrl) => void;
   /** A URL read back that an earlier process wrote: whether it is still due (false: it is settled and dropped). */
   readonly validate?: (entry: QueuedUrl) => boolean;
+  /** Whether a URL is pending now (in memory or out on lease): a second copy read back is settled, not queued. */
+  readonly isPending?: (hash: UrlHash) => boolean;
 }
 
 /** URLs read back from disk at a time, at least and at most (the claim path reads one batch per origin, not one URL). */
@@ -226,10 +232,11 @@ export class Frontier {
   readonly #memoryUrls: number;
   readonly #onResident: (entry: QueuedUrl) => void;
   readonly #validate: (entry: QueuedUrl) => boolean;
+  readonly #isPending: (hash: UrlHash) => boolean;
   /** Store keys of URLs in memory or taken (out on lease, being cut) and not settled: a refill skips them. */
   readonly #out = new Set<StoreKey>();
   /** Origins of the store's directory that have no OriginQueue (nothing queued when the process started). */
-  readonly #dormant = new Map<string, { id: number; seq: number }>();
+  readonly #dormant = new Map<string, { id: number; seq: number; trusted: boolean }>();
   /** Origins by store id, for the store's deletion counts. */
   readonly #byId = new Map<number, OriginQueue>();
   #queued = 0;
@@ -237,6 +244,8 @@ export class Frontier {
   #chargedQueued = 0;
   /** Origins whose queue is not empty (for the admin page's waiting hosts). */
   #queuedOrigins = 0;
+  /** The origins with the most queued URLs per Crawl-delay, for the time-left estimate (biggest-queues.ts). */
+  readonly #biggest = new BiggestQueues<OriginQueue>();
   #seq = 0;
 
   constructor(policy: FrontierPolicy, options: FrontierOptions = {}) {
@@ -245,6 +254,7 @@ export class Frontier {
     this.#memoryUrls = this.#store === null ? Infinity : (options.memoryUrls ?? 100_000);
     this.#onResident = options.onResident ?? (() => {});
     this.#validate = options.validate ?? (() => true);
+    this.#isPending = options.isPending ?? (() => false);
   }
 
   /** URLs waiting in origin queues (in memory and on disk). */
@@ -294,6 +304,7 @@ export class Frontier {
         line.id = dormant.id;
         line.seq = dormant.seq;
         line.firstSeqOfRun = dormant.seq;
+        line.trusted = dormant.trusted;
         this.#byId.set(line.id, queue);
       }
     }
@@ -323,12 +334,14 @@ export class Frontier {
 
   #readDirectory(now: number, met: (queue: OriginQueue) => void, options: { queues: boolean }): void {
     if (this.#store === null) return;
+    const trusted = this.#store.trustedOrigins();
     for (const stored of this.#store.origins()) {
+      const known = { id: stored.id, seq: stored.seq, trusted: trusted.has(stored.id) };
       if (stored.stored === 0 || !options.queues || this.#origins.has(stored.origin)) {
-        if (!this.#origins.has(stored.origin)) this.#dormant.set(stored.origin, { id: stored.id, seq: stored.seq });
+        if (!this.#origins.has(stored.origin)) this.#dormant.set(stored.origin, known);
         continue;
       }
-      this.#dormant.set(stored.origin, { id: stored.id, seq: stored.seq });
+      this.#dormant.set(stored.origin, known);
       const queue = this.origin(stored.origin);
       const line = lineOf(queue);
       line.stored = stored.stored;
@@ -378,6 +391,7 @@ export class Frontier {
     line.onDisk++;
     this.#queued++;
     if (wasEmpty) this.#queuedOrigins++;
+    this.#track(queue);
     if (line.onDisk === 1 || priority < line.diskPriority) {
       line.diskPriority = priority;
       line.diskSeq = seq;
@@ -399,6 +413,7 @@ export class Frontier {
       line.chargedQueued++;
       this.#chargedQueued++;
     }
+    this.#track(queue);
     if (wasEmpty || line.urls.peek() !== head) this.reconsider(queue, now);
   }
 
@@ -426,6 +441,7 @@ export class Frontier {
     }
     this.#store?.clearUrls();
     this.#out.clear();
+    this.#biggest.clear();
     this.#queued = 0;
     this.#resident = 0;
     this.#chargedQueued = 0;
@@ -433,6 +449,46 @@ export class Frontier {
     this.#eligible.clear();
     this.#timed.clear();
     return dropped;
+  }
+
+  /**
+   * An operator named the origin (an inject): its host may be on a private address, as a seed's host
+   * may (leases.ts `allowPrivateAddresses`). Kept in the store from the next commit, so it outlives a
+   * restart as the URLs queued with it do; a new crawl (`forgetTrusted`) ends it.
+   */
+  trust(origin: string): void {
+    const queue = this.origin(origin);
+    const line = lineOf(queue);
+    if (line.trusted) return;
+    line.trusted = true;
+    if (this.#store === null) return;
+    if (line.id === 0) {
+      line.id = this.#store.newOriginId();
+      this.#byId.set(line.id, queue);
+      this.#directoryChanged(queue, line);
+    }
+    this.#store.setTrusted(line.id, true);
+  }
+
+  /** Whether an operator named the origin (`trust`); false for an origin never seen. */
+  isTrusted(origin: string): boolean {
+    const queue = this.#origins.get(origin);
+    return queue === undefined ? this.#dormant.get(origin)?.trusted === true : lineOf(queue).trusted;
+  }
+
+  /** A new crawl: the origins injected into the one before are trusted no more (their seeds are gone too). */
+  forgetTrusted(): void {
+    for (const queue of this.#origins.values()) {
+      const line = lineOf(queue);
+      if (!line.trusted) continue;
+      line.trusted = false;
+      if (line.id !== 0) this.#store?.setTrusted(line.id, false);
+    }
+    for (const dormant of this.#dormant.values()) {
+      if (!dormant.trusted) continue;
+      dormant.trusted = false;
+      this.#store?.setTrusted(dormant.id, false);
+    }
   }
 
   /** A new crawl: every origin's page budget (--max-pages-per-host) counts from zero. */
@@ -456,6 +512,7 @@ export class Frontier {
       line.chargedQueued--;
       this.#chargedQueued--;
     }
+    this.#track(queue);
     return entry;
   }
 
@@ -468,10 +525,20 @@ export class Frontier {
     this.#directoryChanged(queue, line);
   }
 
+  /**
+   * Up to `perGroup` origins with the most queued URLs for each Crawl-delay (none being one): the
+   * origins the time-left estimate needs (crawl/time-left.ts, biggest-queues.ts), never a walk of all.
+   */
+  biggestQueues(perGroup: number): IterableIterator<OriginQueue> {
+    return this.#biggest.candidates(perGroup);
+  }
+
   /** Re-files an origin after anything that may change whether, or when, it can get a slot. */
   reconsider(queue: OriginQueue, now: number): void {
     const line = lineOf(queue);
     line.version++;
+    // Its robots.txt (a Crawl-delay) may have changed: the biggest queues file it by that.
+    this.#track(queue);
     const head = line.urls.peek();
     if (head === undefined && line.onDisk === 0) return;
     if (queue.robotsState === 'fetching') return;
@@ -523,7 +590,9 @@ export class Frontier {
     for (const { key, entry: stored } of rows) {
       const entry: QueuedUrl = { url: stored.url as NormalizedUrl, hash: stored.hash, depth: stored.depth, priority: stored.priority, seq: this.#seq++, charged: false, key };
       if (stored.redirectHops > 0) entry.redirectHops = stored.redirectHops;
-      if (seqOfKey(key) < line.firstSeqOfRun && !this.#validate(entry)) {
+      // Settled without a request: written by an earlier process and done since, or a second copy of a
+      // URL pending now (queued again while this copy was on disk only: releaseDue, an inject).
+      if ((seqOfKey(key) < line.firstSeqOfRun && !this.#validate(entry)) || this.#isPending(entry.hash)) {
         store.settle(key);
         continue;
       }
@@ -534,6 +603,11 @@ export class Frontier {
       this.#onResident(entry);
     }
     if (queue.queuedUrls === 0 && rows.length + missing > 0) this.#queuedOrigins--;
+    this.#track(queue);
+  }
+
+  #track(queue: OriginQueue): void {
+    this.#biggest.set(queue, crawlDelayOf(queue.robots.rules), queue.queuedUrls);
   }
 
   #directoryChanged(queue: OriginQueue, line: OriginLine): void {

@@ -8,7 +8,8 @@
  *   cache.btree     cache validators per URL hash (cache-store.ts, B-Tree layout in btree/LAYOUT.md)
  *   crawldb.btree   the crawl database, one record per known URL (crawldb/), 16 KiB pages
  *   frontier.btree  the frontier's queued and waiting URLs and its origin directory (frontier/frontier-store.ts)
- *   robots/         robots.txt fetches per origin (robots-store.ts)
+ *   robots.btree    the last robots.txt fetch per origin (robots/robots-store.ts); earlier versions' robots/
+ *                   directory (one file per origin) is moved into it on open
  *   pass.json       the current crawl pass of one-shot crawls (crawl-pass.ts)
  *   crawl.json      the crawl's settings (seeds, scope, ...), so a restart keeps them (crawl/saved-settings.ts)
  *   warc/           the web archive: petrel-<timestamp>-<serial>.warc.gz files, index.cdxj (warc/)
@@ -34,7 +35,9 @@ export const DATA_FILES = {
   pages: 'pages.jsonl',
   cache: 'cache.btree',
   crawlDb: 'crawldb.btree',
-  robots: 'robots',
+  robots: 'robots.btree',
+  /** One JSON file per origin, before robots.btree: moved into it by RobotsStore.open. */
+  robotsLegacy: 'robots',
   pass: 'pass.json',
   settings: 'crawl.json',
   warc: 'warc',

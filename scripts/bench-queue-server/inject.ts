@@ -2,7 +2,8 @@
  * bench-queue-server inject: what admitting URLs costs a queue server with no fetchers. A real
  * `petrel queue-server` (scope any, continuous mode, one seed whose robots.txt nobody claims) is
  * handed --urls new URLs over --hosts hosts of the graph model (127.1.0.0 and up, never contacted)
- * through POST /api/control/inject, --batch at a time, one request after the other. Prints a JSON line
+ * through POST /api/control/inject, --batch at a time, --in-flight requests at once (an inject is
+ * answered after its group commit, so one request at a time waits a commit window each). Prints a JSON line
  * every 100 batches and a summary: RSS before and after (and after --settle-s more seconds), URLs
  * admitted per second, the queue server's CPU, the driver's own.
  */
@@ -26,6 +27,8 @@ Options:
   --urls N       URLs in all (default 1000000)
   --hosts N      hosts they are spread over, round robin (default 50000; URLs per host at most 2047)
   --batch N      URLs per request (default 1000, the route's bound)
+  --in-flight N  requests open at once (default 1: one after the other; each is answered after the
+                 group commit, at most every 100 ms, so more in flight share a commit)
   --settle-s N   seconds to wait after the last inject before reading RSS again (default 5)
   --profile      the queue server runs under node --cpu-prof; prints its top functions
   --top N        functions in the profile (default 30)
@@ -44,6 +47,7 @@ export async function runInject(argv: string[], ownDist: string): Promise<number
       urls: { type: 'string', default: '1000000' },
       hosts: { type: 'string', default: '50000' },
       batch: { type: 'string', default: '1000' },
+      'in-flight': { type: 'string', default: '1' },
       'settle-s': { type: 'string', default: '5' },
       profile: { type: 'boolean', default: false },
       top: { type: 'string', default: '30' },
@@ -60,6 +64,7 @@ export async function runInject(argv: string[], ownDist: string): Promise<number
   const hosts = int('hosts', values.hosts, 1, MAX_HOSTS - 1);
   const urls = int('urls', values.urls, 1, hosts * (MAX_HOST_PAGES - 1));
   const batch = int('batch', values.batch, 1, 1000);
+  const inFlight = int('in-flight', values['in-flight'], 1, 64);
   const settleS = int('settle-s', values['settle-s'], 0, 600);
   const top = int('top', values.top, 1, 1000);
   // Every host of the model has MAX_HOST_PAGES - 1 pages here: the inject does not follow its graph.
@@ -81,29 +86,37 @@ export async function runInject(argv: string[], ownDist: string): Promise<number
   const before = memoryOf(pid);
   const cpu0 = cpuOf(pid)!;
   const driver0 = process.cpuUsage();
-  emit({ event: 'start', date: new Date().toISOString(), machine: { cpus: cpus().length, loadavg: loadavg() }, urls, hosts, batch, rssBeforeMiB: mib(before?.rssKib) });
+  emit({ event: 'start', date: new Date().toISOString(), machine: { cpus: cpus().length, loadavg: loadavg() }, urls, hosts, batch, inFlight, rssBeforeMiB: mib(before?.rssKib) });
   const started = performance.now();
   let admitted = 0;
   const rejectedByCode: Record<string, number> = {};
   let windowStart = started;
   let windowAdmitted = 0;
-  const list: string[] = new Array(batch);
-  for (let at = 0, round = 0; at < urls; at += batch, round++) {
-    const size = Math.min(batch, urls - at);
-    list.length = size;
-    // URL i: host i mod hosts, page 1 + i div hosts (so each request spans `batch` hosts).
-    for (let k = 0; k < size; k++) list[k] = model.url(((at + k) % hosts) * MAX_HOST_PAGES + 1 + Math.floor((at + k) / hosts));
-    const answer = await inject(listening.url, adminToken, list);
-    admitted += answer.admitted;
-    windowAdmitted += answer.admitted;
-    for (const refusal of answer.rejected) rejectedByCode[refusal.code] = (rejectedByCode[refusal.code] ?? 0) + 1;
-    if ((round + 1) % 100 === 0 || at + size >= urls) {
-      const now = performance.now();
-      emit({ event: 'progress', injected: at + size, admitted, admittedPerSecond: Math.round(windowAdmitted / ((now - windowStart) / 1000)), rssMiB: mib(memoryOf(pid)?.rssKib) });
-      windowStart = now;
-      windowAdmitted = 0;
+  let nextAt = 0;
+  let done = 0;
+  let round = 0;
+  // Each worker takes the next batch; URL i: host i mod hosts, page 1 + i div hosts (so each request spans `batch` hosts).
+  const worker = async (): Promise<void> => {
+    while (nextAt < urls) {
+      const at = nextAt;
+      const size = Math.min(batch, urls - at);
+      nextAt += size;
+      const list: string[] = new Array(size);
+      for (let k = 0; k < size; k++) list[k] = model.url(((at + k) % hosts) * MAX_HOST_PAGES + 1 + Math.floor((at + k) / hosts));
+      const answer = await inject(listening.url, adminToken, list);
+      admitted += answer.admitted;
+      windowAdmitted += answer.admitted;
+      done += size;
+      for (const refusal of answer.rejected) rejectedByCode[refusal.code] = (rejectedByCode[refusal.code] ?? 0) + 1;
+      if (++round % 100 === 0 || done >= urls) {
+        const now = performance.now();
+        emit({ event: 'progress', injected: done, admitted, admittedPerSecond: Math.round(windowAdmitted / ((now - windowStart) / 1000)), rssMiB: mib(memoryOf(pid)?.rssKib) });
+        windowStart = now;
+        windowAdmitted = 0;
+      }
     }
-  }
+  };
+  await Promise.all(Array.from({ length: inFlight }, () => worker()));
   const seconds = (performance.now() - started) / 1000;
   const cpu1 = cpuOf(pid)!;
   const driver = process.cpuUsage(driver0);
@@ -118,6 +131,7 @@ export async function runInject(argv: string[], ownDist: string): Promise<number
     urls,
     hosts,
     batch,
+    inFlight,
     admitted,
     rejectedByCode,
     seconds: Math.round(seconds * 10) / 10,

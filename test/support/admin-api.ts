@@ -28,7 +28,7 @@ export async function readStatus(serverUrl: string, adminToken: string): Promise
   return (await response.json()) as QueueStatus;
 }
 
-/** POST /api/control/inject with the admin token: the URLs join the crawl as further seeds. */
+/** POST /api/control/inject with the admin token: the URLs join the crawl at depth 0 (not as seeds). */
 export async function inject(serverUrl: string, adminToken: string, urls: readonly string[]): Promise<{ admitted: number }> {
   const response = await fetch(new URL('/api/control/inject', serverUrl), {
     method: 'POST',

@@ -63,6 +63,24 @@ describe('BTree basics', () => {
     tree.close();
   });
 
+  it('iterates correctly while other reads evict the cursor\'s leaf from a two-page cache (the cursor holds no page between steps)', () => {
+    const file = tempFile();
+    const tree = BTree.open(file, { pageSize: 1024, cachePages: 2 });
+    tree.write((b) => {
+      for (let i = 0; i < 600; i++) b.put(key(i), text(`value ${i} ${'x'.repeat(i % 40)}`));
+    });
+    const random = prng(7);
+    const seen: string[] = [];
+    for (const [k, v] of tree.entries({ from: key(100) })) {
+      seen.push(`${hex(k)}=${new TextDecoder().decode(v)}`);
+      // Reads elsewhere in the tree between steps: the cursor's leaf is evicted and its buffer reused.
+      for (let r = 0; r < 3; r++) tree.get(key(Math.floor(random() * 600)));
+    }
+    expect(seen).toEqual(Array.from({ length: 500 }, (_, n) => `${hex(key(n + 100))}=value ${n + 100} ${'x'.repeat((n + 100) % 40)}`));
+    expectClean(tree);
+    tree.close();
+  });
+
   it('iterates in unsigned byte order: keys with the high bit set sort after low ones', () => {
     const tree = BTree.open(tempFile());
     const keys = [0xff00000000000000n, 0x8000000000000000n, 0x7fffffffffffffffn, 0n, 1n, 0x00ff000000000000n];

@@ -242,4 +242,30 @@ describe('the frontier on disk against a model', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it('settles a second copy of a URL read back while the first is pending, instead of queueing it twice', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'petrel-frontier-copy-'));
+    try {
+      const store = FrontierStore.open(join(dir, 'frontier.btree'));
+      const pending = new Set<string>();
+      const frontier = new Frontier(
+        { concurrencyOf: () => 1 },
+        { store, memoryUrls: 1, onResident: (entry) => pending.add(urlHashHex(entry.hash)), isPending: (hash) => pending.has(urlHashHex(hash)) },
+      );
+      frontier.add('http://a.test', 'http://a.test/first' as NormalizedUrl, urlHash('http://a.test/first' as NormalizedUrl), 0, T0);
+      // On disk only: the same URL twice (queued again while its first copy was on disk, as releaseDue can), and another.
+      const twice = 'http://a.test/twice' as NormalizedUrl;
+      frontier.add('http://a.test', twice, urlHash(twice), 1, T0);
+      frontier.add('http://a.test', twice, urlHash(twice), 1, T0);
+      frontier.add('http://a.test', 'http://a.test/other' as NormalizedUrl, urlHash('http://a.test/other' as NormalizedUrl), 1, T0);
+      const queue = frontier.origin('http://a.test');
+      const taken: string[] = [];
+      for (let entry = frontier.take(queue); entry !== undefined; entry = frontier.take(queue)) taken.push(entry.url);
+      expect(taken).toEqual(['http://a.test/first', 'http://a.test/twice', 'http://a.test/other']);
+      expect(frontier.queued).toBe(0);
+      store.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

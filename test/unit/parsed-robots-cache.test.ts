@@ -23,7 +23,7 @@ afterEach(() => {
 function tempStore(maxFiles: number): RobotsStore {
   const dir = mkdtempSync(join(tmpdir(), 'petrel-robots-'));
   dirs.push(dir);
-  return new RobotsStore(join(dir, 'robots'), { parsedCache: { maxFiles, maxChars: 1 << 20 } });
+  return RobotsStore.open(join(dir, 'robots.btree'), { parsedCache: { maxFiles, maxChars: 1 << 20 } });
 }
 
 describe('ParsedRobotsCache', () => {
@@ -96,9 +96,8 @@ describe('robots.txt rules of many origins', () => {
   it('takes an origin whose robots.txt is on disk from a previous process as known, with the rules of that file', () => {
     const store = tempStore(2);
     new OriginRobots(originOf(7)).fetched({ status: 200, errorCode: null, body: bodyOf(7) }, POLICY, store, 1_000);
-    store.commit();
-    const dir = join(dirs[0]!, 'robots');
-    const restarted = new RobotsStore(dir, { parsedCache: { maxFiles: 2, maxChars: 1 << 20 } });
+    store.close();
+    const restarted = RobotsStore.open(join(dirs[0]!, 'robots.btree'), { parsedCache: { maxFiles: 2, maxChars: 1 << 20 } });
     const robots = new OriginRobots(originOf(7));
     robots.consultStore(restarted, POLICY, 2_000);
     expect(robots.state).toBe('known');

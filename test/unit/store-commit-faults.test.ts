@@ -1,6 +1,6 @@
 /**
  * The crawl's group commit (Crawl.commit over the stores of a real data directory) under a failing
- * disk, through the file-operations seam: the order of the stores (page archive, robots.txt files,
+ * disk, through the file-operations seam: the order of the stores (page archive, robots.txt tree,
  * cache tree, crawl database, each fsynced before the next begins), the durability steps of small
  * files (temporary file fsynced, renamed, directory fsynced; a new file's directory entry fsynced),
  * and a failure at every write, fsync and rename of a commit: what is on disk then is, store by store,
@@ -23,13 +23,14 @@ import { openStores } from '../../queue-server/daemon.js';
 import { loadOrCreateToken } from '../../queue-server/auth/tokens.js';
 import { writeFileAtomic } from '../../queue-server/storage/atomic-file.js';
 import { DATA_FILES, ensureDataDir } from '../../queue-server/storage/data-dir.js';
+import { RobotsStore } from '../../queue-server/robots/robots-store.js';
 import { urlHash, urlHashHex } from '../../shared/url-hash.js';
 import { FaultyFileOps, type Fault, type FileOp } from '../support/faulty-file-ops.js';
 
 const NOW = Date.UTC(2026, 0, 15, 12, 0, 0);
 const CONFIG = crawlConfigSchema.parse({ seeds: ['http://example.test/'], bloomCapacity: 1000 });
 const POLICY = fetchScheduleOf(CONFIG);
-const STORES = ['pages.jsonl', 'robots', 'cache.btree', 'crawldb.btree'] as const;
+const STORES = ['pages.jsonl', 'robots.btree', 'cache.btree', 'crawldb.btree'] as const;
 type Store = (typeof STORES)[number];
 
 const dirs: string[] = [];
@@ -85,9 +86,14 @@ function open(dir: string, io?: FaultyFileOps) {
 async function onDisk(dir: string): Promise<Record<Store, string[]>> {
   const archived: string[] = [];
   for await (const record of readPageArchive(join(dir, DATA_FILES.pages))) archived.push(record.url);
-  const robots = readdirSync(join(dir, DATA_FILES.robots))
-    .filter((name) => name.endsWith('.json'))
-    .map((name) => (JSON.parse(readFileSync(join(dir, DATA_FILES.robots, name), 'utf8')) as { origin: string }).origin);
+  const robotsStore = RobotsStore.openReadOnly(join(dir, DATA_FILES.robots));
+  let robots: string[];
+  try {
+    expect(robotsStore.check().faults).toEqual([]);
+    robots = [...robotsStore.entries()].map((stored) => stored.origin);
+  } finally {
+    robotsStore.close();
+  }
   const treeUrls = (file: string, decode: (bytes: Uint8Array) => string) => {
     const tree = BTree.open(join(dir, file), { readOnly: true });
     try {
@@ -101,7 +107,7 @@ async function onDisk(dir: string): Promise<Record<Store, string[]>> {
   for (const batch of ['a', 'b']) for (let i = 0; i < BATCH; i++) byHash.set(urlHashHex(urlHash(urlOf(batch, i))), urlOf(batch, i));
   return {
     'pages.jsonl': archived,
-    robots: robots.sort(),
+    'robots.btree': robots.sort(),
     'cache.btree': treeUrls(DATA_FILES.cache, (bytes) => `cached ${decodeCacheRecord(bytes).etag}`).sort(),
     'crawldb.btree': treeUrls(DATA_FILES.crawlDb, (bytes) => decodeCrawlDbRecord(bytes).url).sort(),
   };
@@ -114,7 +120,7 @@ function expected(batches: string[]): Record<Store, string[]> {
   const urls = batches.flatMap((batch) => Array.from({ length: BATCH }, (_, i) => urlOf(batch, i)));
   return {
     'pages.jsonl': urls,
-    robots: batches.map((batch) => `http://${batch}.example.test`).sort(),
+    'robots.btree': batches.map((batch) => `http://${batch}.example.test`).sort(),
     'cache.btree': batches.flatMap(() => Array.from({ length: BATCH }, (_, i) => `cached "e${i}"`)).sort(),
     'crawldb.btree': [...urls].sort(),
   };
@@ -136,7 +142,7 @@ function commitSteps(): FileOp[] {
 }
 
 describe('the order of the group commit', () => {
-  it('commits the page archive, then robots.txt files, then the cache tree, then the crawl database, each fsynced before the next begins', () => {
+  it('commits the page archive, then the robots.txt tree, then the cache tree, then the crawl database, each fsynced before the next begins', () => {
     const steps = commitSteps();
     const order = steps.map(storeOf);
     expect(order.every((store) => store !== null)).toBe(true);
@@ -145,11 +151,10 @@ describe('the order of the group commit', () => {
     expect(runs).toEqual([...STORES]);
     // A store's last step is an fsync (its commit is durable before the next store writes anything).
     for (const store of STORES) expect(steps.filter((op) => storeOf(op) === store).at(-1)!.kind, store).toBe('fsync');
-    // The robots file: temporary file written and fsynced, renamed into place, then the directory fsynced.
-    const robots = steps.filter((op) => storeOf(op) === 'robots');
-    expect(robots.map((op) => op.kind)).toEqual(['write', 'fsync', 'rename', 'fsync']);
-    expect(robots[0]!.path).toMatch(/\.json\.tmp-\d+$/);
-    expect(robots.at(-1)!.path).toMatch(/\/robots$/);
+    // robots.txt outcomes: one B-Tree commit (pages, fsync, meta page, fsync), no file per origin, no rename.
+    const robots = steps.filter((op) => storeOf(op) === 'robots.btree');
+    expect(robots.filter((op) => op.kind === 'fsync')).toHaveLength(2);
+    expect(robots.every((op) => op.kind !== 'rename' && op.path.endsWith('/robots.btree'))).toBe(true);
   });
 
   it('replaces a small file durably: temporary file fsynced, renamed over the old one, directory fsynced', () => {
@@ -167,7 +172,7 @@ describe('the order of the group commit', () => {
     expect(readFileSync(join(dir, 'pass.json'), 'utf8')).toBe('{"number":1}\n');
   });
 
-  it('fsyncs the data directory when it creates pages.jsonl, robots/ and the B-Tree files, before writing a record', () => {
+  it('fsyncs the data directory when it creates pages.jsonl and the B-Tree files (robots.btree among them), before writing a record', () => {
     const parent = tempDir();
     const dir = join(parent, 'data');
     const io = new FaultyFileOps();
