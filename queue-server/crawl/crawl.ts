@@ -12,6 +12,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { ClaimRequest, HeartbeatRequest, ResultsRequest, ResultsResponse, Schedule } from '../../shared/protocol.js';
+import { RESULTS_FRAME_VERSION } from '../../shared/results-frame.js';
 import { urlHash, urlHashHex, type UrlHash } from '../../shared/url-hash.js';
 import { normalizeUrl, type NormalizedUrl } from '../../shared/url-normalize.js';
 import { Admission } from '../admission/admission.js';
@@ -481,7 +482,8 @@ export class Crawl {
     for (const slot of cut.slots) for (const item of slot.items) if (item.entry !== null) item.entry.leased = true;
     const lease = this.#leases.issue(request.fetcherId, cut.slots, now, this.#config.leaseMs);
     const seedHosts = this.#seedHosts();
-    return scheduleOf(lease, this.#config.leaseMs, (origin) => seedHosts.has(new URL(origin).hostname), this.archiving, this.#config.index);
+    // Results come back as binary frames (shared/results-frame.ts) from fetchers that write them.
+    return { ...scheduleOf(lease, this.#config.leaseMs, (origin) => seedHosts.has(new URL(origin).hostname), this.archiving, this.#config.index), resultsFrame: RESULTS_FRAME_VERSION };
   }
 
   /**
