@@ -143,6 +143,20 @@ export class ByteReader {
     return this.#end - this.#at;
   }
 
+  /** The bytes read and the end, for a hot loop that decodes varints inline (results-frame.ts); it hands its offset back with `seek`. */
+  get buffer(): Buffer {
+    return this.#buf;
+  }
+
+  get end(): number {
+    return this.#end;
+  }
+
+  seek(offset: number): void {
+    if (offset < this.#at || offset > this.#end) throw new RangeError(`seek to ${offset} outside ${this.#at}..${this.#end}`);
+    this.#at = offset;
+  }
+
   #need(bytes: number, what: string): void {
     if (bytes > this.#end - this.#at) throw new FrameError('FRAME_TRUNCATED', `frame ends inside ${what} at byte ${this.#at} (${bytes} bytes needed, ${this.#end - this.#at} left)`);
   }
