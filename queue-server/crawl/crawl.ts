@@ -595,6 +595,21 @@ export class Crawl {
     this.#stores.frontier?.crawlDbCommitted();
   }
 
+  /**
+   * The first step of `commit` on its own, with the WARC files' fsync on the thread pool (the event loop
+   * goes on meanwhile; crawl-service.ts applies no results until it settles). `commit` afterwards finds
+   * the records durable, so the order of the stores stays what `commit` says. CommitFailure on failure.
+   */
+  async commitArchive(): Promise<void> {
+    const warc = this.#stores.warc;
+    if (warc == null) return;
+    try {
+      await warc.syncRecords();
+    } catch (error) {
+      throw isStorageFailure(error) ? new CommitFailure('warc/', error) : error;
+    }
+  }
+
   summary(now: number): ReturnType<typeof crawlSummary> {
     return crawlSummary(this.#parts, now);
   }
