@@ -13,8 +13,7 @@ import { decodeHtml } from './decode.js';
 import { download, type DownloadOptions, type DownloadResult } from './download.js';
 import { bound } from './text-bounds.js';
 import { xRobotsTag } from './x-robots-tag.js';
-import { buildCapture } from '../shared/warc/exchange.js';
-import { captureToWire, type CaptureWire } from '../shared/warc/capture-wire.js';
+import { buildCapture, type Capture } from '../shared/warc/exchange.js';
 import { WarcError } from '../shared/warc/errors.js';
 import { gunzipBounded, isGzip, parseSitemap } from './sitemap-parse.js';
 
@@ -215,12 +214,12 @@ export function notRequestedResult(slot: number, item: ScheduleItem, failuresInR
   });
 }
 
-/** The wire form of an exchange's WARC records, or null (archiving off, no response, or an exchange the archive refuses). */
-function captureOf(ctx: FetchContext, url: string, startedAt: number, response: DownloadResult): CaptureWire | null {
+/** An exchange's WARC records, or null (archiving off, no response, or an exchange the archive refuses). */
+function captureOf(ctx: FetchContext, url: string, startedAt: number, response: DownloadResult): Capture | null {
   if (ctx.archive !== true || !response.ok || response.exchange === null) return null;
   const exchange = response.exchange;
   try {
-    const capture = buildCapture(
+    return buildCapture(
       {
         url,
         ipAddress: exchange.ipAddress,
@@ -232,7 +231,6 @@ function captureOf(ctx: FetchContext, url: string, startedAt: number, response: 
       },
       { maxBodyBytes: Math.min(ctx.download.maxBodyBytes, MAX_ARCHIVED_BODY_BYTES), gzipLevel: FETCHER_GZIP_LEVEL },
     );
-    return captureToWire(capture);
   } catch (error) {
     // A head the archive cannot hold (over 72 KiB) or a URL it refuses: the fetch stands, unarchived.
     if (error instanceof WarcError) return null;

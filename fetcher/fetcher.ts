@@ -49,8 +49,8 @@ interface ActiveSchedule {
   readonly schedule: Schedule;
   slotsLeft: number;
   pending: ItemResult[];
-  /** Characters of the captures (WARC records, base64) in `pending`. */
-  pendingCaptureChars: number;
+  /** Bytes of the captures (WARC records) in `pending`. */
+  pendingCaptureBytes: number;
   flushTimer: NodeJS.Timeout | null;
   posting: Promise<void>;
 }
@@ -58,11 +58,12 @@ interface ActiveSchedule {
 const FLUSH_COUNT = 64;
 const FLUSH_DELAY_MS = 200;
 /**
- * Results are posted before their captures pass this many characters, so that a post stays far
- * below the queue server's 64 MiB (one capture is at most fetch-item.ts MAX_ARCHIVED_BODY_BYTES in
- * base64, 32 MiB, plus its heads) and results of large pages are not held in memory 64 at a time.
+ * Results are posted before their captures pass this many bytes, so that a post stays far below the
+ * queue server's 64 MiB in either form (one capture is at most fetch-item.ts MAX_ARCHIVED_BODY_BYTES,
+ * 24 MiB, 32 MiB in the base64 of a JSON post, plus its heads) and results of large pages are not held
+ * in memory 64 at a time.
  */
-const FLUSH_CAPTURE_CHARS = 16 * 1024 * 1024;
+const FLUSH_CAPTURE_BYTES = 12 * 1024 * 1024;
 
 export class Fetcher {
   readonly #options: FetcherOptions;
@@ -214,7 +215,7 @@ export class Fetcher {
   }
 
   #start(schedule: Schedule): void {
-    const active: ActiveSchedule = { schedule, slotsLeft: schedule.slots.length, pending: [], pendingCaptureChars: 0, flushTimer: null, posting: Promise.resolve() };
+    const active: ActiveSchedule = { schedule, slotsLeft: schedule.slots.length, pending: [], pendingCaptureBytes: 0, flushTimer: null, posting: Promise.resolve() };
     this.#active.set(schedule.id, active);
     this.#free -= schedule.slots.length;
     this.#ensureHeartbeat(schedule.leaseMs);
@@ -248,9 +249,9 @@ export class Fetcher {
         this.#count(result);
       }
       active.pending.push(result);
-      if (result.capture) active.pendingCaptureChars += result.capture.requestRecord.length + result.capture.responseRecord.length + result.capture.responseHead.length;
+      if (result.capture) active.pendingCaptureBytes += result.capture.requestRecord.length + result.capture.responseRecord.length + result.capture.responseHead.length;
       // A sitemap's entries (up to 8 MiB of URLs) go out on their own, so a post stays small.
-      if (active.pending.length >= FLUSH_COUNT || active.pendingCaptureChars >= FLUSH_CAPTURE_CHARS || result.sitemap) void this.#flush(active);
+      if (active.pending.length >= FLUSH_COUNT || active.pendingCaptureBytes >= FLUSH_CAPTURE_BYTES || result.sitemap) void this.#flush(active);
       else if (active.flushTimer === null) active.flushTimer = setTimeout(() => void this.#flush(active), FLUSH_DELAY_MS);
     }
     active.slotsLeft--;
@@ -278,10 +279,10 @@ export class Fetcher {
     if (active.pending.length === 0) return active.posting;
     const results = active.pending;
     active.pending = [];
-    active.pendingCaptureChars = 0;
+    active.pendingCaptureBytes = 0;
     const post = (async () => {
       try {
-        await this.#client.results({ protocolVersion: PROTOCOL_VERSION, fetcherId: this.#options.fetcherId, scheduleId: active.schedule.id, results });
+        await this.#client.results({ protocolVersion: PROTOCOL_VERSION, fetcherId: this.#options.fetcherId, scheduleId: active.schedule.id, results }, { frame: active.schedule.resultsFrame ?? 0 });
         this.#reachable();
       } catch (error) {
         if (error instanceof StoppedError) return;

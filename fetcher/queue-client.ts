@@ -36,7 +36,9 @@ import {
   type HeartbeatResponse,
   type ResultsRequest,
   type ResultsResponse,
+  resultsToJson,
 } from '../shared/protocol.js';
+import { encodeResultsFrame, RESULTS_FRAME_TYPE, RESULTS_FRAME_VERSION } from '../shared/results-frame.js';
 import { isInstanceId, SIGNATURE_HEADERS, signRequest } from '../shared/request-signing.js';
 
 export class QueueServerError extends Error {
@@ -128,8 +130,15 @@ export class QueueClient {
     return this.#post(ROUTES.claim, request, claimResponseSchema, 'claim', signal);
   }
 
-  results(request: ResultsRequest): Promise<ResultsResponse> {
-    return this.#post(ROUTES.results, request, resultsResponseSchema, 'results');
+  /**
+   * Posts results: as a binary frame of version `frame` (shared/results-frame.ts) when the schedule
+   * names one this fetcher writes, else as JSON (an older queue server, captures in base64).
+   */
+  results(request: ResultsRequest, options: { readonly frame?: number } = {}): Promise<ResultsResponse> {
+    if (options.frame === RESULTS_FRAME_VERSION) {
+      return this.#post(ROUTES.results, request, resultsResponseSchema, 'results', undefined, { bytes: encodeResultsFrame(request), contentType: RESULTS_FRAME_TYPE });
+    }
+    return this.#post(ROUTES.results, resultsToJson(request), resultsResponseSchema, 'results');
   }
 
   heartbeat(request: HeartbeatRequest): Promise<HeartbeatResponse> {
@@ -155,11 +164,17 @@ export class QueueClient {
     await this.#pool.close();
   }
 
-  async #post<T extends z.ZodType>(route: string, body: { fetcherId: string }, schema: T, what: string, signal?: AbortSignal): Promise<z.infer<T>> {
-    const json = Buffer.from(JSON.stringify(body));
-    const compressed = this.#compress && json.length > GZIP_THRESHOLD;
-    const payload = compressed ? await gzip(json) : json;
-    const response = await this.#send({ method: 'POST', route, fetcherId: body.fetcherId, what, signal, body: payload, contentEncoding: compressed ? 'gzip' : undefined });
+  async #post<T extends z.ZodType>(
+    route: string,
+    body: { fetcherId: string },
+    schema: T,
+    what: string,
+    signal?: AbortSignal,
+    encoded: { readonly bytes: Buffer; readonly contentType: string } = { bytes: Buffer.from(JSON.stringify(body)), contentType: 'application/json' },
+  ): Promise<z.infer<T>> {
+    const compressed = this.#compress && encoded.bytes.length > GZIP_THRESHOLD;
+    const payload = compressed ? await gzip(encoded.bytes) : encoded.bytes;
+    const response = await this.#send({ method: 'POST', route, fetcherId: body.fetcherId, what, signal, body: payload, contentType: encoded.contentType, contentEncoding: compressed ? 'gzip' : undefined });
     const text = await response.body.text();
     let parsed;
     try {
@@ -192,7 +207,7 @@ export class QueueClient {
           method: request.method,
           path,
           body: request.body,
-          contentType: request.body === undefined ? undefined : 'application/json',
+          contentType: request.body === undefined ? undefined : (request.contentType ?? 'application/json'),
           contentEncoding: request.contentEncoding,
           fetcherId: request.fetcherId,
           now: Date.now(),
@@ -256,8 +271,10 @@ interface SendOptions {
   /** For the log (onRetry). */
   readonly what: string;
   readonly signal?: AbortSignal;
-  /** The body bytes as sent (JSON, gzip-compressed when contentEncoding says so). */
+  /** The body bytes as sent (JSON or a results frame, gzip-compressed when contentEncoding says so). */
   readonly body?: Buffer;
+  /** The body's Content-Type; default application/json. */
+  readonly contentType?: string;
   readonly contentEncoding?: string;
   /** A server-sent event stream: no body timeout. */
   readonly stream?: boolean;

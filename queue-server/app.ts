@@ -20,7 +20,8 @@
  * random bits (auth/tokens.ts): at a million guesses a second, about 10^63 years on average.
  */
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { claimRequestSchema, heartbeatRequestSchema, LIMITS, resultsRequestSchema, ROUTES } from '../shared/protocol.js';
+import { claimRequestSchema, heartbeatRequestSchema, LIMITS, ROUTES } from '../shared/protocol.js';
+import { RESULTS_FRAME_TYPE } from '../shared/results-frame.js';
 import { hasSignatureHeaders, newInstanceId } from '../shared/request-signing.js';
 import { adminRouter, ADMIN_BASE, ADMIN_ROUTES, CONTROL_BODY_BYTES } from './admin/routes.js';
 import { LoginLimiter } from './auth/login-limiter.js';
@@ -30,7 +31,8 @@ import { runControl, type ControlAction } from './api/crawl-control.js';
 import { systemClock, type CrawlService } from './crawl/crawl-service.js';
 import { HttpError, jsonErrorHandler, parseBody } from './api/http-errors.js';
 import { BodyBudget } from './api/body-budget.js';
-import { INSTANCE_HEADER, RequestAuth } from './api/request-auth.js';
+import { INSTANCE_HEADER, RequestAuth, type SignedRequest } from './api/request-auth.js';
+import { readResultsBody } from './api/results-body.js';
 import { streamStatus } from './api/status-stream.js';
 import { accessLog } from './ops/access-log.js';
 import type { Logger } from '../shared/logger.js';
@@ -157,8 +159,9 @@ export function createApp(options: AppOptions): express.Express {
     if (!res.headersSent && !res.writableEnded) res.json(response);
   });
 
-  app.post(ROUTES.results, auth.signedJson(SIGNED_BODY_LIMITS.results), async (req, res) => {
-    const request = parseBody(resultsRequestSchema, req.body);
+  // Results come as JSON or as a binary frame (api/results-body.ts).
+  app.post(ROUTES.results, auth.signedJson(SIGNED_BODY_LIMITS.results, { frameType: RESULTS_FRAME_TYPE }), async (req: SignedRequest, res) => {
+    const request = readResultsBody(req.body, req.signedFetcherId);
     res.json(await service.results(request));
   });
 

@@ -2,13 +2,14 @@
  * Crash-test writer for the WARC archive (test/integration/warc-crash.test.ts runs it as a real child
  * process and SIGKILLs it at random instants).
  *
- *   node warc-crash-writer.js DATA_DIR FIRST [MAX_FILE_BYTES]
+ *   node warc-crash-writer.js DATA_DIR FIRST [MAX_FILE_BYTES] [sync|async]
  *
  * Opens the archive in DATA_DIR (which cuts a torn tail), prints `ready`, then stores capture after
  * capture from number FIRST on, committing after every few, and prints the numbers of each commit once
  * it has returned (so they are durable: acknowledged). Capture n depends only on n (`crashCapture`):
  * its URL is /c/n, its body has a size and bytes chosen by n, and every seventh repeats an earlier body,
- * so identical-payload revisits happen too.
+ * so identical-payload revisits happen too. `async` commits as the queue server's group commit does:
+ * the records' fsync on the thread pool first (WarcArchive.syncRecords), then `commit`.
  */
 import { createCipheriv } from 'node:crypto';
 import { writeSync } from 'node:fs';
@@ -55,10 +56,10 @@ export function crashExchange(n: number): Exchange {
   };
 }
 
-function main(argv: readonly string[]): void {
-  const [dataDir, firstArg, maxArg] = argv;
-  if (dataDir === undefined || firstArg === undefined) {
-    process.stderr.write('usage: warc-crash-writer DATA_DIR FIRST [MAX_FILE_BYTES]\n');
+async function main(argv: readonly string[]): Promise<void> {
+  const [dataDir, firstArg, maxArg, mode = 'sync'] = argv;
+  if (dataDir === undefined || firstArg === undefined || (mode !== 'sync' && mode !== 'async')) {
+    process.stderr.write('usage: warc-crash-writer DATA_DIR FIRST [MAX_FILE_BYTES] [sync|async]\n');
     process.exitCode = 2;
     return;
   }
@@ -72,10 +73,11 @@ function main(argv: readonly string[]): void {
       archive.store(buildCapture(crashExchange(n), { maxBodyBytes: 4 << 20 }), null, T0 + n * 1000);
       batch.push(n);
     }
+    if (mode === 'async') await archive.syncRecords();
     archive.commit();
     writeSync(1, `${batch.join(' ')}\n`);
   }
 }
 
 const invoked = process.argv[1];
-if (invoked !== undefined && import.meta.url === pathToFileURL(invoked).href) main(process.argv.slice(2));
+if (invoked !== undefined && import.meta.url === pathToFileURL(invoked).href) await main(process.argv.slice(2));

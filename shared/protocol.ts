@@ -18,7 +18,8 @@
  */
 import { z } from 'zod';
 import { FETCH_ERROR_CODES } from './fetch-codes.js';
-import { captureWireSchema, isPlainCaptureWire } from './warc/capture-wire.js';
+import { captureFromWire, captureToWire, captureWireSchema, isPlainCaptureWire } from './warc/capture-wire.js';
+import type { Capture } from './warc/exchange.js';
 import { INDEX_LIMITS, indexDataSchema, PAGE_FIELDS } from './index-data.js';
 import { STEMMERS } from './tokenize.js';
 import { sitemapDataSchema } from './sitemap.js';
@@ -123,6 +124,12 @@ export const scheduleSchema = z.object({
   slots: z.array(slotSchema).min(1).max(LIMITS.slotsPerSchedule),
   /** The queue server archives exchanges (WARC, not --no-warc): results carry their `capture`. Absent (an older queue server): false. */
   warc: z.boolean().default(false),
+  /**
+   * The version of the binary results frame (shared/results-frame.ts) the queue server reads, and the
+   * fetcher then posts its results in; absent (an older queue server) or 0: JSON only. Either way the
+   * queue server still reads JSON posts (an older fetcher's).
+   */
+  resultsFrame: z.number().int().nonnegative().optional(),
 });
 export type Schedule = z.infer<typeof scheduleSchema>;
 
@@ -219,7 +226,13 @@ export const itemResultSchema = z.object({
    */
   index: indexDataSchema.nullable(),
 });
-export type ItemResult = z.infer<typeof itemResultSchema>;
+/** A result in the JSON form of a post: its capture's bytes in base64 (CaptureWire). */
+export type ItemResultJson = z.infer<typeof itemResultSchema>;
+/**
+ * A result in memory, on either side of the wire: its capture as bytes (the `Capture` the WARC writer
+ * takes), whichever form (JSON or shared/results-frame.ts) carried it.
+ */
+export type ItemResult = Omit<ItemResultJson, 'capture'> & { capture?: Capture | null };
 
 export const resultsRequestSchema = z.object({
   protocolVersion: z.literal(PROTOCOL_VERSION),
@@ -227,7 +240,18 @@ export const resultsRequestSchema = z.object({
   scheduleId: id,
   results: z.array(itemResultSchema).max(LIMITS.resultsPerPost),
 });
-export type ResultsRequest = z.infer<typeof resultsRequestSchema>;
+export type ResultsRequestJson = z.infer<typeof resultsRequestSchema>;
+export type ResultsRequest = Omit<ResultsRequestJson, 'results'> & { results: ItemResult[] };
+
+/** A validated JSON post in memory: captures decoded from base64. */
+export function resultsFromJson(json: ResultsRequestJson): ResultsRequest {
+  return { ...json, results: json.results.map((r) => (r.capture == null ? (r as ItemResult) : { ...r, capture: captureFromWire(r.capture) })) };
+}
+
+/** The JSON form of a post (for a queue server that reads no frames): captures in base64. */
+export function resultsToJson(request: ResultsRequest): ResultsRequestJson {
+  return { ...request, results: request.results.map((r) => (r.capture == null ? (r as ItemResultJson) : { ...r, capture: captureToWire(r.capture) })) };
+}
 
 export const resultsResponseSchema = z.object({
   applied: nonNegativeInt,
@@ -307,7 +331,7 @@ const isUrl = (v: unknown): boolean => typeof v === 'string' && v.length >= 1 &&
 const isNullableHex64 = (v: unknown): boolean => v === null || (typeof v === 'string' && HEX64_PATTERN.test(v));
 
 /** The fast check behind `parseProtocolBody` for `resultsRequestSchema` (same bounds, in place, no copies). */
-export function isPlainResultsRequest(body: unknown): body is ResultsRequest {
+export function isPlainResultsRequest(body: unknown): body is ResultsRequestJson {
   if (!hasExactly(body, KEYS.request)) return false;
   const { protocolVersion, fetcherId, scheduleId, results } = body;
   if (protocolVersion !== PROTOCOL_VERSION || typeof fetcherId !== 'string' || !ID_PATTERN.test(fetcherId)) return false;
@@ -351,8 +375,11 @@ function isPlainItemResult(r: unknown): boolean {
   return r.index === null || isPlainIndexData(r.index);
 }
 
-/** `indexDataSchema` in place: the same bounds (INDEX_LIMITS), exact keys, and the fields' own check. */
-function isPlainIndexData(index: unknown): boolean {
+/**
+ * `indexDataSchema` in place: the same bounds (INDEX_LIMITS), exact keys, and the fields' own check.
+ * The JSON fast path and the binary frame's decoder (shared/results-frame.ts) both check with it.
+ */
+export function isPlainIndexData(index: unknown): boolean {
   if (!hasExactly(index, KEYS.index)) return false;
   if (!isNullableString(index.language, INDEX_LIMITS.languageChars) || typeof index.stemmer !== 'string' || !STEMMER_SET.has(index.stemmer)) return false;
   if (!isNullableString(index.title, INDEX_LIMITS.titleChars)) return false;

@@ -23,7 +23,11 @@
  *      inflated up to the route's limit (inflated bytes join        413 body-too-large, 503 busy
  *      the reservation), shape within bounded-json.ts's bounds,     413 json-too-complex
  *      strict JSON; then req.body                                   400 invalid-json
+ *      (a route that takes a binary frame, Content-Type its
+ *      frameType: inflated the same way, then req.body is a
+ *      FrameBody the route decodes, results-body.ts)
  *  13. the body's fetcherId, if well formed, is the signed one   400 fetcher-id-mismatch
+ *      (a frame's: checked by the route once decoded)
  *
  * A nonce is remembered only for a request whose signature is right (step 10 after 8), so nobody
  * without the secret can fill the nonce memory or burn a fetcher's nonces. The reservation of step 9
@@ -98,10 +102,15 @@ export class RequestAuth {
     return this.#budget;
   }
 
-  /** Middleware for a signed POST with a JSON body of at most `maxBodyBytes` (on the wire and inflated): on success `req.body` is the parsed JSON. */
-  signedJson(maxBodyBytes: number): RequestHandler {
+  /**
+   * Middleware for a signed POST with a JSON body of at most `maxBodyBytes` (on the wire and inflated):
+   * on success `req.body` is the parsed JSON, or, for a body of Content-Type `frameType` where the route
+   * takes one, a FrameBody.
+   */
+  signedJson(maxBodyBytes: number, options: { readonly frameType?: string } = {}): RequestHandler {
+    const frameType = options.frameType ?? null;
     return (req: SignedRequest, res: Response, next: NextFunction) => {
-      this.#signedJson(req, res, maxBodyBytes).then(() => next(), next);
+      this.#signedJson(req, res, maxBodyBytes, frameType).then(() => next(), next);
     };
   }
 
@@ -121,7 +130,7 @@ export class RequestAuth {
     }
   };
 
-  async #signedJson(req: SignedRequest, res: Response, maxBodyBytes: number): Promise<void> {
+  async #signedJson(req: SignedRequest, res: Response, maxBodyBytes: number, frameType: string | null): Promise<void> {
     // Steps 1-2: the framing tells how many bytes will follow; nothing is read without knowing it.
     const declared = req.headers['content-length'];
     if (req.headers['transfer-encoding'] !== undefined || declared === undefined || !/^\d{1,16}$/.test(declared)) {
@@ -145,7 +154,7 @@ export class RequestAuth {
       throw new HttpError(401, 'bad-digest', 'the body does not match its signed Content-Digest (altered or cut in flight)');
     }
     // Step 12.
-    const body = await this.#decode(req, raw.bytes, maxBodyBytes, reservation);
+    const body = await this.#decode(req, raw.bytes, maxBodyBytes, reservation, frameType);
     // Step 13. A malformed fetcherId is left to the protocol schema (400 invalid-body naming the field).
     const bodyFetcherId = typeof body === 'object' && body !== null && 'fetcherId' in body ? body.fetcherId : undefined;
     if (typeof bodyFetcherId === 'string' && isFetcherId(bodyFetcherId) && bodyFetcherId !== headers.fetcherId) {
@@ -218,33 +227,57 @@ export class RequestAuth {
     }
   }
 
-  /** Step 12: the body as JSON, after the signature and digest checks. */
-  async #decode(req: Request, raw: Buffer, maxBodyBytes: number, reservation: Reservation): Promise<unknown> {
-    if (raw.length === 0 || req.is('application/json') !== 'application/json') {
-      throw new HttpError(400, 'bad-request', 'expected a JSON object body with Content-Type: application/json');
+  /** Step 12: the body as JSON (or, where the route takes them, a binary frame), after the signature and digest checks. */
+  async #decode(req: Request, raw: Buffer, maxBodyBytes: number, reservation: Reservation, frameType: string | null): Promise<unknown> {
+    const isFrame = frameType !== null && raw.length > 0 && req.is(frameType) === frameType;
+    if (!isFrame && (raw.length === 0 || req.is('application/json') !== 'application/json')) {
+      throw new HttpError(400, 'bad-request', `expected a JSON object body with Content-Type: application/json${frameType === null ? '' : ` (or a frame, ${frameType})`}`);
     }
     const charset = /charset=([^;\s]+)/i.exec(req.headers['content-type'] ?? '')?.[1]?.toLowerCase();
-    if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') throw new HttpError(415, 'unsupported-charset', `JSON bodies are UTF-8, not ${charset.slice(0, 40)}`);
+    if (!isFrame && charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') throw new HttpError(415, 'unsupported-charset', `JSON bodies are UTF-8, not ${charset.slice(0, 40)}`);
     const encoding = (req.headers['content-encoding'] ?? 'identity').toLowerCase();
     let bytes: Buffer;
     if (encoding === 'identity') bytes = raw;
     else if (encoding === 'gzip' || encoding === 'deflate') bytes = await inflateBounded(raw, encoding, maxBodyBytes, reservation, this.#budget.capacity);
     else throw new HttpError(415, 'unsupported-encoding', `Content-Encoding ${encoding.slice(0, 40)} is not supported (gzip, deflate, identity)`);
-    const shape = checkJsonShape(bytes, this.#jsonBounds);
-    if (!shape.ok) throw new HttpError(413, 'json-too-complex', `request body holds ${shape.problem} (at most ${this.#jsonBounds.maxDepth} levels and ${this.#jsonBounds.maxTokens} values and keys)`);
-    let text: string;
-    try {
-      text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
-    } catch {
-      throw new HttpError(400, 'invalid-json', 'request body is not valid UTF-8');
-    }
-    // Strict JSON, as express.json({ strict: true }): an object or an array, never a bare value.
-    if (!/^[\s]*[[{]/.test(text)) throw new HttpError(400, 'invalid-json', 'request body is not a JSON object or array');
-    try {
-      return JSON.parse(text) as unknown;
-    } catch {
-      throw new HttpError(400, 'invalid-json', 'request body is not valid JSON');
-    }
+    if (isFrame) return new FrameBody(bytes, this.#jsonBounds);
+    return parseBoundedJson(bytes, this.#jsonBounds).value;
+  }
+}
+
+/**
+ * A body in a route's binary frame form (Content-Type its `frameType`), verified but not decoded: the
+ * route decodes it (queue-server/api/results-body.ts) and checks its fetcherId against the signed one
+ * (step 13) then.
+ */
+export class FrameBody {
+  readonly bytes: Buffer;
+  readonly jsonBounds: JsonBounds;
+  constructor(bytes: Buffer, jsonBounds: JsonBounds) {
+    this.bytes = bytes;
+    this.jsonBounds = jsonBounds;
+  }
+}
+
+/**
+ * JSON bytes parsed within `bounds` (bounded-json.ts), strict as express.json({ strict: true }) is:
+ * UTF-8, an object or an array. Returns the value and how many values and keys it holds.
+ */
+export function parseBoundedJson(bytes: Uint8Array, bounds: JsonBounds): { value: unknown; tokens: number } {
+  const shape = checkJsonShape(bytes, bounds);
+  if (!shape.ok) throw new HttpError(413, 'json-too-complex', `request body holds ${shape.problem} (at most ${bounds.maxDepth} levels and ${bounds.maxTokens} values and keys)`);
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    throw new HttpError(400, 'invalid-json', 'request body is not valid UTF-8');
+  }
+  // Strict JSON, as express.json({ strict: true }): an object or an array, never a bare value.
+  if (!/^[\s]*[[{]/.test(text)) throw new HttpError(400, 'invalid-json', 'request body is not a JSON object or array');
+  try {
+    return { value: JSON.parse(text) as unknown, tokens: shape.tokens };
+  } catch {
+    throw new HttpError(400, 'invalid-json', 'request body is not valid JSON');
   }
 }
 

@@ -26,7 +26,6 @@ import { MAX_RETRY_AFTER_MS, UrlRetryBudget } from './retry-after.js';
 import { isHostFailure } from '../../shared/fetch-codes.js';
 import { ONE_SHOT_MAX_WAIT_MS } from '../frontier/host-backoff.js';
 import { WarcError } from '../../shared/warc/errors.js';
-import { captureFromWire } from '../../shared/warc/capture-wire.js';
 import type { CaptureLocation } from '../warc/location.js';
 
 /** Redirects followed one after another from one link, at most (browsers allow about 20; crawlers fewer). */
@@ -157,10 +156,10 @@ export class ResultApplier {
    */
   #archive(result: ItemResult, previous: CaptureLocation | null, now: number): CaptureLocation | null {
     const { stores, config, stats } = this.#parts;
-    const wire = result.capture ?? null;
-    if (wire === null || stores.warc === null || !config.warc) return null;
+    const capture = result.capture ?? null;
+    if (capture === null || stores.warc === null || !config.warc) return null;
     try {
-      const stored = stores.warc.store(captureFromWire(wire), previous, now);
+      const stored = stores.warc.store(capture, previous, now);
       stats.counters.warcRecords += 2;
       stats.counters.warcBytes += stored.written.length;
       return stored.location;

@@ -62,6 +62,8 @@ export class CrawlService extends EventEmitter<{
   readonly #toldDone = new Set<string>();
   /** The next group commit, due at its timer; `commitNow` runs it at once (flush, on shutdown). */
   #pendingCommit: { readonly done: Promise<void>; readonly commitNow: () => void } | null = null;
+  /** A group commit between its start and its end (its WARC fsync runs off the event loop): results wait for it. */
+  #committing: Promise<void> | null = null;
   #lastCommitAt = 0;
   readonly #commitIntervalMs: number;
   /** Set while commits fail: results are refused with 503 and no work is handed out until a retry succeeds. */
@@ -126,6 +128,9 @@ export class CrawlService extends EventEmitter<{
    * whose commit fails gets the same, and the fetcher posts it again (applied once: see apply-results).
    */
   async results(request: ResultsRequest): Promise<ResultsResponse> {
+    // A group commit is making its WARC records durable off the event loop: what it commits is what was
+    // applied before it began, so results wait for it (they are parsed by then; the next commit takes them).
+    while (this.#committing !== null) await this.#committing;
     if (this.#storageError !== null) throw this.#unavailable();
     const response = this.#crawl.applyResults(request, this.#clock());
     this.emit('results', { results: request.results.length, applied: response.applied });
@@ -154,16 +159,34 @@ export class CrawlService extends EventEmitter<{
       this.#pendingCommit = null;
       // Storage failed meanwhile (a flush): this commit would be a retry out of turn.
       if (this.#storageError !== null) return settle.reject(this.#unavailable());
+      const failed = (error: unknown) => {
+        if (!(error instanceof CommitFailure)) return settle.reject(error);
+        this.#storageFailed(error);
+        settle.reject(this.#unavailable());
+      };
       const commit = () => {
-        try {
-          this.#timedCommit();
-          this.#lastCommitAt = this.#clock();
-          settle.resolve();
-        } catch (error) {
-          if (!(error instanceof CommitFailure)) return settle.reject(error);
-          this.#storageFailed(error);
-          settle.reject(this.#unavailable());
-        }
+        // First the WARC records, written now and fsynced on the thread pool (crawl.ts commitArchive),
+        // with results held back meanwhile (`results`); then the rest, as Crawl.commit orders it.
+        const began = performance.now();
+        const committing = this.#crawl.commitArchive().then(
+          () => {
+            try {
+              this.#timedCommit(began);
+              this.#lastCommitAt = this.#clock();
+              settle.resolve();
+            } catch (error) {
+              failed(error);
+            }
+          },
+          (error: unknown) => {
+            this.emit('commit', { durationMs: performance.now() - began, ok: false });
+            failed(error);
+          },
+        );
+        const gate: Promise<void> = committing.finally(() => {
+          if (this.#committing === gate) this.#committing = null;
+        });
+        this.#committing = gate;
       };
       if (this.#beforeCommit === null) return commit();
       // Nothing is committed when the step before fails: the posts waiting get 503 and come again.
@@ -174,9 +197,8 @@ export class CrawlService extends EventEmitter<{
     return done;
   }
 
-  /** Crawl.commit, timed by the monotonic clock for the `commit` event. */
-  #timedCommit(): void {
-    const began = performance.now();
+  /** Crawl.commit, timed by the monotonic clock for the `commit` event (from `began`, when its WARC part started). */
+  #timedCommit(began = performance.now()): void {
     let ok = false;
     try {
       this.#crawl.commit();
@@ -273,6 +295,8 @@ export class CrawlService extends EventEmitter<{
    * if it cannot be.
    */
   async flush(): Promise<void> {
+    // A commit under way finishes first (its WARC fsync is on the thread pool).
+    while (this.#committing !== null) await this.#committing;
     const pending = this.#pendingCommit;
     // A pending commit that fails rejects its waiters; the commit below fails the same way and says so here.
     if (pending !== null) {

@@ -12,6 +12,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { ClaimRequest, HeartbeatRequest, ResultsRequest, ResultsResponse, Schedule } from '../../shared/protocol.js';
+import { RESULTS_FRAME_VERSION } from '../../shared/results-frame.js';
 import { urlHash, urlHashHex, type UrlHash } from '../../shared/url-hash.js';
 import { normalizeUrl, type NormalizedUrl } from '../../shared/url-normalize.js';
 import { Admission } from '../admission/admission.js';
@@ -486,7 +487,8 @@ export class Crawl {
     for (const slot of cut.slots) for (const item of slot.items) if (item.entry !== null) item.entry.leased = true;
     const lease = this.#leases.issue(request.fetcherId, cut.slots, now, this.#config.leaseMs);
     const seedHosts = this.#seedHosts();
-    return scheduleOf(lease, this.#config.leaseMs, (origin) => seedHosts.has(new URL(origin).hostname) || this.#frontier.isTrusted(origin), this.archiving, this.#config.index);
+    // Results come back as binary frames (shared/results-frame.ts) from fetchers that write them.
+    return { ...scheduleOf(lease, this.#config.leaseMs, (origin) => seedHosts.has(new URL(origin).hostname) || this.#frontier.isTrusted(origin), this.archiving, this.#config.index), resultsFrame: RESULTS_FRAME_VERSION };
   }
 
   /**
@@ -597,6 +599,21 @@ export class Crawl {
     commitStore('index/', () => this.#stores.index?.commit());
     commitStore('crawldb.btree', () => this.#stores.crawlDb.commit());
     this.#stores.frontier?.crawlDbCommitted();
+  }
+
+  /**
+   * The first step of `commit` on its own, with the WARC files' fsync on the thread pool (the event loop
+   * goes on meanwhile; crawl-service.ts applies no results until it settles). `commit` afterwards finds
+   * the records durable, so the order of the stores stays what `commit` says. CommitFailure on failure.
+   */
+  async commitArchive(): Promise<void> {
+    const warc = this.#stores.warc;
+    if (warc == null) return;
+    try {
+      await warc.syncRecords();
+    } catch (error) {
+      throw isStorageFailure(error) ? new CommitFailure('warc/', error) : error;
+    }
   }
 
   summary(now: number): ReturnType<typeof crawlSummary> {

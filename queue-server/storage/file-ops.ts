@@ -3,7 +3,8 @@
  * test can watch their order (data fsynced before the meta that points to it, archive before trees)
  * and make any one of them fail the way a full or failing disk does (ENOSPC, EIO, a short write)
  * without patching node:fs. Production code uses `nodeFileOps`; every store takes an `io` option that
- * defaults to it. Synchronous like the stores: a commit must not interleave with anything else.
+ * defaults to it. Synchronous like the stores: a commit must not interleave with anything else (the
+ * one exception, `fsyncAsync`, serves the WARC writer's commitAsync: warc/warc-writer.ts).
  *
  * Only what the stores do to their files is here; reading a whole JSON file or listing a directory
  * is not part of the write path and stays on node:fs.
@@ -18,6 +19,8 @@ export interface FileOps {
   /** Writes at `position` (null: at the file position); returns the bytes written, which may be fewer. */
   write(fd: number, buffer: Uint8Array, offset: number, length: number, position: number | null): number;
   fsync(fd: number): void;
+  /** fsync on libuv's thread pool (the event loop goes on meanwhile); absent: callers fall back to `fsync`. */
+  fsyncAsync?(fd: number): Promise<void>;
   ftruncate(fd: number, length: number): void;
   /** The file's size in bytes (fstat). */
   size(fd: number): number;
@@ -36,6 +39,10 @@ export const nodeFileOps: FileOps = {
   read: (fd, buffer, offset, length, position) => fs.readSync(fd, buffer, offset, length, position),
   write: (fd, buffer, offset, length, position) => fs.writeSync(fd, buffer, offset, length, position),
   fsync: (fd) => fs.fsyncSync(fd),
+  fsyncAsync: (fd) =>
+    new Promise<void>((resolve, reject) => {
+      fs.fsync(fd, (error) => (error === null ? resolve() : reject(error)));
+    }),
   ftruncate: (fd, length) => fs.ftruncateSync(fd, length),
   size: (fd) => fs.fstatSync(fd).size,
   rename: (from, to) => fs.renameSync(from, to),

@@ -95,6 +95,14 @@ export class WarcArchive {
     return { decision, written, location: locationAfter(decision, written, previous) };
   }
 
+  /**
+   * The WARC files' part of the next commit, with their fsync off the event loop (warc-writer.ts
+   * `commitAsync`); `commit` then finds them durable. Same failure as `commit`.
+   */
+  syncRecords(): Promise<void> {
+    return this.#writer.commitAsync();
+  }
+
   /** WARC files first (WARC_WRITE_FAILED on failure, retryable), then, every DIGEST_COMMIT_EVERY commits, the digest index. */
   commit(): void {
     this.#writer.commit();

@@ -7,6 +7,8 @@
  * Appends are staged in memory and reach the disk in `commit`, which the queue server's group commit
  * calls before it commits its trees and acknowledges results (queue-server/crawl/crawl.ts `commit`):
  * positional writes, then fsync of every file written (and of the directory when a file was created).
+ * `commitAsync` is the same with the files' fsync on the thread pool (crawl-service.ts runs it first
+ * in each group commit, holding results back until it resolves, then the rest of the commit).
  * Locations are handed out at `append` and stay true: a commit that fails (ENOSPC, EIO) cuts the file
  * back to its last durable length, keeps everything staged, and throws WARC_WRITE_FAILED with the errno;
  * the next commit writes the same bytes at the same offsets.
@@ -135,31 +137,86 @@ export class WarcWriter {
    */
   commit(): void {
     if (this.#staged.length === 0) return;
-    const touched = new Map<string, OpenFile>();
-    let path = this.dir;
+    const batch = this.#staged.slice();
+    const touched = this.#write(batch);
+    this.#failing(touched, () => {
+      for (const [name, file] of touched) this.#fsyncing(name, () => this.#io.fsync(file.fd));
+      this.#syncDirectory();
+    });
+    this.#settle(batch);
+  }
+
+  /**
+   * `commit`, with the files' fsync on libuv's thread pool, so the event loop goes on meanwhile: the
+   * records are written (positional writes, to the page cache) before this returns its promise, and are
+   * durable when it resolves. The caller must stage nothing in between whose durability it relies on
+   * from this commit (the crawl holds results back until it resolves: crawl-service.ts); what is staged
+   * meanwhile waits for the next commit. Same failure as `commit`.
+   */
+  async commitAsync(): Promise<void> {
+    if (this.#staged.length === 0) return;
+    const batch = this.#staged.slice();
+    const touched = this.#write(batch);
+    const fsyncAsync = this.#io.fsyncAsync?.bind(this.#io);
     try {
-      for (const staged of this.#staged) {
-        path = join(this.dir, staged.file);
+      await Promise.all(
+        [...touched].map(([name, file]) =>
+          fsyncAsync === undefined ? Promise.resolve().then(() => this.#fsyncing(name, () => this.#io.fsync(file.fd))) : fsyncAsync(file.fd).catch((error: unknown) => this.#fsyncing(name, () => { throw error; })),
+        ),
+      );
+    } catch (error) {
+      this.#failing(touched, () => {
+        throw error;
+      });
+    }
+    this.#failing(touched, () => this.#syncDirectory());
+    this.#settle(batch);
+  }
+
+  /** Step 1 of a commit: every record of `batch` written where it was placed; the files it touched. */
+  #write(batch: readonly Staged[]): Map<string, OpenFile> {
+    const touched = new Map<string, OpenFile>();
+    this.#failing(touched, () => {
+      for (const staged of batch) {
+        const path = join(this.dir, staged.file);
         let file = this.#files.get(staged.file);
         if (file === undefined) {
           // Read-write, created if missing, never truncated: a retry writes over what a failed attempt left.
-          const fd = this.#io.open(path, this.#io.exists(path) ? 'r+' : 'w+', 0o600);
+          const fd = this.#named(path, () => this.#io.open(path, this.#io.exists(path) ? 'r+' : 'w+', 0o600));
           file = { fd, durable: this.#io.size(fd) };
           this.#files.set(staged.file, file);
           this.#directoryDirty = true;
         }
         touched.set(staged.file, file);
-        writeFully(this.#io, file.fd, staged.bytes, staged.offset);
+        this.#named(path, () => writeFully(this.#io, file!.fd, staged.bytes, staged.offset));
       }
-      for (const [name, file] of touched) {
-        path = join(this.dir, name);
-        this.#io.fsync(file.fd);
-      }
-      if (this.#directoryDirty) {
-        path = this.dir;
-        fsyncDir(this.#io, this.dir);
-        this.#directoryDirty = false;
-      }
+    });
+    return touched;
+  }
+
+  #syncDirectory(): void {
+    if (!this.#directoryDirty) return;
+    this.#named(this.dir, () => fsyncDir(this.#io, this.dir));
+    this.#directoryDirty = false;
+  }
+
+  #fsyncing(name: string, fsync: () => void): void {
+    this.#named(join(this.dir, name), fsync);
+  }
+
+  /** Runs `step`; a failure names `path` (for the error `#failing` throws). */
+  #named<T>(path: string, step: () => T): T {
+    try {
+      return step();
+    } catch (error) {
+      throw Object.assign(new Error((error as Error).message), { code: (error as NodeJS.ErrnoException).code, path, cause: error });
+    }
+  }
+
+  /** Runs `step`; on failure cuts `touched` back to their durable length and throws WARC_WRITE_FAILED (the stage kept). */
+  #failing(touched: ReadonlyMap<string, OpenFile>, step: () => void): void {
+    try {
+      step();
     } catch (error) {
       for (const file of touched.values()) {
         try {
@@ -169,20 +226,28 @@ export class WarcWriter {
         }
       }
       const errno = (error as NodeJS.ErrnoException).code ?? 'EIO';
+      const path = (error as { path?: string }).path ?? this.dir;
+      const cause = (error as { cause?: unknown }).cause ?? error;
       throw new WarcError('WARC_WRITE_FAILED', `cannot make WARC records durable in ${path}: ${errno} (${(error as Error).message}); nothing was acknowledged, the records stay staged`, {
         errno,
-        cause: error,
+        cause,
       });
     }
-    for (const staged of this.#staged) {
+  }
+
+  /** The records of `batch` are durable: counted, and no longer staged (a commit that ran meanwhile may have settled some already). */
+  #settle(batch: readonly Staged[]): void {
+    const done = new Set(batch);
+    const still = this.#staged.filter((staged) => done.has(staged));
+    for (const staged of still) {
       const file = this.#files.get(staged.file)!;
       file.durable = Math.max(file.durable, staged.offset + staged.bytes.length);
       this.#bytes += staged.bytes.length;
     }
-    this.#records += this.#staged.length;
-    this.#staged = [];
+    this.#records += still.length;
+    this.#staged = this.#staged.filter((staged) => !done.has(staged));
     for (const [name, file] of this.#files) {
-      if (name === this.#current?.name) continue;
+      if (name === this.#current?.name || this.#staged.some((staged) => staged.file === name)) continue;
       this.#io.close(file.fd);
       this.#files.delete(name);
     }

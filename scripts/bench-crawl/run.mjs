@@ -74,6 +74,9 @@ Options:
                         files go to out/profile/<corpus>/
   --top N               functions per process in the profile (default 15)
   --timeout-s N         give up on one crawler after this long (default 1800)
+  --baseline-root DIR   a second Petrel build (a checkout, or a copy of its dist/ and package.json) run as
+                        petrel-base and petrel-base-nowarc, interleaved with the others: before and after
+                        a change in one run
   --petrel-root DIR     the Petrel checkout whose build is benchmarked (default: the one holding this
                         script), e.g. to compare a branch built elsewhere
   --help                show this help
@@ -102,6 +105,7 @@ const { values } = parseArgs({
     repeat: { type: 'string', default: '1' },
     'timeout-s': { type: 'string', default: '1800' },
     'petrel-root': { type: 'string' },
+    'baseline-root': { type: 'string' },
     help: { type: 'boolean', default: false },
   },
   strict: true,
@@ -127,7 +131,9 @@ const options = {
   timeoutMs: positive('--timeout-s', values['timeout-s']) * 1000,
   profile: values.profile,
 };
-const peers = values.only === undefined ? PEERS : values.only.split(',').map((name) => PEERS.find((p) => p.name === name.trim()) ?? usage(`unknown crawler in --only: ${name}`));
+const baselineRoot = values['baseline-root'] === undefined ? null : resolve(values['baseline-root']);
+const isBaseline = (peer) => peer.name.startsWith('petrel-base');
+const peers = values.only === undefined ? PEERS.filter((p) => baselineRoot !== null || !isBaseline(p)) : values.only.split(',').map((name) => PEERS.find((p) => p.name === name.trim()) ?? usage(`unknown crawler in --only: ${name}`));
 const pagesPerHost = Math.round(options.pages / options.hosts);
 
 // 1. Prerequisites, and a private copy of Petrel's build: the tree is shared, and a `npm run build`
@@ -142,6 +148,10 @@ for (const signal of ['SIGINT', 'SIGTERM']) process.once(signal, () => process.e
 const petrelBuild = { root, commit: gitDescribe(root), bin: petrelBinPath(root) };
 const petrelBin = snapshotPetrel(root, join(scratch, 'petrel'));
 say(`Petrel: ${root} at ${petrelBuild.commit ?? 'unknown commit'}, ${petrelBuild.bin} copied to ${petrelBin}`);
+if (peers.some(isBaseline) && baselineRoot === null) usage('petrel-base and petrel-base-nowarc need --baseline-root DIR');
+const baselineBuild = baselineRoot === null ? null : { root: baselineRoot, commit: gitDescribe(baselineRoot), bin: petrelBinPath(baselineRoot) };
+const baselineBin = baselineRoot === null ? null : snapshotPetrel(baselineRoot, join(scratch, 'petrel-base'));
+if (baselineBuild !== null) say(`Petrel baseline: ${baselineRoot} at ${baselineBuild.commit ?? 'unknown commit'}, copied to ${baselineBin}`);
 
 const report = {
   createdAt: new Date().toISOString(),
@@ -149,6 +159,7 @@ const report = {
   machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? null, node: process.version, wget: wgetVersion(), crawlee: crawleeVersion(), nginx: packageVersion('nginx'), loadAverageAtStart: loadavg() },
   options: { ...options, corpora: options.corpora.map((c) => c.name), pagesPerHost, peers: peers.map((p) => p.name) },
   petrel: petrelBuild,
+  baseline: baselineBuild,
   corpora: [],
 };
 
@@ -182,6 +193,7 @@ async function runCorpus(corpus) {
     crawleeConcurrency,
     maxPages: capped ? options.maxPages : null,
     petrelBin,
+    baselineBin,
     here,
     logDir: outDir,
   };
@@ -219,6 +231,21 @@ async function runCorpus(corpus) {
       const ratio = withWarc.pagesPerSecond / withoutWarc.pagesPerSecond;
       corpusResult.archiving = { pagesPerSecondRatio: ratio, cpuMsPerPage: { warc: withWarc.cpuMsPerPage, noWarc: withoutWarc.cpuMsPerPage }, warcBytesPerPage: withWarc.warcBytesPerPage, wgetWarcBytesPerPage: rows.find((r) => r.name === 'wget-warc')?.warcBytesPerPage ?? null };
       say(`\nWeb archive on ${corpus.name}: ${withWarc.pagesPerSecond.toFixed(0)} pages/s with WARC, ${withoutWarc.pagesPerSecond.toFixed(0)} with --no-warc (ratio ${ratio.toFixed(3)}, goal >= 0.85: ${ratio >= 0.85 ? 'met' : 'NOT MET'}); CPU ms/page ${withWarc.cpuMsPerPage?.toFixed(2)} vs ${withoutWarc.cpuMsPerPage?.toFixed(2)}; WARC bytes per page: Petrel ${withWarc.warcBytesPerPage?.toFixed(0) ?? '-'}, wget --warc-file ${corpusResult.archiving.wgetWarcBytesPerPage?.toFixed(0) ?? '-'}`);
+    }
+    const baseWarc = rows.find((r) => r.name === 'petrel-base');
+    const baseNoWarc = rows.find((r) => r.name === 'petrel-base-nowarc');
+    if (baseWarc !== undefined && baseNoWarc !== undefined) {
+      const ratio = baseWarc.pagesPerSecond / baseNoWarc.pagesPerSecond;
+      corpusResult.baselineArchiving = { pagesPerSecondRatio: ratio, cpuMsPerPage: { warc: baseWarc.cpuMsPerPage, noWarc: baseNoWarc.cpuMsPerPage } };
+      say(`Web archive on ${corpus.name}, baseline build: ${baseWarc.pagesPerSecond.toFixed(0)} pages/s with WARC, ${baseNoWarc.pagesPerSecond.toFixed(0)} with --no-warc (ratio ${ratio.toFixed(3)}); CPU ms/page ${baseWarc.cpuMsPerPage?.toFixed(2)} vs ${baseNoWarc.cpuMsPerPage?.toFixed(2)}`);
+    }
+    for (const [after, before] of [['petrel', 'petrel-base'], ['petrel-nowarc', 'petrel-base-nowarc']]) {
+      const a = rows.find((r) => r.name === after);
+      const b = rows.find((r) => r.name === before);
+      if (a === undefined || b === undefined) continue;
+      const split = (row, kind) => row.cpuSplit[kind]?.msPerPage ?? null;
+      const ratio = (x, y) => (x === null || y === null ? '-' : (x / y).toFixed(3));
+      say(`${after} ÷ ${before}: pages/s ${ratio(a.pagesPerSecond, b.pagesPerSecond)}, CPU ms/page ${ratio(a.cpuMsPerPage, b.cpuMsPerPage)} (queue server ${split(a, 'queue-server')?.toFixed(2)} vs ${split(b, 'queue-server')?.toFixed(2)}, fetchers ${split(a, 'fetchers')?.toFixed(2)} vs ${split(b, 'fetchers')?.toFixed(2)})`);
     }
     if (corpusResult.goals.length > 0) say(`\nIssue 10 goals on ${corpus.name}:\n${formatGoals(corpusResult.goals)}`);
     if (options.profile && peers.includes(petrel)) profile = await profilePetrel(corpus, site, base, { capped, unprofiled: rows });

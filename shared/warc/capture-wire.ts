@@ -17,7 +17,7 @@ const BASE64_PATTERN = /^[A-Za-z0-9+/]*={0,2}$/;
 const base64 = (bytes: number) => z.string().max(base64Chars(bytes)).regex(BASE64_PATTERN, 'base64');
 
 /** A record member is at most the 64 MiB a results post may hold (shared/protocol.ts LIMITS). */
-const MAX_MEMBER_BYTES = 64 * 1024 * 1024;
+export const MAX_MEMBER_BYTES = 64 * 1024 * 1024;
 const recordId = z.string().refine(isRecordId, 'a <urn:uuid:...> record id');
 const PAYLOAD_DIGEST_PATTERN = /^sha1:[A-Z2-7]{32}$/;
 /** The bounds of the schema below, shared with the in-place check `isPlainCaptureWire`. */
@@ -71,6 +71,23 @@ export function isPlainCaptureWire(c: unknown): boolean {
   if (v.truncated !== null && !TRUNCATIONS.has(v.truncated)) return false;
   if (typeof v.requestId !== 'string' || !isRecordId(v.requestId) || typeof v.responseId !== 'string' || !isRecordId(v.responseId)) return false;
   return b64(v.responseHead, BOUNDS.headChars) && b64(v.requestRecord, BOUNDS.memberChars) && b64(v.responseRecord, BOUNDS.memberChars);
+}
+
+/**
+ * `isPlainCaptureWire` for a capture whose records are bytes (the binary results frame,
+ * shared/results-frame.ts): the same bounds, the byte runs held to the base64 lengths the schema allows
+ * (so a capture is accepted in one form exactly when its other form would be).
+ */
+export function isPlainCapture(c: Capture): boolean {
+  const nullableStr = (x: string | null, max: number): boolean => x === null || x.length <= max;
+  if (c.url.length < 1 || c.url.length > BOUNDS.urlChars) return false;
+  if (!Number.isFinite(c.date) || c.date < 0) return false;
+  if (!nullableStr(c.ipAddress, BOUNDS.ipChars) || !nullableStr(c.mime, BOUNDS.mimeChars)) return false;
+  if (!Number.isSafeInteger(c.status) || c.status < 100 || c.status > 999) return false;
+  if (!PAYLOAD_DIGEST_PATTERN.test(c.payloadDigest) || !Number.isSafeInteger(c.payloadLength) || c.payloadLength < 0) return false;
+  if (c.truncated !== null && !TRUNCATIONS.has(c.truncated)) return false;
+  if (!isRecordId(c.requestId) || !isRecordId(c.responseId)) return false;
+  return base64Chars(c.responseHead.length) <= BOUNDS.headChars && base64Chars(c.requestRecord.length) <= BOUNDS.memberChars && base64Chars(c.responseRecord.length) <= BOUNDS.memberChars;
 }
 
 export function captureToWire(capture: Capture): CaptureWire {

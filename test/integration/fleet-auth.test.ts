@@ -20,6 +20,7 @@ import { startQueueServer, type RunningQueueServer } from '../../queue-server/da
 import type { CrawlStatus } from '../../queue-server/crawl/crawl-status.js';
 import { LIMITS, PROTOCOL_VERSION, ROUTES, type ClaimRequest, type ItemResult, type Schedule } from '../../shared/protocol.js';
 import { MAX_CLOCK_SKEW_MS, SIGNATURE_HEADERS } from '../../shared/request-signing.js';
+import { encodeResultsFrame, RESULTS_FRAME_TYPE, RESULTS_FRAME_VERSION } from '../../shared/results-frame.js';
 import { assertBuilt, killStartedPetrels, startPetrel, tempDir, waitForEvent } from '../support/petrel-process.js';
 import { instanceOf, signatureFor } from '../support/signed-request.js';
 
@@ -200,6 +201,38 @@ describe('signed requests to a real queue server', () => {
     zippedPost.headers = signatureFor('POST', ROUTES.results, zipped, { secret: server.token, instance, fetcherId: FETCHER_ID, contentEncoding: 'gzip' });
     const accepted = await send(server.url, ROUTES.results, { ...zippedPost.headers, 'Content-Encoding': 'gzip' }, zipped);
     expect(accepted.body).toEqual({ applied: 1, duplicates: 0, leaseActive: true });
+  });
+
+  it('takes results as a binary frame, signed over its exact bytes like a JSON post, and says it reads them in every schedule', async () => {
+    const { server, instance } = await queueServer();
+    const schedule = await claimRobots(server, instance);
+    expect(schedule.resultsFrame).toBe(RESULTS_FRAME_VERSION);
+    const before = counters(server.service.status());
+    const frame = encodeResultsFrame({ protocolVersion: PROTOCOL_VERSION, fetcherId: FETCHER_ID, scheduleId: schedule.id, results: [robotsResult(schedule, 404)] });
+    const asFrame = { 'Content-Type': RESULTS_FRAME_TYPE };
+    const headers = signatureFor('POST', ROUTES.results, frame, { secret: server.token, instance, fetcherId: FETCHER_ID, contentType: RESULTS_FRAME_TYPE });
+    // One byte of the frame changed after signing: refused before it is decoded.
+    const altered = Buffer.from(frame);
+    altered[altered.length - 1] = altered[altered.length - 1]! ^ 1;
+    const alteredAnswer = await send(server.url, ROUTES.results, { ...headers, ...asFrame }, altered);
+    expect(alteredAnswer.body).toMatchObject({ error: { code: 'bad-digest' } });
+    // Sent as JSON under a frame's signature (the Content-Type is signed): refused.
+    const json = signatureFor('POST', ROUTES.results, frame, { secret: server.token, instance, fetcherId: FETCHER_ID, contentType: RESULTS_FRAME_TYPE });
+    expect((await send(server.url, ROUTES.results, { ...json, 'content-type': 'application/json' }, frame)).body).toMatchObject({ error: { code: 'bad-signature' } });
+    // A malformed frame, rightly signed: a 400 with the frame's code, nothing applied.
+    const cut = frame.subarray(0, frame.length - 3);
+    const cutHeaders = signatureFor('POST', ROUTES.results, cut, { secret: server.token, instance, fetcherId: FETCHER_ID, contentType: RESULTS_FRAME_TYPE });
+    const refused = await send(server.url, ROUTES.results, { ...cutHeaders, ...asFrame }, cut);
+    expect(refused.status).toBe(400);
+    expect(refused.body.error).toMatchObject({ code: 'invalid-frame', frameCode: 'FRAME_TRUNCATED' });
+    expect(counters(server.service.status())).toEqual(before);
+    // The honest frame as signed, and gzip-compressed and signed as such: applied once.
+    const zipped = gzipSync(frame);
+    const zippedHeaders = signatureFor('POST', ROUTES.results, zipped, { secret: server.token, instance, fetcherId: FETCHER_ID, contentType: RESULTS_FRAME_TYPE, contentEncoding: 'gzip' });
+    expect((await send(server.url, ROUTES.results, { ...zippedHeaders, ...asFrame, 'Content-Encoding': 'gzip' }, zipped)).body).toEqual({ applied: 1, duplicates: 0, leaseActive: true });
+    const again = signatureFor('POST', ROUTES.results, frame, { secret: server.token, instance, fetcherId: FETCHER_ID, contentType: RESULTS_FRAME_TYPE });
+    // (Its lease ended with its only item, so the repeat is a duplicate of a finished lease.)
+    expect((await send(server.url, ROUTES.results, { ...again, ...asFrame }, frame)).body).toEqual({ applied: 0, duplicates: 1, leaseActive: false });
   });
 
   it('refuses an oversized body with 413 before reading it or checking anything else', async () => {

@@ -144,8 +144,9 @@ describe('WARC writer', () => {
 });
 
 describe('WARC writer on a failing disk (FileOps faults)', () => {
-  for (const fault of ['short-write', 'eio'] as const) {
-    it(`fails the commit on ${fault === 'eio' ? 'an fsync EIO' : 'a torn write then ENOSPC'} with WARC_WRITE_FAILED, cuts the file back, and writes every staged record again on retry`, async () => {
+  for (const [fault, how] of [['short-write', 'commit'], ['eio', 'commit'], ['short-write', 'commitAsync'], ['eio', 'commitAsync']] as const) {
+    it(`fails ${how} on ${fault === 'eio' ? 'an fsync EIO' : 'a torn write then ENOSPC'} with WARC_WRITE_FAILED, cuts the file back, and writes every staged record again on retry`, async () => {
+      const commit = how === 'commit' ? (w: WarcWriter) => Promise.resolve().then(() => w.commit()) : (w: WarcWriter) => w.commitAsync();
       const dir = tempDir();
       const io = new FaultyFileOps();
       const writer = WarcWriter.open({ dir, maxFileBytes: 1 << 30, warcinfo: INFO, io });
@@ -158,7 +159,7 @@ describe('WARC writer on a failing disk (FileOps faults)', () => {
       io.rule = (op) => (fault === 'eio' ? (op.kind === 'fsync' && op.path.endsWith('.warc.gz') ? 'eio' : null) : op.kind === 'write' && op.path.endsWith('.warc.gz') ? 'short-write' : null);
       let caught: unknown = null;
       try {
-        writer.commit();
+        await commit(writer);
       } catch (error) {
         caught = error;
       }
@@ -172,7 +173,7 @@ describe('WARC writer on a failing disk (FileOps faults)', () => {
       // The disk is back: the retry writes both staged records, at the offsets handed out before.
       io.rule = null;
       io.reset();
-      writer.commit();
+      await commit(writer);
       const writes = io.ops.filter((op) => op.kind === 'write');
       expect(writes.map((op) => op.position)).toEqual([request!.offset, request!.offset + request!.length]);
       writer.close();
@@ -180,6 +181,30 @@ describe('WARC writer on a failing disk (FileOps faults)', () => {
       expect(records.map((r) => r.headers.get('WARC-Target-URI') ?? r.type)).toEqual(['warcinfo', 'http://127.0.0.1:9/a', 'http://127.0.0.1:9/a', 'http://127.0.0.1:9/b', 'http://127.0.0.1:9/b']);
     });
   }
+});
+
+describe('WARC writer, fsync on the thread pool', () => {
+  it('writes the records before commitAsync returns its promise, makes them durable when it resolves, and leaves what was staged meanwhile to the next commit', async () => {
+    const dir = tempDir();
+    const writer = WarcWriter.open({ dir, maxFileBytes: 1 << 30, warcinfo: INFO });
+    const a = capture('a', 'alpha'.repeat(300), T0);
+    const [, response] = writer.append([a.requestRecord, a.responseRecord], T0);
+    const syncing = writer.commitAsync();
+    // Written (readable by another reader) already; counted durable only once the fsync returned.
+    const [name] = warcFiles(dir);
+    expect(statSync(join(dir, name!)).size).toBe(response!.offset + response!.length);
+    expect(writer.stats().records).toBe(0);
+    const b = capture('b', 'beta'.repeat(300), T0 + 1);
+    writer.append([b.requestRecord, b.responseRecord], T0 + 1);
+    await syncing;
+    expect(writer.stats().records).toBe(3);
+    expect(writer.stagedRecords).toBe(2);
+    await writer.commitAsync();
+    expect(writer.stagedRecords).toBe(0);
+    writer.close();
+    const records = await checkWarcPath(join(dir, name!));
+    expect(records.map((r) => r.headers.get('WARC-Target-URI') ?? r.type)).toEqual(['warcinfo', 'http://127.0.0.1:9/a', 'http://127.0.0.1:9/a', 'http://127.0.0.1:9/b', 'http://127.0.0.1:9/b']);
+  });
 });
 
 describe('WARC archive', () => {

@@ -17,10 +17,10 @@ import { join } from 'node:path';
  *
  * @typedef {{ corpus: string, multiHost: boolean, origins: string[], seeds: string[],
  *             hostConcurrency: number, concurrency: number, fetchers: number, crawleeConcurrency: number,
- *             maxPages: number | null, petrelBin: string, here: string, dir: string, logDir: string,
+ *             maxPages: number | null, petrelBin: string, baselineBin: string | null, here: string, dir: string, logDir: string,
  *             logName: string, dataDir?: string, summaryFile?: string,
  *             extraEnv?: Record<string, string> }} PeerContext
- * petrelBin: the `petrel` binary (in a snapshot of the build); here: this folder; logDir: out/;
+ * petrelBin: the `petrel` binary (in a snapshot of the build); baselineBin: the --baseline-root build's; here: this folder; logDir: out/;
  * logName: prefix of this run's log files; dataDir/summaryFile: Petrel's, when a second pass reuses them.
  */
 
@@ -154,7 +154,23 @@ export const wgetWarc = {
   },
 };
 
-export const PEERS = [petrel, petrelNoWarc, crawlee, wget, wgetWarc];
+/**
+ * Petrel from a second build (`--baseline-root`, e.g. main while `petrel` is a branch), with and without
+ * archiving, so a change is measured before and after in one run, interleaved, on the same machine load.
+ */
+const onBaseline = (peer, name, label) => ({
+  ...peer,
+  name,
+  label,
+  command(ctx) {
+    if (ctx.baselineBin === null) throw new Error(`${name} needs --baseline-root`);
+    return peer.command({ ...ctx, petrelBin: ctx.baselineBin });
+  },
+});
+export const petrelBase = onBaseline(petrel, 'petrel-base', 'Petrel baseline');
+export const petrelBaseNoWarc = onBaseline(petrelNoWarc, 'petrel-base-nowarc', 'Petrel baseline --no-warc');
+
+export const PEERS = [petrel, petrelNoWarc, petrelBase, petrelBaseNoWarc, crawlee, wget, wgetWarc];
 
 /** wget's "Total wall clock time": "0.4s", "12s", "1m 3s", "1h 2m 3s". */
 function wgetDuration(text) {
