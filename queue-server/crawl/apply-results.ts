@@ -249,7 +249,12 @@ export class ResultApplier {
       case 'fetched':
         counters.pagesFetched++;
         cache.stage(entry.hash, recordAfterFullResponse(result, now));
-        if (belowLimit(depth, config.maxDepth)) admission.admitLinks(result.links, result.url, depth + 1, score(), now);
+        if (belowLimit(depth, config.maxDepth)) {
+          // What the page's links lead to joins its URL shape's fan-out window (url-shape.ts).
+          const fanOut = this.#parts.shapes.fanOutOf(entry.url);
+          admission.admitLinks(result.links, result.url, depth + 1, score(), now, 0, fanOut);
+          if (fanOut !== null) this.#parts.shapes.recordLinks(fanOut, now);
+        }
         break;
       case 'not-modified': {
         counters.notModified++;
