@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync, existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { extractPage } from '../../fetcher/html-extract.js';
-import { FANOUT_WINDOW, isTrapShape, SHAPE_MIN_PAGES, templateHash, urlShapeOf, UrlShapes, withPage, type ShapeStats } from '../../queue-server/admission/url-shape.js';
+import { FANOUT_WINDOW, isTrapShape, SHAPE_MIN_PAGES, templateHash, urlShapeOf, UrlShapes, withLinks, withPage, type ShapeStats } from '../../queue-server/admission/url-shape.js';
 
 describe('URL shapes', () => {
   it('abstracts numbers, dates and ids in the path and keeps the sorted parameter names', () => {
@@ -16,18 +16,40 @@ describe('URL shapes', () => {
     expect(urlShapeOf('http://a.test/find?q%5B%5D=a&page=2')).toEqual({ shape: 'a.test/find?page&q[]', family: 'a.test/find?*' });
   });
 
-  it('makes a shape a trap once most of its first pages are the same template again', () => {
+  it('makes a shape a trap once most of its first pages are the same template again and lead on to new URLs of it', () => {
     let stats: ShapeStats = { pages: 0, same: 0, references: [] };
-    for (let day = 1; day < SHAPE_MIN_PAGES; day++) stats = withPage(stats, templateHash(`Events on 2024-06-${day}. No events are scheduled for this day.`));
+    // Each day links to the next one, new: the calendar keeps producing URLs of its shape.
+    const day = (text: string): void => {
+      stats = withPage(withLinks(stats, { newOfShape: 1, knownOfShape: 1, newElsewhere: 0 }), templateHash(text));
+    };
+    for (let d = 1; d < SHAPE_MIN_PAGES; d++) day(`Events on 2024-06-${d}. No events are scheduled for this day.`);
     expect(isTrapShape(stats)).toBe(false);
-    stats = withPage(stats, templateHash('Events on 2024-07-01. No events are scheduled for this day.'));
-    expect(stats).toMatchObject({ pages: SHAPE_MIN_PAGES, same: SHAPE_MIN_PAGES - 1 });
+    day('Events on 2024-07-01. No events are scheduled for this day.');
+    expect(stats).toMatchObject({ pages: SHAPE_MIN_PAGES, same: SHAPE_MIN_PAGES - 1, produced: SHAPE_MIN_PAGES });
     expect(isTrapShape(stats)).toBe(true);
+  });
+
+  it('keeps a family of one template whose pages lead to no new URL of it (all listed by an index, as rust-doc lists its intrinsics)', () => {
+    const shapes = new UrlShapes();
+    for (let lane = 1; lane <= 4 * SHAPE_MIN_PAGES; lane++) {
+      const url = `http://a.test/core/arch/fn.vld${lane}q_lane_s${lane}.html`;
+      const fanOut = shapes.fanOutOf(url)!;
+      fanOut.link('http://a.test/core/arch/index.html', false);
+      shapes.recordLinks(fanOut, 0);
+      shapes.recordPage(url, `Function core::arch::vld${lane}q_lane_s${lane}. Load multiple single-element structures to one, two, three, or four registers.`, 0);
+    }
+    expect(shapes.list()).toEqual([]);
   });
 
   it('refuses URLs of a trap shape or family only on its host, and lists it', () => {
     const shapes = new UrlShapes();
-    for (let i = 0; i < SHAPE_MIN_PAGES; i++) shapes.recordPage(`http://a.test/search?color=c${i}&page=${i}`, 'Search results: twelve products match your filters.', 1000 + i);
+    for (let i = 0; i < SHAPE_MIN_PAGES; i++) {
+      const url = `http://a.test/search?color=c${i}&page=${i}`;
+      const fanOut = shapes.fanOutOf(url)!;
+      fanOut.link(`http://a.test/search?color=c${i + 1}&page=${i + 1}`, true);
+      shapes.recordLinks(fanOut, 1000 + i);
+      shapes.recordPage(url, 'Search results: twelve products match your filters.', 1000 + i);
+    }
     expect(shapes.trapOf('http://a.test/search?size=m')?.shape).toBe('a.test/search?*');
     expect(shapes.trapOf('http://b.test/search?size=m')).toBeNull();
     expect(shapes.trapOf('http://a.test/about.html')).toBeNull();
