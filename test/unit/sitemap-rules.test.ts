@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { mustNormalize } from '../../shared/url-normalize.js';
 import { parseLastmod, SITEMAP_LIMITS } from '../../shared/sitemap.js';
 import { gunzipBounded, isGzip, parseSitemap } from '../../fetcher/sitemap-parse.js';
-import { listedUrl, topSitemapsOf } from '../../queue-server/sitemaps/sitemap-rules.js';
+import { listedUrl, MAX_SITEMAP_NESTING, MAX_SITEMAPS_PER_ORIGIN, topSitemapsOf } from '../../queue-server/sitemaps/sitemap-rules.js';
+import { SitemapDiscovery } from '../../queue-server/sitemaps/sitemaps.js';
 import { rulesFromFetch } from '../../queue-server/robots/robots.js';
 import { gzipSync } from 'node:zlib';
 import type { ItemResult } from '../../shared/protocol.js';
@@ -117,5 +118,37 @@ describe('reading a sitemap again in the next pass (sitemap-revisit.ts)', () => 
     const kept = sitemapRecordAfter(null, answer(200, 'urlset'), 1000, 30 * DAY)!;
     expect(sitemapRecordAfter(kept, answer(503, null), 2000, 30 * DAY)).toBeUndefined();
     expect(sitemapRecordAfter(kept, { ...answer(200, null), status: null } as ItemResult, 2000, 30 * DAY)).toBeUndefined();
+  });
+});
+
+describe('how many sitemaps an origin gets read (sitemaps.ts)', () => {
+  const allow = () => true;
+  const drain = (discovery: SitemapDiscovery): string[] => {
+    const read: string[] = [];
+    for (let batch = discovery.take(ORIGIN, null, allow); batch.length > 0; batch = discovery.take(ORIGIN, null, allow)) {
+      for (const sitemap of batch) {
+        read.push(sitemap.url);
+        discovery.read(ORIGIN);
+      }
+    }
+    return read;
+  };
+
+  it('takes up sitemaps an index lists one level down, tolerates one more, and skips deeper ones', () => {
+    const discovery = new SitemapDiscovery();
+    expect(discovery.take(ORIGIN, null, allow).map((s) => s.url)).toEqual([`${ORIGIN}/sitemap.xml`]);
+    for (let level = 1; level <= MAX_SITEMAP_NESTING; level++) expect(discovery.listed(ORIGIN, mustNormalize(`${ORIGIN}/level-${level}.xml`), level), `level ${level}`).toBe(true);
+    expect(discovery.listed(ORIGIN, mustNormalize(`${ORIGIN}/too-deep.xml`), MAX_SITEMAP_NESTING + 1)).toBe(false);
+    expect(drain(discovery)).toEqual(Array.from({ length: MAX_SITEMAP_NESTING }, (_, k) => `${ORIGIN}/level-${k + 1}.xml`));
+  });
+
+  it('reads at most MAX_SITEMAPS_PER_ORIGIN sitemaps of an origin per pass, each once', () => {
+    const discovery = new SitemapDiscovery();
+    discovery.take(ORIGIN, null, allow);
+    let taken = 0;
+    for (let n = 0; n < 2 * MAX_SITEMAPS_PER_ORIGIN; n++) if (discovery.listed(ORIGIN, mustNormalize(`${ORIGIN}/part-${n % (MAX_SITEMAPS_PER_ORIGIN + 100)}.xml`), 1)) taken++;
+    // The default /sitemap.xml counts against the cap too.
+    expect(taken).toBe(MAX_SITEMAPS_PER_ORIGIN - 1);
+    expect(new Set(drain(discovery)).size).toBe(MAX_SITEMAPS_PER_ORIGIN - 1);
   });
 });
