@@ -78,11 +78,13 @@ export async function fetchItem(ctx: FetchContext, slot: number, item: ScheduleI
  * A sitemap file (sitemaps.org): bounded like any body (--max-body-bytes after any content coding is
  * undone, and again after a gzip file is inflated), parsed into its entries (sitemap-parse.ts). No
  * redirect is followed: a 3xx is a result like a page's, and the queue server does not take it up.
+ * The validators of its last answer make it a conditional request (queue-server/sitemaps/sitemap-revisit.ts).
  */
 async function fetchSitemap(ctx: FetchContext, slot: number, item: ScheduleItem): Promise<ItemResult> {
   const fetchedAt = Date.now();
   const response = await download(ctx.dispatcher, ctx.download, {
     url: item.url,
+    headers: validatorHeaders(item),
     wantBody: (status) => status >= 200 && status < 300,
     keepExchange: ctx.archive === true,
   });
@@ -99,11 +101,17 @@ async function fetchSitemap(ctx: FetchContext, slot: number, item: ScheduleItem)
   return { ...result, signature: contentSignature(response.body), truncated, sitemap: { ...sitemap, truncated: sitemap.truncated || truncated } };
 }
 
-async function fetchPage(ctx: FetchContext, slot: number, item: ScheduleItem): Promise<ItemResult> {
-  const fetchedAt = Date.now();
+/** If-None-Match and If-Modified-Since from the item's stored validators (RFC 9110 section 13.1). */
+function validatorHeaders(item: ScheduleItem): Record<string, string> {
   const headers: Record<string, string> = {};
   if (item.validators?.etag) headers['if-none-match'] = item.validators.etag;
   if (item.validators?.lastModified) headers['if-modified-since'] = item.validators.lastModified;
+  return headers;
+}
+
+async function fetchPage(ctx: FetchContext, slot: number, item: ScheduleItem): Promise<ItemResult> {
+  const fetchedAt = Date.now();
+  const headers = validatorHeaders(item);
   const response = await download(ctx.dispatcher, ctx.download, {
     url: item.url,
     headers,

@@ -148,7 +148,7 @@ export const CRAWL_SETTINGS = {
   minIntervalMs: duration({ option: '--min-interval-ms <duration>', help: 'continuous mode: shortest refetch interval of a page that keeps changing', min: 1, default: MINUTE_MS }),
   initialIntervalMs: duration({
     option: '--initial-interval-ms <duration>',
-    help: 'continuous mode: refetch interval of a newly fetched page (then +40 % when unchanged, -20 % when changed)',
+    help: 'continuous mode: refetch interval of a newly fetched page (then +40 % when unchanged, -20 % when changed); in any mode, how long a sitemap that answered 404 or 410 is not asked again',
     min: 1,
     default: 30 * DAY_MS,
   }),

@@ -22,7 +22,7 @@ import { makeScope, type Scope } from './scope.js';
 import { crawlDbExactStore, SeenSet } from './seen-set.js';
 import type { UrlPlacement } from '../frontier/url-placement.js';
 import { applyUrlRules, DEFAULT_URL_RULES } from './url-rules.js';
-import { TRAP_SHAPE_CODE, type UrlShapes } from './url-shape.js';
+import { TRAP_SHAPE_CODE, type PageFanOut, type UrlShapes } from './url-shape.js';
 import type { LinkRouter } from '../cluster/link-router.js';
 
 export interface AdmissionParts {
@@ -97,9 +97,10 @@ export class Admission {
   /**
    * Admits the links of a page (or a redirect target) at `depth`, sharing the page's OPIC score among
    * them. In two steps: every link is normalized, ruled, scoped and hashed, then the seen-set answers
-   * for all of them in one batch, then each is admitted in the page's order.
+   * for all of them in one batch, then each is admitted in the page's order. `fanOut` (a fetched page's,
+   * url-shape.ts) is told which in-scope links were new and which known, for the fan-out rule.
    */
-  admitLinks(links: readonly string[], base: string, depth: number, parentScore: number, now: number, redirectHops = 0): void {
+  admitLinks(links: readonly string[], base: string, depth: number, parentScore: number, now: number, redirectHops = 0, fanOut: PageFanOut | null = null): void {
     const capped = links.length > LIMITS.linksPerPage ? links.slice(0, LIMITS.linksPerPage) : links;
     // OPIC: a page's importance is shared out equally among its outlinks.
     const share = capped.length > 0 ? parentScore / capped.length : 0;
@@ -110,6 +111,7 @@ export class Admission {
       const known = this.#known.get(link);
       if (known !== undefined) {
         if (known !== null && share > 0 && opic) this.#addScore(known, share);
+        fanOut?.link(link, false);
         continue;
       }
       const normalized = normalizeUrl(link, base);
@@ -133,7 +135,8 @@ export class Admission {
     for (let i = 0; i < candidates.length; i++) {
       const { link, url, origin } = candidates[i]!;
       const hash = hashes[i]!;
-      const wasSeen = seen[i]! || (admitted.size > 0 && admitted.has(urlHashHex(hash)));
+      const again = !seen[i]! && admitted.size > 0 && admitted.has(urlHashHex(hash));
+      const wasSeen = seen[i]! || again;
       // An infinite space found out (url-shape.ts): its new URLs cost no request.
       const trap = this.#parts.shapes?.trapOf(url) ?? null;
       if (trap !== null) {
@@ -146,6 +149,8 @@ export class Admission {
       const outcome = this.#admitHashed(url, hash, wasSeen, origin, depth, share, now, redirectHops);
       if (outcome === 'admitted') admitted.add(urlHashHex(hash));
       if (outcome !== 'refused') this.#known.add(link, opic ? hash : null);
+      // A URL spelled twice on one page is not a link back to a known one.
+      if (fanOut !== null && outcome !== 'refused' && !again) fanOut.link(url, outcome !== 'seen');
     }
   }
 

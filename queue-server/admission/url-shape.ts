@@ -15,8 +15,13 @@
  * of one template that differ only by a date, a count or a page number hash alike. Within
  * SHAPE_NEAR_DISTANCE bits it is "the same again". Once
  * SHAPE_MIN_PAGES pages of a shape are fetched and at least SHAPE_SAME_SHARE of them were the same
- * again, the shape is a trap: its new URLs are refused at admission and its queued ones at the cut,
- * both counted under `trap-shape`, without a request.
+ * again, and the shape's own pages keep producing new URLs of it (at least SHAPE_PRODUCED_SHARE per
+ * page fetched: the "keeps producing new URLs" of an infinite space), the shape is a trap: its new URLs
+ * are refused at admission and its queued ones at the cut, both counted under `trap-shape`, without a
+ * request. Without the second condition the rule cost rust-doc 83 pages (17,991 fetched instead of
+ * the 18,074 its body and link limits let any crawl reach; measured 2026-12-03 with scripts/bench-crawl,
+ * corpus large): its SIMD intrinsics and vector types are one template per family, but their module
+ * index lists them all and they do not lead to each other.
  *
  * Why these numbers (measured 2026-12-03, each page against the first four of its shape): the hostile
  * host's calendar, month and facet pages are 0 bits apart by template hash (5-9 by plain simhash);
@@ -24,6 +29,26 @@
  * pages, 12-39), 14 on 2 hosts of 1,000 `bench` pages, 12 on the PostgreSQL 15 manual's 1,173 pages
  * (`release-15-N.html` and the like). 6 sits between, and a shape needs 70 % of its pages "the same
  * again" besides. A trap costs its first SHAPE_MIN_PAGES pages plus what was queued of it by then.
+ *
+ * The **fan-out rule** catches what the first rule cannot: an infinite space whose pages do differ (a
+ * link farm or crawler tarpit of generated prose, a "related searches" tree), whose links only ever lead
+ * on to more URLs of the same shape. For each fetched page, admission tells what its links led to
+ * (`PageFanOut`): new URLs of the page's own shape (or family), links to URLs of it already known, new
+ * URLs elsewhere. A page **leads only onward** when it gave at least one new URL of its shape and linked
+ * to no known one. The pages of a shape are judged in windows of FANOUT_WINDOW pages: when at least
+ * FANOUT_ONWARD_SHARE of a window's pages led only onward and at most FANOUT_ELSEWHERE_SHARE of the new
+ * URLs they gave were of other shapes, the shape is a trap (reason `fan-out`), refused as above.
+ *
+ * Why links to known pages of the shape decide: by its links alone, a finite site whose pages are one
+ * shape looks like an infinite space while it is being discovered (the test web's hosts are one shape,
+ * `/section-{n}/page-{n}.html`, each page linking to four new children). What the finite site's pages
+ * also do is link back: to a parent, to siblings, to pages met before, and more so the further the crawl
+ * gets. Measured 2026-12-03: on the test web, at most about half the pages of a window lead only onward
+ * (a page found through a random link may have an unknown parent), in the PostgreSQL manual far fewer;
+ * the tarpit's pages all do. What it does not catch: an endless chain or calendar whose pages link back
+ * to the one before (next and previous page, day): each page gives one new URL and links to a known one,
+ * exactly as a long finite pagination does; with the same template it falls to the first rule, with
+ * distinct text to the per-host budget only.
  *
  * Memory: MAX_TRACKED_SHAPES shapes with statistics (about 250 bytes each; the least recently fetched
  * are forgotten first), MAX_TRAP_SHAPES traps remembered (the oldest forgotten first).
@@ -43,10 +68,18 @@ export const SHAPE_NEAR_DISTANCE = 6;
 export const SHAPE_MIN_PAGES = 10;
 /** Share of "the same again" pages that makes a shape a trap. */
 export const SHAPE_SAME_SHARE = 0.7;
+/** New URLs of a shape its own pages gave, per page fetched, at least, for the near-duplicate rule. */
+export const SHAPE_PRODUCED_SHARE = 0.5;
 /** Distinct pages of a shape kept to compare with. */
 export const SHAPE_REFERENCES = 4;
 export const MAX_TRACKED_SHAPES = 10_000;
 export const MAX_TRAP_SHAPES = 10_000;
+/** Pages of a shape per fan-out window. */
+export const FANOUT_WINDOW = 40;
+/** Share of a window's pages that led only onward (new URLs of their shape, no known one) to make a trap. */
+export const FANOUT_ONWARD_SHARE = 0.9;
+/** Share of the new URLs a window's pages gave that may be of other shapes, at most, for a trap. */
+export const FANOUT_ELSEWHERE_SHARE = 0.1;
 /** Traps shown in the status at most. */
 export const MAX_SHOWN_TRAPS = 50;
 
@@ -58,13 +91,24 @@ function abstractPart(part: string): string {
   return part.replace(/[0-9]+/g, '{n}');
 }
 
-/** The shape of a URL and, when it has a query, its family. Pure. */
+/**
+ * The shape of a URL and, when it has a query, its family. Pure. Read from the string (a normalized
+ * URL: lower-case host, no default port, no fragment), not through `new URL`, because admission asks
+ * it for every same-host link of every page.
+ */
 export function urlShapeOf(url: string): { shape: string; family: string | null } {
-  const parsed = new URL(url);
-  const path = parsed.pathname.split('/').map(abstractPart).join('/');
-  const base = `${parsed.host}${path}`;
-  if (parsed.search.length <= 1) return { shape: base, family: null };
-  const names = [...new Set([...parsed.searchParams.keys()].map(abstractPart))].sort();
+  const hostStart = url.indexOf('//') + 2;
+  let end = url.indexOf('#', hostStart);
+  if (end < 0) end = url.length;
+  let queryStart = url.indexOf('?', hostStart);
+  if (queryStart < 0 || queryStart > end) queryStart = end;
+  let pathStart = url.indexOf('/', hostStart);
+  if (pathStart < 0 || pathStart > queryStart) pathStart = queryStart;
+  const rawPath = pathStart < queryStart ? url.slice(pathStart, queryStart) : '/';
+  const path = /[0-9]/.test(rawPath) ? rawPath.split('/').map(abstractPart).join('/') : rawPath;
+  const base = `${url.slice(hostStart, pathStart)}${path}`;
+  if (queryStart + 1 >= end) return { shape: base, family: null };
+  const names = [...new Set([...new URLSearchParams(url.slice(queryStart + 1, end)).keys()].map(abstractPart))].sort();
   return { shape: `${base}?${names.join('&')}`, family: `${base}?*` };
 }
 
@@ -75,29 +119,89 @@ export interface ShapeStats {
   same: number;
   /** Template hashes of the first distinct pages. */
   readonly references: string[];
+  /** New URLs of the shape its pages' links gave, since the shape was first met. */
+  readonly produced?: number;
+  /** The fan-out window so far: pages whose links were counted, */
+  readonly linkPages?: number;
+  /** of them those that led only onward, */
+  readonly onward?: number;
+  /** and the new URLs their links gave, of the shape and elsewhere. */
+  readonly newOfShape?: number;
+  readonly newElsewhere?: number;
+}
+
+/** What the links of one fetched page led to, for its shape or its family (counted by `PageFanOut`). */
+export interface PageLinks {
+  /** New URLs of the shape (admitted from this page). */
+  readonly newOfShape: number;
+  /** Links to URLs of the shape that were already known. */
+  readonly knownOfShape: number;
+  /** New URLs of any other shape or host. */
+  readonly newElsewhere: number;
+}
+
+/** A page's links join its shape's fan-out window. Pure (returns a new object). */
+export function withLinks(stats: ShapeStats, page: PageLinks): ShapeStats {
+  const onward = page.newOfShape > 0 && page.knownOfShape === 0;
+  return {
+    ...stats,
+    produced: (stats.produced ?? 0) + page.newOfShape,
+    linkPages: (stats.linkPages ?? 0) + 1,
+    onward: (stats.onward ?? 0) + (onward ? 1 : 0),
+    newOfShape: (stats.newOfShape ?? 0) + page.newOfShape,
+    newElsewhere: (stats.newElsewhere ?? 0) + page.newElsewhere,
+  };
+}
+
+/** Whether a full fan-out window says the shape only ever leads on to more of itself. Pure. */
+export function isFanOutTrap(stats: ShapeStats): boolean {
+  const pages = stats.linkPages ?? 0;
+  const newOfShape = stats.newOfShape ?? 0;
+  const newElsewhere = stats.newElsewhere ?? 0;
+  return pages >= FANOUT_WINDOW && (stats.onward ?? 0) >= FANOUT_ONWARD_SHARE * pages && newElsewhere <= FANOUT_ELSEWHERE_SHARE * (newOfShape + newElsewhere);
+}
+
+/** A fan-out window judged and not a trap: the next one starts empty. Pure. */
+function nextWindow(stats: ShapeStats): ShapeStats {
+  return { pages: stats.pages, same: stats.same, references: stats.references, produced: stats.produced ?? 0 };
 }
 
 /** A page of the shape was fetched: its statistics after it. Pure (returns a new object). */
 export function withPage(stats: ShapeStats, simhash: string): ShapeStats {
   const same = stats.references.some((reference) => hammingDistance(reference, simhash) <= SHAPE_NEAR_DISTANCE);
   return {
+    ...stats,
     pages: stats.pages + 1,
     same: stats.same + (same ? 1 : 0),
     references: same || stats.references.length >= SHAPE_REFERENCES ? stats.references : [...stats.references, simhash],
   };
 }
 
-/** Whether a shape's pages keep being the same again. Pure. */
+/**
+ * Whether a shape's pages keep being the same again while they keep producing new URLs of it. Pure.
+ * Both: a family of generated pages that are one template but that nothing of the family leads on to
+ * (rust-doc's SIMD intrinsics, `fn.vld{n}q_lane_s{n}.html`, all listed by their module's index) is a
+ * finite set of real pages, not an infinite space.
+ */
 export function isTrapShape(stats: ShapeStats): boolean {
-  return stats.pages >= SHAPE_MIN_PAGES && stats.same >= SHAPE_SAME_SHARE * stats.pages;
+  return stats.pages >= SHAPE_MIN_PAGES && stats.same >= SHAPE_SAME_SHARE * stats.pages && (stats.produced ?? 0) >= SHAPE_PRODUCED_SHARE * stats.pages;
 }
+
+/** Why a shape is a trap: its pages kept being the same template, or kept leading only to new URLs of it. */
+export type TrapReason = 'near-duplicates' | 'fan-out';
 
 /** A shape found to be a trap, as the status shows it (`trapShapes`). */
 export interface TrapShape {
   readonly shape: string;
-  /** Pages fetched when it was judged, and how many of them were the same again. */
+  readonly reason: TrapReason;
+  /** Pages judged: fetched (near-duplicates) or of the fan-out window (fan-out), */
   readonly pages: number;
+  /** how many of them were the same again (near-duplicates), */
   readonly nearDuplicates: number;
+  /** how many led only onward, and the new URLs they gave of the shape and elsewhere (fan-out; else 0). */
+  readonly onwardPages: number;
+  readonly newOfShape: number;
+  readonly newElsewhere: number;
   /** URLs refused since (`trap-shape`). */
   refused: number;
   /** ms since epoch */
@@ -146,10 +250,44 @@ export class UrlShapes {
     // Most recently fetched last, so the first key is the one to forget.
     this.#stats.delete(key);
     if (isTrapShape(after)) {
-      this.#addTrap({ shape: key, pages: after.pages, nearDuplicates: after.same, refused: 0, since: now });
+      this.#addTrap({ shape: key, reason: 'near-duplicates', pages: after.pages, nearDuplicates: after.same, onwardPages: 0, newOfShape: 0, newElsewhere: 0, refused: 0, since: now });
       return;
     }
-    this.#stats.set(key, after);
+    this.#keep(key, after);
+  }
+
+  /**
+   * A counter for what the links of a fetched page of `url` lead to (admission.ts feeds it each link,
+   * then hands it to `recordLinks`), or null when neither its shape nor its family is being judged.
+   */
+  fanOutOf(url: string): PageFanOut | null {
+    const { shape, family } = urlShapeOf(url);
+    const judgeShape = !this.#traps.has(shape);
+    const judgeFamily = family !== null && !this.#traps.has(family);
+    if (!judgeShape && !judgeFamily) return null;
+    return new PageFanOut(url, judgeShape ? shape : null, judgeFamily ? family : null);
+  }
+
+  /** A page's links were admitted: its shape's and family's fan-out windows take them. */
+  recordLinks(fanOut: PageFanOut, now: number): void {
+    if (fanOut.shape !== null) this.#recordLinks(fanOut.shape, fanOut.ofShape, now);
+    if (fanOut.family !== null) this.#recordLinks(fanOut.family, fanOut.ofFamily, now);
+  }
+
+  #recordLinks(key: string, page: PageLinks, now: number): void {
+    if (this.#traps.has(key)) return;
+    const after = withLinks(this.#stats.get(key) ?? { pages: 0, same: 0, references: [] }, page);
+    this.#stats.delete(key);
+    if (isFanOutTrap(after)) {
+      this.#addTrap({ shape: key, reason: 'fan-out', pages: after.linkPages!, nearDuplicates: after.same, onwardPages: after.onward!, newOfShape: after.newOfShape!, newElsewhere: after.newElsewhere!, refused: 0, since: now });
+      return;
+    }
+    this.#keep(key, (after.linkPages ?? 0) >= FANOUT_WINDOW ? nextWindow(after) : after);
+  }
+
+  /** Most recently fetched last, so the first key is the one to forget. */
+  #keep(key: string, stats: ShapeStats): void {
+    this.#stats.set(key, stats);
     if (this.#stats.size > MAX_TRACKED_SHAPES) this.#stats.delete(this.#stats.keys().next().value!);
   }
 
@@ -166,6 +304,46 @@ export class UrlShapes {
       else this.#trapHosts.set(oldHost, left);
     }
   }
+}
+
+/**
+ * What the links of one fetched page lead to, for its shape and its family: each in-scope link is
+ * `link`ed with whether admission found it new. Links of other hosts are another shape by definition
+ * (a shape starts with its host), so only same-host links are shaped.
+ */
+export class PageFanOut {
+  readonly shape: string | null;
+  readonly family: string | null;
+  readonly #sameHost: string;
+  readonly ofShape = { newOfShape: 0, knownOfShape: 0, newElsewhere: 0 };
+  readonly ofFamily = { newOfShape: 0, knownOfShape: 0, newElsewhere: 0 };
+
+  constructor(pageUrl: string, shape: string | null, family: string | null) {
+    this.shape = shape;
+    this.family = family;
+    const hostEnd = pageUrl.indexOf('/', pageUrl.indexOf('//') + 2);
+    this.#sameHost = hostEnd < 0 ? pageUrl : pageUrl.slice(0, hostEnd + 1);
+  }
+
+  link(url: string, isNew: boolean): void {
+    if (!url.startsWith(this.#sameHost)) {
+      if (isNew) {
+        this.ofShape.newElsewhere++;
+        this.ofFamily.newElsewhere++;
+      }
+      return;
+    }
+    const { shape, family } = urlShapeOf(url);
+    count(this.ofShape, this.shape !== null && shape === this.shape, isNew);
+    count(this.ofFamily, this.family !== null && family === this.family, isNew);
+  }
+}
+
+function count(links: { newOfShape: number; knownOfShape: number; newElsewhere: number }, ofShape: boolean, isNew: boolean): void {
+  if (ofShape) {
+    if (isNew) links.newOfShape++;
+    else links.knownOfShape++;
+  } else if (isNew) links.newElsewhere++;
 }
 
 function hostOf(url: string): string | null {

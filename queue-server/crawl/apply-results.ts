@@ -13,6 +13,7 @@ import { urlHash, urlHashHex } from '../../shared/url-hash.js';
 import { normalizeUrl, type NormalizedUrl } from '../../shared/url-normalize.js';
 import { listedUrl } from '../sitemaps/sitemap-rules.js';
 import type { PendingSitemap } from '../sitemaps/sitemaps.js';
+import { sitemapRecordAfter } from '../sitemaps/sitemap-revisit.js';
 import { recordAfterFullResponse, recordAfterNotModified } from '../cache/cache-policy.js';
 import { belowLimit } from '../crawl-config.js';
 import { relationsOf } from '../crawldb/crawl-db.js';
@@ -226,6 +227,11 @@ export class ResultApplier {
         for (let i = 0; i < urls.length; i += LIMITS.linksPerPage) admission.admitLinks(urls.slice(i, i + LIMITS.linksPerPage), sitemap.url, 1, 0, now);
       }
     }
+    // What the next pass asks of this sitemap: a conditional request, or none for a while after a 404
+    // (sitemaps/sitemap-revisit.ts).
+    const key = urlHash(sitemap.url);
+    const kept = sitemapRecordAfter(stores.cache.get(key), result, now, config.initialIntervalMs);
+    if (kept !== undefined) stores.cache.stage(key, kept);
     // A sitemap that failed is not asked again in the pass; like robots.txt, it does not count in the
     // host's health (frontier/host-backoff.ts), which its page requests decide.
     sitemaps.read(origin);
@@ -248,7 +254,12 @@ export class ResultApplier {
       case 'fetched':
         counters.pagesFetched++;
         cache.stage(entry.hash, recordAfterFullResponse(result, now));
-        if (belowLimit(depth, config.maxDepth)) admission.admitLinks(result.links, result.url, depth + 1, score(), now);
+        if (belowLimit(depth, config.maxDepth)) {
+          // What the page's links lead to joins its URL shape's fan-out window (url-shape.ts).
+          const fanOut = this.#parts.shapes.fanOutOf(entry.url);
+          admission.admitLinks(result.links, result.url, depth + 1, score(), now, 0, fanOut);
+          if (fanOut !== null) this.#parts.shapes.recordLinks(fanOut, now);
+        }
         break;
       case 'not-modified': {
         counters.notModified++;

@@ -33,7 +33,8 @@ import { UrlPlacement } from '../frontier/url-placement.js';
 import type { FrontierStore } from '../frontier/frontier-store.js';
 import type { RobotsStore } from '../robots/robots-store.js';
 import { crawlDelayOf, robotsVerdict } from '../robots/robots.js';
-import { SitemapDiscovery } from '../sitemaps/sitemaps.js';
+import { SitemapDiscovery, type PendingSitemap } from '../sitemaps/sitemaps.js';
+import { sitemapRequestOf } from '../sitemaps/sitemap-revisit.js';
 import { PolitenessGroups } from '../frontier/politeness-group.js';
 import { ResultApplier } from './apply-results.js';
 import { dueAt, type CrawlPass } from './crawl-pass.js';
@@ -446,8 +447,7 @@ export class Crawl {
           // A sitemap's lastmod newer than the last fetch: the stored copy is stale, whatever it said.
           return cacheDecision(stored, stored !== null && this.#sitemaps.isChanged(entry.hash) ? Math.max(now, stored.freshUntil) : now);
         },
-        sitemapsOf: (queue) =>
-          !this.#config.sitemaps ? [] : this.#sitemaps.take(queue.origin, queue.robots.rules, (url) => queue.robots.rules === null || robotsVerdict(queue.robots.rules, url, this.#config.robotsToken).allowed),
+        sitemapsOf: (queue) => (!this.#config.sitemaps ? [] : this.#sitemapsToRead(queue, now)),
         givenUpOf: (queue) => (this.#hostBackoff.gaveUp(queue.origin) ? HOST_FAILING_CODE : null),
         refusalOf: (entry) => this.#refusalOf(entry),
       },
@@ -622,6 +622,25 @@ export class Crawl {
 
   status(now: number): CrawlStatus {
     return crawlStatus(this.#parts, this.state(), this.#pass, now);
+  }
+
+  /**
+   * The origin's sitemaps to read now: robots.txt must allow them, one that answered 404 or 410 is not
+   * asked again before its time (counted as skipped), the others go out with their last validators
+   * (sitemaps/sitemap-revisit.ts).
+   */
+  #sitemapsToRead(queue: OriginQueue, now: number): PendingSitemap[] {
+    const rules = queue.robots.rules;
+    const allowed = (url: NormalizedUrl): boolean => {
+      if (rules !== null && !robotsVerdict(rules, url, this.#config.robotsToken).allowed) return false;
+      if (sitemapRequestOf(this.#stores.cache.get(urlHash(url)), now).kind === 'request') return true;
+      this.#stats.counters.sitemapsSkipped++;
+      return false;
+    };
+    return this.#sitemaps.take(queue.origin, rules, allowed).map((sitemap) => {
+      const request = sitemapRequestOf(this.#stores.cache.get(urlHash(sitemap.url)), now);
+      return request.kind === 'request' && request.validators !== null ? { ...sitemap, validators: request.validators } : sitemap;
+    });
   }
 
   /** A queued URL whose shape turned out to be a trap after it was admitted is refused at the cut. */

@@ -150,7 +150,7 @@ export function cutSchedule(frontier: Frontier, policy: CutPolicy, now: number):
     const sitemaps = budget === 0 ? [] : (policy.sitemapsOf?.(queue) ?? []);
     if (sitemaps.length > 0) {
       queue.startSlot();
-      const items: SlotItem[] = sitemaps.map((sitemap) => ({ kind: 'sitemap', url: sitemap.url, entry: null, validators: null, applied: false, sitemap }));
+      const items: SlotItem[] = sitemaps.map((sitemap) => ({ kind: 'sitemap', url: sitemap.url, entry: null, validators: sitemap.validators ?? null, applied: false, sitemap }));
       slots.push({ queue, kind: 'sitemap', startAfterMs, delayMs: policy.delayOf(queue), items, remaining: items.length });
       continue;
     }

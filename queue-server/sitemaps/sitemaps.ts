@@ -19,6 +19,7 @@
  * this pass (at most MAX_SITEMAPS_PER_ORIGIN), forgotten once none is pending or out; changed URLs at most MAX_CHANGED_URLS (about 60 bytes each), the rest not
  * remembered (those pages are judged by their freshness alone).
  */
+import type { Validators } from '../../shared/protocol.js';
 import { urlHashHex, type UrlHash } from '../../shared/url-hash.js';
 import type { NormalizedUrl } from '../../shared/url-normalize.js';
 import type { RobotsRules } from '../robots/robots.js';
@@ -31,6 +32,8 @@ export interface PendingSitemap {
   readonly url: NormalizedUrl;
   /** 0 for a top sitemap, 1 for one listed by a sitemap index, ... */
   readonly level: number;
+  /** Of its last answer, for a conditional request (sitemap-revisit.ts); absent: none. */
+  readonly validators?: Validators | null;
 }
 
 class OriginSitemaps {

@@ -20,7 +20,7 @@ interface Summary {
   errorsByCode: Record<string, number>;
   retriedLater: number;
   elapsedMs: number;
-  trapShapes: { shape: string; pages: number; nearDuplicates: number; refused: number }[];
+  trapShapes: { shape: string; reason: string; pages: number; nearDuplicates: number; onwardPages: number; newOfShape: number; refused: number }[];
 }
 
 describe('a crawl of the hostile host', () => {
@@ -89,7 +89,16 @@ describe('a crawl of the hostile host', () => {
     expect(summary.errorsByCode['trap-shape']).toBeGreaterThan(0);
     expect(summary.trapShapes.length).toBeGreaterThan(0);
     const monthCalendar = hostileRequests().filter((path) => path.startsWith('/trap/calendar/')).length;
-    console.log(`hostile-crawl: requests per trap ${JSON.stringify(Object.fromEntries(byTrap))}, month calendar ${monthCalendar}; trap shapes ${JSON.stringify(summary.trapShapes.map((t) => [t.shape.slice(t.shape.indexOf('/')), t.pages, t.nearDuplicates, t.refused]))}; ${summary.requests} requests in ${summary.elapsedMs} ms`);
+    console.log(`hostile-crawl: requests per trap ${JSON.stringify(Object.fromEntries(byTrap))}, month calendar ${monthCalendar}; trap shapes ${JSON.stringify(summary.trapShapes.map((t) => [t.shape.slice(t.shape.indexOf('/')), t.reason, t.pages, t.reason === 'fan-out' ? t.onwardPages : t.nearDuplicates, t.refused]))}; ${summary.requests} requests in ${summary.elapsedMs} ms`);
+  });
+
+  it('stops the tarpit, whose stories all differ, by the fan-out rule: its links only lead on to new stories', () => {
+    const stories = summary.trapShapes.filter((t) => t.shape.endsWith('/stories/{n}.html'));
+    expect(stories.map((t) => t.reason)).toEqual(['fan-out']);
+    // Its pages are no near-duplicates of each other: only the fan-out rule could have stopped it.
+    expect(stories[0]!.nearDuplicates).toBeLessThan(stories[0]!.pages / 2);
+    expect(stories[0]!.onwardPages).toBeGreaterThanOrEqual(0.9 * stories[0]!.pages);
+    expect(stories[0]!.refused).toBeGreaterThan(0);
   });
 
   it('still requests every page of the hostile host outside the traps (no false positive)', () => {

@@ -4,14 +4,16 @@
  * sitemaps, and one listing URLs it may not list) and /sitemap.xml, fetches the pages reachable only
  * through them, never the entries of another host or outside a sitemap's directory, counts sitemaps
  * apart from pages, and on a second pass fetches the page whose lastmod is newer than its last fetch
- * while every other page is still fresh.
+ * while every other page is still fresh, asking each unchanged sitemap with its validators; a host's
+ * /sitemap.xml that answered 404 is not asked again in the next pass; and a queue server in continuous
+ * mode queues at once a known page whose lastmod says it changed.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestWeb, type RequestLogEntry, type TestWeb } from '../../scripts/test-web.js';
 import { SITEMAP_FILES, SITEMAP_IGNORED_PAGES, SITEMAP_ONLY_PAGES } from '../../scripts/test-web/sitemap-host.js';
-import { assertBuilt, runPetrel, tempDir } from '../support/petrel-process.js';
+import { assertBuilt, killStartedPetrels, runPetrel, startPetrel, tempDir, waitForEvent } from '../support/petrel-process.js';
 
 interface Summary {
   pagesFetched: number;
@@ -23,6 +25,7 @@ interface Summary {
   sitemapUrls: number;
   sitemapUrlsRefused: number;
   sitemapChanged: number;
+  sitemapsSkipped: number;
 }
 
 const CHANGED = '/sitemaps/page-2-1.html';
@@ -62,6 +65,7 @@ describe('sitemaps', () => {
   }, 120_000);
 
   afterAll(async () => {
+    killStartedPetrels();
     await web?.close();
   });
 
@@ -118,6 +122,61 @@ describe('sitemaps', () => {
     expect(pages[0]!.status).toBe(200);
     expect(second).toMatchObject({ pagesFetched: 1, sitemapChanged: 1, skippedFresh: SITEMAP_ONLY_PAGES.length + 1 });
   });
+
+  it('asks each unchanged sitemap of the last pass with its validators (a 304), and a sitemap index in full', () => {
+    const byPath = new Map(ofSitemapHost(secondLog).filter((entry) => SITEMAP_FILES.includes(entry.path)).map((entry) => [entry.path, entry]));
+    expect([...byPath.keys()].sort()).toEqual([...SITEMAP_FILES].sort());
+    for (const file of ['/sitemaps/part-1.xml.gz', '/blog/sitemap.xml', '/sitemap.xml']) expect(byPath.get(file), file).toMatchObject({ status: 304 });
+    for (const file of ['/sitemaps/part-1.xml.gz', '/blog/sitemap.xml', '/sitemap.xml']) expect(byPath.get(file)!.ifNoneMatch, file).not.toBeNull();
+    // The index is read again in full (its sitemaps are taken up from it); the sitemap that dates the
+    // changed page was asked with its old ETag and answered in full.
+    expect(byPath.get('/sitemap-index.xml')).toMatchObject({ status: 200, ifNoneMatch: null });
+    expect(byPath.get('/sitemaps/part-2.xml.gz')!.ifNoneMatch).not.toBeNull();
+    expect(byPath.get('/sitemaps/part-2.xml.gz')).toMatchObject({ status: 200 });
+  });
+
+  it('does not ask again, in the next pass, for the /sitemap.xml that answered 404', async () => {
+    // A host with no sitemap and nothing that fails: robots.txt 404, five pages.
+    const main = web.hostByRole.robots404!;
+    const mainHost = new URL(main).host;
+    const dir = join(dataDir, 'main');
+    const pass = async (label: string): Promise<{ summary: Summary; log: RequestLogEntry[] }> => {
+      web.clearLog();
+      const summaryFile = join(dataDir, `main-${label}.json`);
+      const run = await runPetrel(['crawl', '--seed', `${main}/index.html`, '--data', dir, '--scope', 'host', '--delay-ms', '0', '--fetchers', '1', '--summary-json', summaryFile, '--no-progress']);
+      expect(run.code, run.stderr).toBe(0);
+      return { summary: JSON.parse(readFileSync(summaryFile, 'utf8')) as Summary, log: web.log.filter((entry) => entry.host === mainHost) };
+    };
+    const firstPass = await pass('first');
+    expect(firstPass.log.filter((entry) => entry.path === '/sitemap.xml').map((entry) => entry.status)).toEqual([404]);
+    expect(firstPass.summary.sitemapRequests).toBe(1);
+    const secondPass = await pass('second');
+    expect(secondPass.log.filter((entry) => entry.path === '/sitemap.xml')).toEqual([]);
+    expect(secondPass.summary).toMatchObject({ sitemapRequests: 0, sitemapsSkipped: 1 });
+  });
+
+  it('in continuous mode, queues at once a known page whose lastmod is newer than its last fetch', async () => {
+    const changed = '/sitemaps/page-1-2.html';
+    web.clearLog();
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    web.sitemaps.change(changed);
+    // The crawl database of the two passes above: every page fetched and fresh (max-age=3600), its next
+    // fetch a month away. A new seed on the host gives its queue work, so its sitemaps are read.
+    const seed = `${web.sitemaps.origin}/index.html?from=continuous`;
+    const server = startPetrel([
+      'queue-server', '--data', join(dataDir, 'data'), '--port', '0', '--seed', `${web.sitemaps.origin}/index.html`, '--seed', seed, '--scope', 'any', '--delay-ms', '0',
+    ]);
+    const listening = await waitForEvent(server, 'listening');
+    const fetcher = startPetrel(['fetcher', '--server', String(listening.url), '--token-file', String(listening.tokenFile), '--concurrency', '2']);
+    const pageRequests = () => ofSitemapHost(web.log).filter((entry) => entry.path !== '/robots.txt' && !SITEMAP_FILES.includes(entry.path));
+    await expect.poll(() => pageRequests().some((entry) => entry.path === changed), { timeout: 60_000, interval: 100 }).toBe(true);
+    // Whatever else was due would have come with it: give the cut a moment more, then stop.
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    fetcher.kill('SIGTERM');
+    server.kill('SIGTERM');
+    await Promise.all([fetcher.output, server.output]);
+    expect(pageRequests().map((entry) => [entry.path, entry.status]).sort()).toEqual([['/index.html?from=continuous', 200], [changed, 200]].sort());
+  }, 90_000);
 
   it('reads no sitemap with --no-sitemaps', async () => {
     web.clearLog();

@@ -501,9 +501,15 @@ function renderTrapShapes(status) {
   }
   $('trap-shapes').replaceChildren(
     ...traps.map((t) =>
-      el('li', {}, [el('span', { class: 'url', text: t.shape, title: t.shape }), el('span', { class: 'muted', text: ` ${fmt(t.nearDuplicates)} of ${fmt(t.pages)} pages the same, ${fmt(t.refused)} URLs refused` })]),
+      el('li', {}, [el('span', { class: 'url', text: t.shape, title: t.shape }), el('span', { class: 'muted', text: ` ${trapReason(t)}, ${fmt(t.refused)} URLs refused` })]),
     ),
   );
+}
+
+/** Why a shape is a trap, in words: the rule that found it and its figures. */
+function trapReason(t) {
+  if (t.reason === 'fan-out') return `links lead only to new URLs of it: ${fmt(t.onwardPages)} of ${fmt(t.pages)} pages, ${fmt(t.newOfShape)} new URLs of it, ${fmt(t.newElsewhere)} elsewhere`;
+  return `near-duplicates: ${fmt(t.nearDuplicates)} of ${fmt(t.pages)} pages the same`;
 }
 
 function renderSettings(status) {

@@ -10,15 +10,20 @@
  *   facets     /shop/search?category=shoes             one more or one other value of each facet, and
  *                                                      the next result page (names and values combine)
  *   session    /portal/home.html?visit=<token>         the portal's four pages, each with a new token
+ *   tarpit     /stories/1.html                         four more stories, never one met before
  *
  * Calendar days say "no events"; every facet combination shows the same twelve products; every portal
- * page is the same text. That is the ground truth a crawler is held to: each trap is to cost at most
+ * page is the same text. The tarpit is the other kind (a link farm, a crawler tarpit of generated
+ * prose): every story is different text, so no page is a near-duplicate of another, but its links only
+ * ever lead on to new stories (story n links to 4n+1 .. 4n+4 and home). That is the ground truth a crawler is held to: each trap is to cost at most
  * TRAP_REQUEST_BUDGET requests, and nothing outside the traps may be lost.
  */
 import { createHash } from 'node:crypto';
 import { escapeAttribute, escapeText } from '../html.js';
+import { prng } from '../prng.js';
+import { paragraph } from '../text.js';
 
-export type TrapName = 'calendar' | 'facets' | 'session';
+export type TrapName = 'calendar' | 'facets' | 'session' | 'tarpit';
 
 export interface HostileTrap {
   readonly name: TrapName;
@@ -36,6 +41,9 @@ const CALENDAR = /^\/events\/([0-9]{4})\/([0-9]{2})\/([0-9]{2})$/;
 const FACETS_PATH = '/shop/search';
 const PORTAL = /^\/portal\/(home|news|about|contact)\.html\?visit=([0-9a-f]{12})$/;
 const PORTAL_PAGES = ['home', 'news', 'about', 'contact'] as const;
+const STORY = /^\/stories\/([1-9][0-9]{0,14})\.html$/;
+/** Stories have at most 15 digits, so 4n + 4 stays an exact integer. */
+const LAST_STORY = 999_999_999_999_999;
 
 const COLORS = ['red', 'blue', 'green', 'black', 'white', 'grey'];
 const SIZES = ['xs', 's', 'm', 'l', 'xl'];
@@ -65,6 +73,12 @@ export const HOSTILE_TRAPS: readonly HostileTrap[] = [
     what: 'a portal whose every link carries a new visit token (not a known session parameter)',
     matches: (p) => PORTAL.test(p),
   },
+  {
+    name: 'tarpit',
+    entry: '/stories/1.html',
+    what: 'a tarpit of generated stories: each one different text, each linking to four new stories',
+    matches: (p) => STORY.test(p),
+  },
 ];
 
 /** The trap a canonical path and query belongs to, or null. */
@@ -79,6 +93,8 @@ export function trapPage(pathAndQuery: string, page: (title: string, body: strin
   if (pathAndQuery === FACETS_PATH || pathAndQuery.startsWith(`${FACETS_PATH}?`)) return facetPage(pathAndQuery, page);
   const portal = PORTAL.exec(pathAndQuery);
   if (portal !== null) return portalPage(portal[1]!, portal[2]!, page);
+  const story = STORY.exec(pathAndQuery);
+  if (story !== null) return storyPage(Number(story[1]), page);
   return null;
 }
 
@@ -129,6 +145,15 @@ function portalPage(name: string, visit: string, page: (title: string, body: str
   const nav: [string, string][] = PORTAL_PAGES.map((target) => [`/portal/${target}.html?visit=${token(`${name}/${visit}/${target}`)}`, target]);
   nav.push(['/index.html', 'home']);
   return page('Member portal', `<h1>Member portal</h1><p>Please sign in to see your account. Your visit is being tracked for your convenience.</p>${anchors(nav)}`);
+}
+
+function storyPage(n: number, page: (title: string, body: string) => Buffer): Buffer {
+  const rng = prng(`tarpit:${n}`);
+  const text = [paragraph(rng), paragraph(rng), paragraph(rng)].map((p) => `<p>${escapeText(p)}</p>`).join('');
+  const nav: [string, string][] = [];
+  for (let k = 1; k <= 4; k++) if (4 * n + k <= LAST_STORY) nav.push([`/stories/${4 * n + k}.html`, `story ${4 * n + k}`]);
+  nav.push(['/index.html', 'home']);
+  return page(`Story ${n}`, `<h1>Story ${n}</h1>${text}${anchors(nav)}`);
 }
 
 function anchors(links: readonly [string, string][]): string {
