@@ -46,10 +46,15 @@ export interface Manifest {
   /** Next number for a segment file. */
   readonly nextSegmentId: number;
   readonly segments: readonly ManifestSegment[];
+  /**
+   * The first commit log to replay over these segments (`log-NNNNNN.plg`, commit-log.ts): it and every
+   * later one that exists. Absent in indexes written before the log: 1.
+   */
+  readonly log?: number;
 }
 
 export function emptyManifest(): Manifest {
-  return { format: 'petrel-index', version: MANIFEST_VERSION, generation: 0, commits: 0, nextSegmentId: 1, segments: [] };
+  return { format: 'petrel-index', version: MANIFEST_VERSION, generation: 0, commits: 0, nextSegmentId: 1, segments: [], log: 1 };
 }
 
 export function segmentFileName(id: number): string {
