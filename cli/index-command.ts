@@ -24,7 +24,7 @@ export function indexCommand(): Command {
   const index = new Command('index').description('inspect the search index of a data directory (DIR/index/, read-only)');
   index
     .command('check')
-    .description('verify every segment: checksums of every section, sorted terms, postings that decode and point at documents the segment holds, stored documents, deletion files, one live entry per URL; exit status 1 on any fault')
+    .description('verify every segment, in segment files and in the commit log: checksums of every section, sorted terms, postings that decode and point at documents the segment holds, stored documents, deletion files, log records, one live entry per URL; exit status 1 on any fault')
     .option(DATA_OPTION.flags, 'data directory', DATA_OPTION.default)
     .option('--json', 'print the report as one JSON object {ok, segments, entries, livePages, terms, postings, logs, logSegments, logTailBytes, faults: [{code, segment, message}]}', false)
     .addHelpText('after', '\nExit status: 0 when clean, 1 when the index has faults, 2 when there is no index.\n')

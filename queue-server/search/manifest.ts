@@ -3,7 +3,8 @@
  * of their entries are deleted.
  *
  * MANIFEST is JSON followed by a line with the CRC-32C of the JSON bytes (8 hex digits). It is
- * replaced atomically at every commit and every merge install: written to MANIFEST.tmp, fsynced,
+ * replaced atomically at every checkpoint and every merge install (commits go to the commit log,
+ * commit-log.ts, which the manifest's `log` says where to replay from): written to MANIFEST.tmp, fsynced,
  * renamed over MANIFEST, then the directory is fsynced so the rename itself is durable. Every file it
  * names was fsynced before it was written, and no file it names is changed or removed until a later
  * manifest that does not name it is durable. So a kill at any instant reopens to the last manifest

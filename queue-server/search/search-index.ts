@@ -9,17 +9,20 @@
  *
  * Writes are staged in memory (segment-builder.ts) and become durable and visible together at
  * `commit`, which the queue server calls from its group commit, so a results post acknowledged after
- * the commit is searchable after any crash. A commit writes the staged entries as one new immutable
- * segment, a deletion file for each segment whose entries it replaced, and a new manifest; merges run
- * in a worker thread and are installed with a manifest of their own. Searches see the last commit.
+ * the commit is searchable after any crash. A commit appends the staged entries to the commit log as
+ * one segment image and a COMMIT record, and fdatasyncs it once (commit-log.ts); the segment is
+ * searched where it lies in the log. Past `logBytes` a checkpoint merges the log's segments into a
+ * segment file in the worker thread and a manifest moves on to the next log; merges of segment files
+ * run there too and are installed with a manifest of their own. Searches see the last commit.
  *
- * Memory (resident, whatever the staging bound): per segment its columns and groups (~15 bytes per
- * page doc and per entry, ~10 per anchor doc), per URL met about 55 bytes (url-groups.ts), the query
- * scratch arrays (28 bytes per URL), plus the staging buffer up to `bufferBytes` (32 MiB by default;
- * past it the buffer is written as a segment that becomes part of the next commit).
+ * Memory (resident, whatever the staging bound): per segment, in a file or in the log, its columns
+ * and groups (~15 bytes per page doc and per entry, ~10 per anchor doc), per URL met about 55 bytes
+ * (url-groups.ts), the query scratch arrays (28 bytes per URL), plus the staging buffer up to
+ * `bufferBytes` (32 MiB by default; past it the buffer is appended to the log as a segment that
+ * becomes part of the next commit). The log itself is on disk, bounded by `logBytes` (64 MiB).
  *
  * Single-threaded: one writer per directory (the queue server's data directory lock), any number of
- * read-only handles (the CLI) that see the manifest of the moment they open.
+ * read-only handles (the CLI) that see the manifest and the log's commits of the moment they open.
  */
 import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
