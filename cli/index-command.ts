@@ -24,15 +24,18 @@ export function indexCommand(): Command {
   const index = new Command('index').description('inspect the search index of a data directory (DIR/index/, read-only)');
   index
     .command('check')
-    .description('verify every segment: checksums of every section, sorted terms, postings that decode and point at documents the segment holds, stored documents, deletion files, one live entry per URL; exit status 1 on any fault')
+    .description('verify every segment, in segment files and in the commit log: checksums of every section, sorted terms, postings that decode and point at documents the segment holds, stored documents, deletion files, log records, one live entry per URL; exit status 1 on any fault')
     .option(DATA_OPTION.flags, 'data directory', DATA_OPTION.default)
-    .option('--json', 'print the report as one JSON object {ok, segments, entries, livePages, terms, postings, faults: [{code, segment, message}]}', false)
+    .option('--json', 'print the report as one JSON object {ok, segments, entries, livePages, terms, postings, logs, logSegments, logTailBytes, faults: [{code, segment, message}]}', false)
     .addHelpText('after', '\nExit status: 0 when clean, 1 when the index has faults, 2 when there is no index.\n')
     .action((values: { data: string; json: boolean }) => {
       const report = checkIndex(indexDir(values.data, 'index check'));
       if (values.json) process.stdout.write(`${JSON.stringify(report)}\n`);
       else {
         process.stdout.write(`${report.segments} segments, ${report.entries} entries, ${report.livePages} live pages, ${report.terms} terms, ${report.postings} postings\n`);
+        if (report.logSegments > 0 || report.logTailBytes > 0) {
+          process.stdout.write(`commit log: ${report.logSegments} segments not yet in segment files${report.logTailBytes > 0 ? `, ${report.logTailBytes} bytes of an unacknowledged commit after the last (cut at the next open)` : ''}\n`);
+        }
         for (const fault of report.faults) process.stdout.write(`FAULT ${fault.code}${fault.segment === undefined ? '' : ` ${fault.segment}`}: ${fault.message}\n`);
         process.stdout.write(report.ok ? 'ok\n' : `${report.faults.length} fault(s)\n`);
       }

@@ -69,6 +69,9 @@ Options:
   --index-data      pages carry search index data as fetchers build it (buildIndexData of ~2,000 words
                     of generated prose, the page's links as anchors)
   --no-index        the queue server runs with --no-index (the index data, if any, is not indexed)
+  --compare N       N rounds, each one run with the index and one with --no-index (alternating, the
+                    same options otherwise), then the ratios index / --no-index of claim latency p50
+                    and p95 and of CPU per page, per round and their medians (implies --index-data)
   --profile         run the queue server under node --cpu-prof and print its top functions by self time
   --top N           functions in the profile (default 25)
   --dist DIR        the Petrel build to run (a dist/ directory; default: the one holding this script),
@@ -94,6 +97,7 @@ interface Options {
   rate: number;
   indexData: boolean;
   noIndex: boolean;
+  compare: number;
   profile: boolean;
   top: number;
   keep: boolean;
@@ -115,6 +119,7 @@ function options(): Options | null {
       rate: { type: 'string', default: '0' },
       'index-data': { type: 'boolean', default: false },
       'no-index': { type: 'boolean', default: false },
+      compare: { type: 'string', default: '0' },
       profile: { type: 'boolean', default: false },
       top: { type: 'string', default: '25' },
       keep: { type: 'boolean', default: false },
@@ -137,8 +142,9 @@ function options(): Options | null {
     batch: int('batch', values.batch, 2000),
     inFlight: int('in-flight', values['in-flight'], 256),
     rate: values.rate === '0' ? 0 : int('rate', values.rate, 1_000_000),
-    indexData: values['index-data'],
+    indexData: values['index-data'] || values.compare !== '0',
     noIndex: values['no-index'],
+    compare: values.compare === '0' ? 0 : int('compare', values.compare, 100),
     profile: values.profile,
     top: int('top', values.top, 1000),
     keep: values.keep,
@@ -374,6 +380,53 @@ function dirBytes(dir: string): number {
 async function main(): Promise<number> {
   const opts = options();
   if (opts === null) return 0;
+  if (opts.compare === 0) return (await runOnce(opts)).code;
+  const rounds: { index: Report; noIndex: Report }[] = [];
+  for (let r = 0; r < opts.compare; r++) {
+    const index = (await runOnce({ ...opts, noIndex: false, json: true, quiet: true })).report;
+    const noIndex = (await runOnce({ ...opts, noIndex: true, json: true, quiet: true })).report;
+    if (index === null || noIndex === null) return 1;
+    rounds.push({ index, noIndex });
+    if (!opts.json) process.stderr.write(`round ${r + 1}: ${describeRound(index, noIndex)}\n`);
+  }
+  const median = (values: number[]): number => {
+    const sorted = [...values].sort((a, b) => a - b);
+    const mid = sorted.length >> 1;
+    return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+  };
+  const ratio = (pick: (r: Report) => number | null) => rounds.map(({ index, noIndex }) => (pick(index) ?? NaN) / (pick(noIndex) ?? NaN));
+  const summary = {
+    date: new Date().toISOString(),
+    machine: { cpus: cpus().length, loadavg: loadavg() },
+    options: opts,
+    rounds: rounds.map(({ index, noIndex }) => ({ index: brief(index), noIndex: brief(noIndex) })),
+    medianRatio: {
+      claimP50: median(ratio((r) => r.claimMs.p50)),
+      claimP95: median(ratio((r) => r.claimMs.p95)),
+      cpuMsPerPage: median(ratio((r) => r.cpuMsPerPage)),
+    },
+  };
+  if (opts.json) process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+  else {
+    const m = summary.medianRatio;
+    process.stdout.write(`median of ${rounds.length} rounds, index / --no-index: claim p50 ${m.claimP50.toFixed(2)}, claim p95 ${m.claimP95.toFixed(2)}, CPU per page ${m.cpuMsPerPage.toFixed(2)}; load ${loadavg().map((l) => l.toFixed(2)).join(' ')}\n`);
+  }
+  return 0;
+}
+
+type Report = Awaited<ReturnType<typeof runOnce>>['report'] & object;
+
+function brief(r: Report) {
+  return { pages: r.pages, claimsAnswered: r.claimsAnswered, claimMs: r.claimMs, cpuMsPerPage: r.cpuMsPerPage, peakRssMiB: r.peakRssMiB, groupCommits: r.groupCommits, indexBytesOnDisk: r.indexBytesOnDisk, loadavg: r.machine.loadavg };
+}
+
+function describeRound(index: Report, noIndex: Report): string {
+  const f = (n: number | null, d = 1) => (n === null ? '-' : n.toFixed(d));
+  const one = (r: Report) => `${r.pages} pages, claim p50 ${f(r.claimMs.p50)} p95 ${f(r.claimMs.p95)} ms, ${f(r.cpuMsPerPage, 3)} ms CPU/page`;
+  return `index ${one(index)} | --no-index ${one(noIndex)} | load ${index.machine.loadavg[0]!.toFixed(2)}`;
+}
+
+async function runOnce(opts: Options & { quiet?: boolean }) {
   const log = (text: string): void => {
     if (!opts.json) process.stderr.write(`${text}\n`);
   };
@@ -414,7 +467,7 @@ async function main(): Promise<number> {
   });
   if (listening === null) {
     process.stderr.write(`bench-queue-server: the queue server exited before listening:\n${stderr}\n`);
-    return 1;
+    return { code: 1, report: null };
   }
   const pid = Number(listening.pid);
   const startupMs = performance.now() - started;
@@ -487,7 +540,9 @@ async function main(): Promise<number> {
     const file = profilesIn(profileDir)[0];
     if (file !== undefined) report.profile = topSelfTimes(file, opts.top);
   }
-  if (opts.json) {
+  if (opts.quiet === true) {
+    // --compare prints its own summary
+  } else if (opts.json) {
     process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   } else {
     const f = (n: number | null, digits = 0): string => (n === null ? '-' : n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits }));
@@ -506,9 +561,9 @@ async function main(): Promise<number> {
   else rmSync(dir, { recursive: true, force: true });
   if (code !== 0) {
     process.stderr.write(`bench-queue-server: the queue server exited with ${code}:\n${stderr}\n`);
-    return 1;
+    return { code: 1, report: null };
   }
-  return 0;
+  return { code: 0, report };
 }
 
 /** The mode named by the first argument (the CPU-per-page run when there is none). */

@@ -2,8 +2,11 @@
  * Crash-test writer for the search index (test/integration/search-index-crash.test.ts runs it as a
  * real child process and SIGKILLs it at random instants).
  *
- *   node index-crash-writer.js DIR
+ *   node index-crash-writer.js DIR [LOG_BYTES]
  *
+ * LOG_BYTES is the commit log's bound (SearchIndexOptions.logBytes, default 64 KiB here, so checkpoints
+ * run in the worker between commits and kills land in them too; a large one keeps every commit in the
+ * log: kills between the log append and any segment file).
  * Opens the index in DIR (merges in the worker thread, a small staging bound so buffers are also
  * flushed between commits), prints `ready COMMITS`, then forever: stages the changes of commit
  * `COMMITS + 1` (`crashChanges`), commits, prints the commit number once `commit()` has returned
@@ -56,20 +59,20 @@ export function crashChanges(commit: number): IndexChange[] {
 }
 
 async function main(argv: readonly string[]): Promise<void> {
-  const [dir] = argv;
+  const [dir, logArg] = argv;
   if (dir === undefined) {
     process.stderr.write('usage: index-crash-writer DIR\n');
     process.exitCode = 2;
     return;
   }
-  const index = SearchIndex.open(dir, { merges: 'worker', bufferBytes: 16 * 1024 });
-  let commits = index.manifest.commits;
+  const index = SearchIndex.open(dir, { merges: 'worker', bufferBytes: 16 * 1024, logBytes: logArg === undefined ? 64 * 1024 : Number(logArg) });
+  let commits = index.stats().commits;
   fs.writeSync(1, `ready ${commits}\n`);
   for (;;) {
     const next = commits + 1;
     for (const change of crashChanges(next)) index.stage(change);
     commits = index.commit().commits;
-    if (commits !== next) throw new Error(`expected commit ${next}, the manifest says ${commits}`);
+    if (commits !== next) throw new Error(`expected commit ${next}, the index says ${commits}`);
     fs.writeSync(1, `${commits}\n`);
     await yieldToLoop();
   }

@@ -1,8 +1,9 @@
 /**
  * The search index as one of the crawl's stores: changes decided while results are applied
  * (index-change.ts) are staged here and made durable by the group commit (Crawl.commit), like every
- * other store's, so an acknowledged result is searchable. (Staging writes a file only when the index's
- * staging buffer passes its bound, 32 MiB: then a segment file that the next commit names.)
+ * other store's, so an acknowledged result is searchable. (Staging writes only when the index's
+ * staging buffer passes its bound, 32 MiB: then a segment record in the commit log that the next
+ * commit's COMMIT record covers. The commit is one append and one fdatasync of that log.)
  *
  * Why a queue in front of SearchIndex: the index stages into its segment builder, which writes a
  * segment file when it outgrows its bound (I/O while results are applied), and after a failed write

@@ -15,6 +15,13 @@
  *   COLUMNS_INVALID      entries, page docs and anchor docs that do not refer to each other consistently
  *   STORE_INVALID        a store block that does not decompress, or a page without its stored document
  *   DUPLICATE_LIVE_ENTRY a URL with a live entry in two segments
+ *   LOG_CORRUPT          a commit log with a damaged record before a later commit (not a torn tail),
+ *                        or a log that cannot be read
+ *
+ * The commit logs the manifest says to replay (commit-log.ts) are checked too: each committed group's
+ * segments as any segment, then its entries supersede their URLs' earlier live entries and its removals
+ * remove them, as a reopen replays them. Bytes after the last COMMIT record are an unacknowledged tail
+ * (a kill during a commit), reported as `logTailBytes`, not a fault: the next writable open cuts them.
  *
  * Checking while a queue server writes the index can report a segment that a merge removed in the
  * meantime (SEGMENT_CORRUPT: no such file); run it on a quiet index for a verdict.
@@ -23,14 +30,16 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ByteReader, hashHex } from './bytes.js';
 import { IndexError } from './errors.js';
+import { logFileName, scanLog } from './commit-log.js';
 import { decodeDeletions, readManifest, type Manifest } from './manifest.js';
+import { existsSync } from 'node:fs';
 import { blockRecords, decodeHead } from './doc-store.js';
 import { FIELD_BODY, FIELD_HEADING, FIELD_META, FIELD_TITLE, MAX_POSITIONS, NO_PAGE } from './segment-format.js';
 import { SegmentReader } from './segment-reader.js';
 
 export type IndexFaultCode =
   | 'MANIFEST_CORRUPT' | 'SEGMENT_CORRUPT' | 'DELETIONS_CORRUPT' | 'SECTION_CHECKSUM' | 'MANIFEST_MISMATCH'
-  | 'TERMS_UNSORTED' | 'POSTINGS_BOUNDS' | 'POSTING_INVALID' | 'COLUMNS_INVALID' | 'STORE_INVALID' | 'DUPLICATE_LIVE_ENTRY';
+  | 'TERMS_UNSORTED' | 'POSTINGS_BOUNDS' | 'POSTING_INVALID' | 'COLUMNS_INVALID' | 'STORE_INVALID' | 'DUPLICATE_LIVE_ENTRY' | 'LOG_CORRUPT';
 
 export interface IndexFault {
   readonly code: IndexFaultCode;
@@ -46,6 +55,10 @@ export interface IndexCheckReport {
   readonly livePages: number;
   readonly terms: number;
   readonly postings: number;
+  /** Commit logs replayed over the segment files, the segments they hold, and the unacknowledged bytes after their last commit. */
+  readonly logs: number;
+  readonly logSegments: number;
+  readonly logTailBytes: number;
   readonly faults: IndexFault[];
 }
 
@@ -58,14 +71,15 @@ export function checkIndex(dir: string): IndexCheckReport {
   try {
     manifest = readManifest(dir);
   } catch (error) {
-    return { ok: false, dir, segments: 0, entries: 0, livePages: 0, terms: 0, postings: 0, faults: [{ code: 'MANIFEST_CORRUPT', message: (error as Error).message }] };
+    return { ok: false, dir, segments: 0, entries: 0, livePages: 0, terms: 0, postings: 0, logs: 0, logSegments: 0, logTailBytes: 0, faults: [{ code: 'MANIFEST_CORRUPT', message: (error as Error).message }] };
   }
-  if (manifest === null) return { ok: true, dir, segments: 0, entries: 0, livePages: 0, terms: 0, postings: 0, faults };
+  if (manifest === null && !existsSync(join(dir, logFileName(1)))) return { ok: true, dir, segments: 0, entries: 0, livePages: 0, terms: 0, postings: 0, logs: 0, logSegments: 0, logTailBytes: 0, faults };
+  manifest ??= { format: 'petrel-index', version: 1, generation: 0, commits: 0, nextSegmentId: 1, segments: [], log: 1 };
   let entries = 0;
-  let livePages = 0;
   let terms = 0;
   let postings = 0;
-  const liveOwner = new Map<string, string>();
+  /** URL hash -> the segment holding its live entry, and whether that entry has a page. */
+  const liveOwner = new Map<string, { owner: string; page: boolean }>();
   for (const spec of manifest.segments) {
     const segmentFaults: IndexFault[] = [];
     const fault = (code: IndexFaultCode, message: string): void => {
@@ -103,9 +117,8 @@ export function checkIndex(dir: string): IndexCheckReport {
         if (deleted[e] === 1) continue;
         const key = hashHex(c.entrySourceHi[e]!, c.entrySourceLo[e]!);
         const owner = liveOwner.get(key);
-        if (owner !== undefined) fault('DUPLICATE_LIVE_ENTRY', `URL hash ${key} has a live entry here and in ${owner}`);
-        liveOwner.set(key, spec.file);
-        if (c.entryPage[e] !== NO_PAGE) livePages++;
+        if (owner !== undefined) fault('DUPLICATE_LIVE_ENTRY', `URL hash ${key} has a live entry here and in ${owner.owner}`);
+        liveOwner.set(key, { owner: spec.file, page: c.entryPage[e] !== NO_PAGE });
       }
       const counted = checkTerms(reader, fault);
       terms += counted.terms;
@@ -119,7 +132,66 @@ export function checkIndex(dir: string): IndexCheckReport {
     }
     faults.push(...segmentFaults);
   }
-  return { ok: faults.length === 0, dir, segments: manifest.segments.length, entries, livePages, terms, postings, faults };
+
+  let logs = 0;
+  let logSegments = 0;
+  let logTailBytes = 0;
+  for (let n = manifest.log ?? 1; existsSync(join(dir, logFileName(n))); n++) {
+    const file = logFileName(n);
+    logs++;
+    let scan;
+    try {
+      scan = scanLog(join(dir, file));
+    } catch (error) {
+      faults.push({ code: 'LOG_CORRUPT', segment: file, message: (error as Error).message });
+      continue;
+    }
+    if (scan.damage !== null) faults.push({ code: 'LOG_CORRUPT', segment: file, message: scan.damage });
+    logTailBytes += scan.fileBytes - scan.validEnd;
+    for (const group of scan.groups) {
+      for (const record of group.segments) {
+        logSegments++;
+        const name = `${file}@${record.offset}`;
+        const segmentFaults: IndexFault[] = [];
+        const fault = (code: IndexFaultCode, message: string): void => {
+          if (segmentFaults.length < FAULTS_PER_SEGMENT) segmentFaults.push({ code, segment: name, message });
+        };
+        let reader: SegmentReader;
+        try {
+          reader = SegmentReader.open(join(dir, file), { offset: record.offset, length: record.length });
+        } catch (error) {
+          faults.push({ code: 'SEGMENT_CORRUPT', segment: name, message: (error as Error).message });
+          continue;
+        }
+        try {
+          for (const section of ['postings', 'dictionary', 'storeBlocks'] as const) {
+            if (!reader.verifySection(section)) fault('SECTION_CHECKSUM', `section ${section} checksum mismatch`);
+          }
+          checkColumns(reader, fault);
+          const c = reader.columns;
+          // Replayed as a reopen does: each entry supersedes its URL's live entry.
+          for (let e = 0; e < reader.footer.entries; e++) {
+            entries++;
+            liveOwner.set(hashHex(c.entrySourceHi[e]!, c.entrySourceLo[e]!), { owner: name, page: c.entryPage[e] !== NO_PAGE });
+          }
+          const counted = checkTerms(reader, fault);
+          terms += counted.terms;
+          postings += counted.postings;
+          checkStore(reader, fault);
+        } catch (error) {
+          if (!(error instanceof IndexError)) throw error;
+          fault('SEGMENT_CORRUPT', error.message);
+        } finally {
+          reader.close();
+        }
+        faults.push(...segmentFaults);
+      }
+      for (let i = 0; i < group.removed.length; i += 2) liveOwner.delete(hashHex(group.removed[i]!, group.removed[i + 1]!));
+    }
+  }
+  let livePages = 0;
+  for (const live of liveOwner.values()) if (live.page) livePages++;
+  return { ok: faults.length === 0, dir, segments: manifest.segments.length, entries, livePages, terms, postings, logs, logSegments, logTailBytes, faults };
 }
 
 function checkColumns(reader: SegmentReader, fault: (code: IndexFaultCode, message: string) => void): void {

@@ -3,7 +3,8 @@
  * of their entries are deleted.
  *
  * MANIFEST is JSON followed by a line with the CRC-32C of the JSON bytes (8 hex digits). It is
- * replaced atomically at every commit and every merge install: written to MANIFEST.tmp, fsynced,
+ * replaced atomically at every checkpoint and every merge install (commits go to the commit log,
+ * commit-log.ts, which the manifest's `log` says where to replay from): written to MANIFEST.tmp, fsynced,
  * renamed over MANIFEST, then the directory is fsynced so the rename itself is durable. Every file it
  * names was fsynced before it was written, and no file it names is changed or removed until a later
  * manifest that does not name it is durable. So a kill at any instant reopens to the last manifest
@@ -46,10 +47,15 @@ export interface Manifest {
   /** Next number for a segment file. */
   readonly nextSegmentId: number;
   readonly segments: readonly ManifestSegment[];
+  /**
+   * The first commit log to replay over these segments (`log-NNNNNN.plg`, commit-log.ts): it and every
+   * later one that exists. Absent in indexes written before the log: 1.
+   */
+  readonly log?: number;
 }
 
 export function emptyManifest(): Manifest {
-  return { format: 'petrel-index', version: MANIFEST_VERSION, generation: 0, commits: 0, nextSegmentId: 1, segments: [] };
+  return { format: 'petrel-index', version: MANIFEST_VERSION, generation: 0, commits: 0, nextSegmentId: 1, segments: [], log: 1 };
 }
 
 export function segmentFileName(id: number): string {

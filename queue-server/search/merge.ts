@@ -24,6 +24,8 @@ import { writeSegment, type TermPostings } from './segment-writer.js';
 export interface MergeInput {
   readonly id: number;
   readonly file: string;
+  /** Where the segment is in `file` when that is a commit log (its record's payload); absent: the whole file. */
+  readonly range?: { readonly offset: number; readonly length: number };
   /** Entries deleted when the merge was planned (ascending; a typed array: no JS heap in the worker). */
   readonly deleted: ArrayLike<number>;
 }
@@ -61,7 +63,7 @@ export function mergeSegments(job: MergeJob): MergeResult {
     let pages = 0;
     let anchors = 0;
     for (const spec of job.inputs) {
-      const reader = SegmentReader.open(join(job.dir, spec.file));
+      const reader = SegmentReader.open(join(job.dir, spec.file), spec.range);
       for (const section of ['postings', 'dictionary', 'storeBlocks'] as const) {
         if (!reader.verifySection(section)) {
           reader.close();

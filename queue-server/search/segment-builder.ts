@@ -1,7 +1,7 @@
 /**
  * The staging buffer: entries staged since the last flush, inverted in memory, written out as one
- * segment by `content()` + writeSegment. Not searchable itself: a commit flushes it (search sees
- * exactly the last commit).
+ * segment by `content()` + writeSegmentAt (into the commit log). Not searchable itself: a commit
+ * appends it to the log (search sees exactly the last commit).
  *
  * An ENTRY is what one URL contributed: its page doc (title, heading, body and meta terms, plus its
  * stored document), the anchor docs of its outlinks (one per target URL), and, for a duplicate, the
@@ -131,7 +131,6 @@ export class SegmentBuilder {
   #entries = 0;
   #pages = 0;
   #anchors = 0;
-  readonly #deleted: number[] = [];
 
   readonly #entrySourceHi = new Growable32();
   readonly #entrySourceLo = new Growable32();
@@ -168,15 +167,6 @@ export class SegmentBuilder {
   /** Estimated bytes held. */
   get bytes(): number {
     return this.#pool.usedBytes + this.#terms.size * PER_TERM_BYTES + this.#heads.bytes + this.#texts.bytes + (this.#entries * 29 + this.#pages * 10 + this.#anchors * 9) * 2;
-  }
-
-  /** Entries staged here and then replaced before the flush: written as the segment's first deletions. */
-  get deletedEntries(): readonly number[] {
-    return this.#deleted;
-  }
-
-  deleteEntry(entry: number): void {
-    this.#deleted.push(entry);
   }
 
   /** Adds one URL's entry; returns its entry number in this segment. */

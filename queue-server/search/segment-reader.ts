@@ -55,8 +55,11 @@ export class SegmentReader {
   readonly footer: Footer;
   readonly columns: Columns;
   readonly meta: SegmentMeta;
+  /** Bytes of the segment (of its file, or of its record in the commit log). */
   readonly fileBytes: number;
   readonly #fd: number;
+  /** Where the segment starts in its file: 0, or its record's payload in the commit log. */
+  readonly #base: number;
   readonly #blockFirstTerms: string[];
   readonly #blockOffsets: number[];
   readonly #blockPostings: number[];
@@ -65,9 +68,10 @@ export class SegmentReader {
   readonly #storeCache = new Map<string, Uint8Array>();
   #closed = false;
 
-  private constructor(path: string, fd: number, fileBytes: number, footer: Footer) {
+  private constructor(path: string, fd: number, base: number, fileBytes: number, footer: Footer) {
     this.path = path;
     this.#fd = fd;
+    this.#base = base;
     this.fileBytes = fileBytes;
     this.footer = footer;
     const { entries, pages, anchors } = footer;
@@ -110,17 +114,20 @@ export class SegmentReader {
     }
   }
 
-  static open(path: string): SegmentReader {
+  /** Opens a segment file, or (`range`) a segment held in part of a file: a commit log record's payload. */
+  static open(path: string, range?: { readonly offset: number; readonly length: number }): SegmentReader {
     const fd = openSync(path, 'r');
     try {
-      const fileBytes = fstatSync(fd).size;
-      if (fileBytes < HEADER_BYTES + FOOTER_BYTES) throw new IndexError('INDEX_CORRUPT', `${path}: ${fileBytes} bytes, too short for a segment`);
+      const base = range?.offset ?? 0;
+      const fileBytes = range?.length ?? fstatSync(fd).size;
+      const name = range === undefined ? path : `${path}@${base}`;
+      if (fileBytes < HEADER_BYTES + FOOTER_BYTES) throw new IndexError('INDEX_CORRUPT', `${name}: ${fileBytes} bytes, too short for a segment`);
       const header = Buffer.alloc(HEADER_BYTES);
-      readFully(fd, header, 0);
-      checkHeader(header, path);
+      readFully(fd, header, base);
+      checkHeader(header, name);
       const footerBytes = Buffer.alloc(FOOTER_BYTES);
-      readFully(fd, footerBytes, fileBytes - FOOTER_BYTES);
-      return new SegmentReader(path, fd, fileBytes, decodeFooter(footerBytes, fileBytes, path));
+      readFully(fd, footerBytes, base + fileBytes - FOOTER_BYTES);
+      return new SegmentReader(name, fd, base, fileBytes, decodeFooter(footerBytes, fileBytes, name));
     } catch (error) {
       closeSync(fd);
       throw error;
@@ -158,7 +165,7 @@ export class SegmentReader {
   read(offset: number, length: number): Uint8Array {
     if (this.#closed) throw new IndexError('INDEX_CLOSED', `${this.path} is closed`);
     const out = Buffer.allocUnsafe(length);
-    readFully(this.#fd, out, offset);
+    readFully(this.#fd, out, this.#base + offset);
     return out;
   }
 

@@ -14,7 +14,7 @@
  *   crawl.json      the crawl's settings (seeds, scope, ...), so a restart keeps them (crawl/saved-settings.ts)
  *   warc/           the web archive: petrel-<timestamp>-<serial>.warc.gz files, index.cdxj (warc/)
  *   warc-digests.btree  payload digest -> first stored response, for identical-payload revisits (warc/digest-index.ts)
- *   index/          the search index: segments, deletion files, MANIFEST (search/LAYOUT.md)
+ *   index/          the search index: segments, deletion files, MANIFEST, commit log (search/LAYOUT.md)
  *   cluster.json    a cluster member's id and the partition it owns (cluster/membership.ts), so a restart takes it again
  *   LOCK            the pid of the queue server using the directory; a second one refuses to start
  *

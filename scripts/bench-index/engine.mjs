@@ -20,7 +20,9 @@ const perKind = Number(queriesArg ?? 1000);
 const dir = join(outDir, name);
 rmSync(dir, { recursive: true, force: true });
 
-const engine = name === 'petrel' ? await petrelEngine(root) : name === 'fts5' ? fts5Engine() : await miniSearchEngine();
+// `petrel-before`: another Petrel checkout's build (PETREL_BEFORE_ROOT, a directory holding dist/), to
+// compare two versions of the index in one run beside FTS5.
+const engine = name === 'petrel' ? await petrelEngine(root) : name === 'petrel-before' ? await petrelEngine(process.env.PETREL_BEFORE_ROOT) : name === 'fts5' ? fts5Engine() : await miniSearchEngine();
 const peakMiB = () => Math.round(process.resourceUsage().maxRSS / 1024);
 const bytesOf = (path) => {
   const s = statSync(path);
@@ -65,7 +67,7 @@ for (const kind of Object.keys(all)) {
   latency[kind] = { p50Ms: round(percentile(times, 50)), p95Ms: round(percentile(times, 95)), meanTop10Hits: round(hits / times.length) };
 }
 let withSnippets = null;
-if (name === 'petrel') {
+if (name.startsWith('petrel')) {
   const times = [];
   for (const words of all.and2) {
     const q0 = performance.now();
@@ -83,7 +85,7 @@ process.stdout.write(`${JSON.stringify({
   buildMs: Math.round(buildMs),
   docsPerSecond: Math.round((docs / buildMs) * 1000),
   // Petrel's fetchers make the index data (buildIndexData); what is left is the queue server's share.
-  ...(name === 'petrel' ? { tokenizeMsPerDoc: round(engine.tokenizeMs / docs, 4), queueServerDocsPerSecond: Math.round((docs / (buildMs - engine.tokenizeMs)) * 1000), segments: engineStats.segments, mergesDone: engineStats.mergesDone } : {}),
+  ...(name.startsWith('petrel') ? { tokenizeMsPerDoc: round(engine.tokenizeMs / docs, 4), queueServerDocsPerSecond: Math.round((docs / (buildMs - engine.tokenizeMs)) * 1000), segments: engineStats.segments, mergesDone: engineStats.mergesDone } : {}),
   indexBytes,
   buildPeakRssMiB,
   peakRssMiB: peakMiB(),

@@ -60,9 +60,11 @@ interface Run {
   readonly stderr: string;
 }
 
-function runAndKill(dir: string, delayMs: number): Promise<Run> {
+/** Runs the writer on `dir` and SIGKILLs it `delayMs` after `ready` (negative: after spawn), or once it acknowledged `afterAcks` commits. */
+function runAndKill(dir: string, delayMs: number, options: { logBytes?: number; afterAcks?: number } = {}): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [writerJs, dir], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const args = [writerJs, dir, ...(options.logBytes === undefined ? [] : [String(options.logBytes)])];
+    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
     let timer: NodeJS.Timeout | null = null;
@@ -72,6 +74,10 @@ function runAndKill(dir: string, delayMs: number): Promise<Run> {
     if (delayMs < 0) timer = setTimeout(kill, -delayMs);
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
       out += chunk;
+      if (options.afterAcks !== undefined) {
+        if (out.split('\n').filter((l) => /^\d+$/.test(l)).length >= options.afterAcks + 1) kill();
+        return;
+      }
       if (timer === null && out.includes('ready')) timer = setTimeout(kill, delayMs);
     });
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
@@ -92,23 +98,45 @@ function runAndKill(dir: string, delayMs: number): Promise<Run> {
   });
 }
 
+/** The writer's pages as of a commit: URL number -> commit of its live version (absent: removed or never staged). */
+class CrashModel {
+  readonly pages = new Map<number, number>();
+  commits = 0;
+
+  advance(to: number): void {
+    for (; this.commits < to; ) {
+      this.commits++;
+      for (const change of crashChanges(this.commits)) {
+        const i = Number(change.url.slice(change.url.lastIndexOf('/') + 1));
+        if (change.kind === 'remove') this.pages.delete(i);
+        else this.pages.set(i, this.commits);
+      }
+    }
+  }
+
+  /** Every URL found by its own word iff live, and then by its latest version's marker only; anchor text on its target. */
+  expectSearchable(index: SearchIndex): void {
+    const model = this.pages;
+    expect(index.stats().livePages).toBe(model.size);
+    for (let i = 0; i < CRASH_URLS; i++) {
+      const found = index.search(`u${i}`, { limit: 100, snippets: false }).results.map((r) => r.url);
+      const version = model.get(i);
+      expect({ i, found }).toEqual({ i, found: version === undefined ? [] : [crashUrl(i)] });
+      if (version !== undefined) expect(index.search(`u${i}x${version}`, { snippets: false }).total).toBe(1);
+      // Anchor text a<i> lives on page i and counts for page i + 1.
+      const target = (i + 1) % CRASH_URLS;
+      const viaAnchor = index.search(`a${i}`, { limit: 100, snippets: false }).results.map((r) => r.url);
+      expect({ i, viaAnchor }).toEqual({ i, viaAnchor: version !== undefined && model.has(target) ? [crashUrl(target)] : [] });
+    }
+  }
+}
+
 describe('search index crash safety (real process, SIGKILL)', () => {
   it('reopens to exactly the last acknowledged commit or the in-flight one after kills at random instants', async () => {
     const dir = tempDir('petrel-index-crash-');
     const rand = mulberry32(seed);
-    /** URL number -> commit of its live version (absent: removed or never staged). */
-    const model = new Map<number, number>();
-    let modelCommits = 0;
-    const advance = (to: number): void => {
-      for (; modelCommits < to; ) {
-        modelCommits++;
-        for (const change of crashChanges(modelCommits)) {
-          const i = Number(change.url.slice(change.url.lastIndexOf('/') + 1));
-          if (change.kind === 'remove') model.delete(i);
-          else model.set(i, modelCommits);
-        }
-      }
-    };
+    const crash = new CrashModel();
+    const model = crash.pages;
 
     let durable = 0;
     let inFlightLanded = 0;
@@ -123,23 +151,12 @@ describe('search index crash safety (real process, SIGKILL)', () => {
       const lastAck = run.acknowledged.at(-1) ?? durable;
 
       const index = SearchIndex.open(dir, { merges: 'off' });
-      const commits = index.manifest.commits;
+      const commits = index.stats().commits;
       expect([lastAck, lastAck + 1]).toContain(commits);
       if (commits === lastAck + 1) inFlightLanded++;
-      advance(commits);
-      mergedSegmentsSeen = Math.max(mergedSegmentsSeen, ...index.segments.map((s) => s.id));
-      expect(index.stats().livePages).toBe(model.size);
-      // Every URL: found by its own word iff live, and then by its latest version's marker only.
-      for (let i = 0; i < CRASH_URLS; i++) {
-        const found = index.search(`u${i}`, { limit: 100, snippets: false }).results.map((r) => r.url);
-        const version = model.get(i);
-        expect({ i, found }).toEqual({ i, found: version === undefined ? [] : [crashUrl(i)] });
-        if (version !== undefined) expect(index.search(`u${i}x${version}`, { snippets: false }).total).toBe(1);
-        // Anchor text a<i> lives on page i and counts for page i + 1.
-        const target = (i + 1) % CRASH_URLS;
-        const viaAnchor = index.search(`a${i}`, { limit: 100, snippets: false }).results.map((r) => r.url);
-        expect({ i, viaAnchor }).toEqual({ i, viaAnchor: version !== undefined && model.has(target) ? [crashUrl(target)] : [] });
-      }
+      crash.advance(commits);
+      mergedSegmentsSeen = Math.max(mergedSegmentsSeen, ...index.manifest.segments.map((s) => s.id));
+      crash.expectSearchable(index);
       await index.close();
       expect(checkIndex(dir).faults).toEqual([]);
       // Only what the manifest names is left on disk after an open by a writer.
@@ -151,5 +168,40 @@ describe('search index crash safety (real process, SIGKILL)', () => {
     }
     console.log(`search-index-crash: ${kills} kills, final commit ${durable}, ${model.size} live pages, in-flight commit landed ${inFlightLanded} times, highest segment id ${mergedSegmentsSeen}`);
     expect(durable).toBeGreaterThan(kills);
+  }, 240_000);
+
+  it('keeps every acknowledged commit that only the commit log holds: kill -9 between the log append and any segment file', async () => {
+    const dir = tempDir('petrel-index-logkill-');
+    const crash = new CrashModel();
+    let durable = 0;
+    for (let cycle = 0; cycle < 3; cycle++) {
+      // A log bound the writer never reaches: every commit of the run is in the log only.
+      const run = await runAndKill(dir, 0, { logBytes: 2 ** 40, afterAcks: 25 + 10 * cycle });
+      expect(run.stderr).toBe('');
+      expect(run.signal).toBe('SIGKILL');
+      expect(run.ready).toBe(durable);
+      const lastAck = run.acknowledged.at(-1)!;
+      expect(lastAck).toBeGreaterThanOrEqual(durable + 25);
+      const logs = fs.readdirSync(dir).filter((f) => f.endsWith('.plg'));
+      expect(logs).toHaveLength(1);
+      // What `petrel search` sees while no writer has replayed the log yet.
+      const reader = SearchIndex.open(dir, { readOnly: true });
+      const commits = reader.stats().commits;
+      expect([lastAck, lastAck + 1]).toContain(commits);
+      expect(reader.stats().logSegments).toBeGreaterThan(0);
+      crash.advance(commits);
+      crash.expectSearchable(reader);
+      await reader.close();
+      const report = checkIndex(dir);
+      expect(report.faults).toEqual([]);
+      expect(report.livePages).toBe(crash.pages.size);
+      // A writer replays the log, cuts any torn tail, and its clean close checkpoints it into a segment file.
+      const writer = SearchIndex.open(dir, { merges: 'off' });
+      expect(writer.stats().commits).toBe(commits);
+      crash.expectSearchable(writer);
+      await writer.close();
+      expect(checkIndex(dir)).toMatchObject({ faults: [], logSegments: 0, logTailBytes: 0, livePages: crash.pages.size });
+      durable = commits;
+    }
   }, 240_000);
 });

@@ -19,7 +19,8 @@ let clean = '';
 
 beforeAll(async () => {
   clean = fs.mkdtempSync(path.join(os.tmpdir(), 'petrel-index-clean-'));
-  const index = SearchIndex.open(clean, { merges: 'off' });
+  // logBytes 1: each commit is checkpointed into a segment file of its own (three segments to damage).
+  const index = SearchIndex.open(clean, { merges: 'off', logBytes: 1 });
   for (let round = 0; round < 3; round++) {
     for (let i = 0; i < 40; i++) {
       index.stage({
