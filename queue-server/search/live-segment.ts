@@ -9,6 +9,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { LogSegment } from './commit-log.js';
 import { decodeDeletions, type ManifestSegment } from './manifest.js';
 import { ENTRY_ALIAS, NO_PAGE } from './segment-format.js';
 import { SegmentReader } from './segment-reader.js';
@@ -37,10 +38,19 @@ export class LiveSegment {
   deletionsFile: string | null;
   /** Deletions changed since deletionsFile was written. */
   dirty = false;
+  /**
+   * How many deletions deletionsFile holds: what a manifest records for this segment. Deletions made
+   * since (dirty) are in the commit log only until a checkpoint writes them, so a manifest written by a
+   * merge in between must not count them (petrel index check compares the two).
+   */
+  deletedInFile = 0;
+  /** Where the segment is in its commit log (`file` is the log), or null for a segment file the manifest names. */
+  readonly inLog: LogSegment | null;
 
-  private constructor(id: number, file: string, reader: SegmentReader, groups: UrlGroups, deletionsFile: string | null) {
+  private constructor(id: number, file: string, reader: SegmentReader, groups: UrlGroups, deletionsFile: string | null, inLog: LogSegment | null = null) {
     this.id = id;
     this.file = file;
+    this.inLog = inLog;
     this.reader = reader;
     const { entries, pages, anchors } = reader.footer;
     this.entries = entries;
@@ -71,8 +81,20 @@ export class LiveSegment {
         const deleted = decodeDeletions(readFileSync(join(dir, segment.deletions)), segment.id, live.entries, segment.deletions);
         for (const e of deleted) live.delete(e);
         live.dirty = false;
+        live.deletedInFile = live.deletedCount;
       }
       return live;
+    } catch (error) {
+      reader.close();
+      throw error;
+    }
+  }
+
+  /** A segment committed to a commit log and not yet flushed into a segment file: its deletions live in memory only. */
+  static inLogFile(dir: string, id: number, logFile: string, record: LogSegment, groups: UrlGroups): LiveSegment {
+    const reader = SegmentReader.open(join(dir, logFile), { offset: record.offset, length: record.length });
+    try {
+      return new LiveSegment(id, logFile, reader, groups, null, record);
     } catch (error) {
       reader.close();
       throw error;

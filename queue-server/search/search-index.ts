@@ -9,24 +9,28 @@
  *
  * Writes are staged in memory (segment-builder.ts) and become durable and visible together at
  * `commit`, which the queue server calls from its group commit, so a results post acknowledged after
- * the commit is searchable after any crash. A commit writes the staged entries as one new immutable
- * segment, a deletion file for each segment whose entries it replaced, and a new manifest; merges run
- * in a worker thread and are installed with a manifest of their own. Searches see the last commit.
+ * the commit is searchable after any crash. A commit appends the staged entries to the commit log as
+ * one segment image and a COMMIT record, and fdatasyncs it once (commit-log.ts); the segment is
+ * searched where it lies in the log. Past `logBytes` a checkpoint merges the log's segments into a
+ * segment file in the worker thread and a manifest moves on to the next log; merges of segment files
+ * run there too and are installed with a manifest of their own. Searches see the last commit.
  *
- * Memory (resident, whatever the staging bound): per segment its columns and groups (~15 bytes per
- * page doc and per entry, ~10 per anchor doc), per URL met about 55 bytes (url-groups.ts), the query
- * scratch arrays (28 bytes per URL), plus the staging buffer up to `bufferBytes` (32 MiB by default;
- * past it the buffer is written as a segment that becomes part of the next commit).
+ * Memory (resident, whatever the staging bound): per segment, in a file or in the log, its columns
+ * and groups (~15 bytes per page doc and per entry, ~10 per anchor doc), per URL met about 55 bytes
+ * (url-groups.ts), the query scratch arrays (28 bytes per URL), plus the staging buffer up to
+ * `bufferBytes` (32 MiB by default; past it the buffer is appended to the log as a segment that
+ * becomes part of the next commit). The log itself is on disk, bounded by `logBytes` (64 MiB).
  *
  * Single-threaded: one writer per directory (the queue server's data directory lock), any number of
- * read-only handles (the CLI) that see the manifest of the moment they open.
+ * read-only handles (the CLI) that see the manifest and the log's commits of the moment they open.
  */
-import { mkdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AnchorTerms, IndexData } from '../../shared/index-data.js';
 import { stemmerFor } from '../../shared/tokenize.js';
 import { urlHash64 } from '../../shared/url-hash.js';
 import { hashHalves, hashHex } from './bytes.js';
+import { CommitLog, logFileName, logNumberOf, scanLog, type LogSegment } from './commit-log.js';
 import { IndexError } from './errors.js';
 import { evaluate, Scratch, type IndexStats, type IndexView, type Match } from './evaluate.js';
 import { LiveSegment } from './live-segment.js';
@@ -34,6 +38,7 @@ import {
   deletionFileName,
   emptyManifest,
   encodeDeletions,
+  fsyncDirectory,
   indexFiles,
   readManifest,
   segmentFileName,
@@ -42,7 +47,7 @@ import {
   type Manifest,
   type ManifestSegment,
 } from './manifest.js';
-import type { MergeJob, MergeResult } from './merge.js';
+import { mergeSegments, type MergeJob, type MergeResult } from './merge.js';
 import { planMerge } from './merge-policy.js';
 import { inlineRunner, workerAvailable, workerRunner, type MergeMode, type MergeRunner } from './merge-runner.js';
 import { pageMetaTerms } from './meta-terms.js';
@@ -50,7 +55,6 @@ import { parseQuery, type ParsedQuery } from './query-parser.js';
 import { AUTHORITY_WINDOW, withAuthority } from './ranking.js';
 import { PostingPool } from './posting-pool.js';
 import { SegmentBuilder, type StagedAnchor } from './segment-builder.js';
-import { writeSegment } from './segment-writer.js';
 import { buildSnippet } from './snippet.js';
 import { UrlGroups } from './url-groups.js';
 
@@ -70,6 +74,8 @@ export interface SearchIndexOptions {
   readonly readOnly?: boolean;
   /** Staging buffer bound, bytes (default 32 MiB). */
   readonly bufferBytes?: number;
+  /** Commit log bound, bytes (default 64 MiB): past it the log's segments are merged into a segment file and the log starts anew. */
+  readonly logBytes?: number;
   /** Where merges run: `worker` (default when the compiled worker exists), `inline`, or `off`. */
   readonly merges?: MergeMode;
 }
@@ -119,27 +125,26 @@ export interface IndexStatsReport {
   readonly merging: boolean;
   readonly mergesDone: number;
   readonly lastMergeError: string | null;
+  /** Bytes of the current commit log and segments held in logs (not yet flushed into segment files). */
+  readonly logBytes: number;
+  readonly logSegments: number;
+  readonly checkpoints: number;
 }
 
 export const SEARCH_LIMITS = { limit: 100, offset: 10_000 } as const;
 const DEFAULT_BUFFER_BYTES = 32 * 1024 * 1024;
-
-interface Pending {
-  readonly id: number;
-  readonly file: string;
-  readonly deleted: number[];
-}
-
-/** Where a URL staged since the last commit has its new entry (null: removed, no entry). */
-interface Staged {
-  readonly holder: SegmentBuilder | Pending | null;
-  readonly entry: number;
-}
+const DEFAULT_LOG_BYTES = 64 * 1024 * 1024;
+/**
+ * Segments in a commit log get ids from here up, in memory only (the segment files' ids stay dense:
+ * the manifest's nextSegmentId). They must fit the Int32Array of url-groups.ts; a process would need 2^30 commits to run out.
+ */
+const LOG_SEGMENT_IDS = 2 ** 30;
 
 export class SearchIndex {
   readonly dir: string;
   readonly #readOnly: boolean;
   readonly #bufferBytes: number;
+  readonly #logBound: number;
   /** Built while the segments are opened (open), then owned here. */
   #groups: UrlGroups;
   readonly #scratch = new Scratch();
@@ -150,9 +155,20 @@ export class SearchIndex {
   /** Posting blocks reused by each staging buffer in turn (posting-pool.ts). */
   readonly #pool = new PostingPool();
   #builder = new SegmentBuilder(this.#pool);
-  #pending: Pending[] = [];
-  readonly #staged = new Map<number, Staged>();
+  /** Segments of the commit in flight already in the log (the buffer outgrew its bound), not yet committed. */
+  #pending: LogSegment[] = [];
+  /** Groups staged since the last commit: true when the last change was a removal (no entry). */
+  readonly #staged = new Map<number, boolean>();
   #nextSegmentId: number;
+  #nextLogSegmentId = LOG_SEGMENT_IDS;
+
+  /** The writer's current commit log (null: read-only). */
+  #log: CommitLog | null = null;
+  /** The first log a reopen replays (the manifest's `log`; moved on when a checkpoint is installed). */
+  #logFrom: number;
+  /** Commits acknowledged: the manifest's count plus the logs'. */
+  #commits: number;
+  #checkpoints = 0;
 
   readonly #runner: MergeRunner | null;
   #merging: Promise<void> | null = null;
@@ -166,7 +182,10 @@ export class SearchIndex {
     this.#groups = groups;
     this.#readOnly = options.readOnly ?? false;
     this.#bufferBytes = options.bufferBytes ?? DEFAULT_BUFFER_BYTES;
+    this.#logBound = options.logBytes ?? DEFAULT_LOG_BYTES;
     this.#manifest = manifest;
+    this.#logFrom = manifest.log ?? 1;
+    this.#commits = manifest.commits;
     this.#segments = segments;
     this.#nextSegmentId = manifest.nextSegmentId;
     const mode = options.merges ?? (workerAvailable() ? 'worker' : 'inline');
@@ -192,10 +211,94 @@ export class SearchIndex {
       for (const segment of segments) {
         for (let e = 0; e < segment.entries; e++) if (segment.entryDeleted[e] === 0) index.#install(segment, e);
       }
+      try {
+        index.#replayLogs();
+      } catch (error) {
+        for (const s of index.#segments) s.close();
+        if (readOnly && (error as NodeJS.ErrnoException).code === 'ENOENT' && attempt < 5) continue;
+        throw error;
+      }
       if (!readOnly) index.#removeUnreferenced();
       index.#maybeMerge();
       return index;
     }
+  }
+
+  /**
+   * Replays the commit logs over the manifest's segments: every committed group in order, as its commit
+   * applied it (#applyGroup). The last group's segments are verified whole first (all checksums): a
+   * power loss during its fdatasync can leave its COMMIT record on disk without all of its pages, and such
+   * a commit was never acknowledged, so it is dropped. A writer then cuts the log after the last group
+   * it kept and appends there.
+   */
+  #replayLogs(): void {
+    let last = this.#logFrom;
+    let validEnd = 0;
+    for (let n = this.#logFrom; existsSync(join(this.dir, logFileName(n))); n++) {
+      const file = logFileName(n);
+      const scan = scanLog(join(this.dir, file));
+      if (scan.damage !== null) throw new IndexError('INDEX_CORRUPT', scan.damage);
+      last = n;
+      validEnd = scan.validEnd;
+      const isLastLog = !existsSync(join(this.dir, logFileName(n + 1)));
+      for (let g = 0; g < scan.groups.length; g++) {
+        const group = scan.groups[g]!;
+        const lastGroup = isLastLog && g === scan.groups.length - 1;
+        const segments: LiveSegment[] = [];
+        let whole = true;
+        try {
+          for (const record of group.segments) segments.push(LiveSegment.inLogFile(this.dir, this.#nextLogSegmentId++, file, record, this.#groups));
+          if (lastGroup) whole = segments.every(wholeSegment);
+        } catch (error) {
+          if (!lastGroup || (error as IndexError).code !== 'INDEX_CORRUPT') throw error;
+          whole = false;
+        }
+        if (!whole) {
+          for (const s of segments) s.close();
+          validEnd = group.start;
+          break;
+        }
+        this.#applyGroup(segments, group.removed);
+        this.#commits = Math.max(this.#commits, group.commits);
+      }
+    }
+    if (!this.#readOnly) {
+      this.#log = CommitLog.openForAppend(join(this.dir, logFileName(last)), last, validEnd);
+      if (validEnd === 0) fsyncDirectory(this.dir);
+    }
+  }
+
+  /**
+   * A committed group of log segments becomes live: each entry, in order, supersedes its URL's live
+   * entry (wherever that is: a segment file, an earlier log segment, earlier in this one), then the
+   * URLs the commit removed lose theirs. The same code applies a commit as it happens and replays it
+   * after a restart, so both end in the same state.
+   */
+  #applyGroup(segments: readonly LiveSegment[], removed: ArrayLike<number>): void {
+    const byId = new Map(this.#segmentsById());
+    const groups = this.#groups;
+    const drop = (group: number): void => {
+      const id = groups.entrySegment[group]!;
+      if (id < 0) return;
+      const holder = byId.get(id)!;
+      const entry = groups.entryIndex[group]!;
+      this.#uninstall(holder, entry);
+      holder.delete(entry);
+    };
+    const all = [...this.#segments];
+    for (const segment of segments) {
+      all.push(segment);
+      byId.set(segment.id, segment);
+      for (let e = 0; e < segment.entries; e++) {
+        drop(segment.entryGroup[e]!);
+        this.#install(segment, e);
+      }
+    }
+    for (let i = 0; i < removed.length; i += 2) {
+      const group = groups.find(removed[i]!, removed[i + 1]!);
+      if (group >= 0) drop(group);
+    }
+    this.#segments = all;
   }
 
   // ---- staging ----------------------------------------------------------------------------
@@ -205,22 +308,14 @@ export class SearchIndex {
     this.#writable();
     const [hi, lo] = hashHalves(urlHash64(change.url));
     const group = this.#groups.ensure(hi, lo);
-    const earlier = this.#staged.get(group);
-    let staged: Staged;
-    if (change.kind === 'remove') {
-      staged = { holder: null, entry: -1 };
-    } else {
+    if (change.kind !== 'remove') {
       const anchors = this.#anchors(change.url, change.kind === 'page' ? change.data.anchors : change.anchors);
       const alias = change.kind === 'duplicate' ? hashHalves(urlHash64(change.originalUrl)) : null;
       const page = change.kind === 'page' ? { url: change.url, fetchedAt: change.fetchedAt, data: change.data, metaTerms: pageMetaTerms(change.url, change.data.language) } : null;
-      const entry = this.#builder.addEntry(hi, lo, page, anchors, alias);
-      staged = { holder: this.#builder, entry };
+      // An earlier entry of the URL in this buffer is superseded when the commit applies it (#applyGroup).
+      this.#builder.addEntry(hi, lo, page, anchors, alias);
     }
-    if (earlier !== undefined && earlier.holder !== null) {
-      if (earlier.holder instanceof SegmentBuilder) earlier.holder.deleteEntry(earlier.entry);
-      else earlier.holder.deleted.push(earlier.entry);
-    }
-    this.#staged.set(group, staged);
+    this.#staged.set(group, change.kind === 'remove');
     if (this.#builder.bytes >= this.#bufferBytes) this.#flushBuffer();
   }
 
@@ -236,78 +331,54 @@ export class SearchIndex {
     return out;
   }
 
-  /** Writes the staging buffer as a segment file that the next commit makes part of the index. */
+  /** Appends the staging buffer to the commit log as a segment record (not synced) that the next COMMIT record makes part of the index. */
   #flushBuffer(): void {
     const builder = this.#builder;
     if (builder.entries === 0) return;
-    const id = this.#nextSegmentId++;
-    const file = segmentFileName(id);
-    const pending: Pending = { id, file, deleted: [...builder.deletedEntries] };
-    this.#io(() => writeSegment(join(this.dir, file), builder.content()));
-    for (const [group, staged] of this.#staged) {
-      if (staged.holder === builder) this.#staged.set(group, { holder: pending, entry: staged.entry });
-    }
-    this.#pending.push(pending);
+    const id = this.#nextLogSegmentId++;
+    this.#pending.push(this.#io(() => this.#log!.appendSegment(id, builder.content())));
     this.#builder = new SegmentBuilder(this.#pool);
   }
 
   /**
    * Makes everything staged durable and searchable. The steps, in order (a kill between any two
    * leaves the previous commit, LAYOUT.md "Crash model"):
-   *  1. write the staging buffer as a segment file and fsync it (earlier flushes are on disk already);
-   *  2. open the new segments;
-   *  3. delete, in memory, the committed entries the staged URLs replace;
-   *  4. write a deletion file for every segment whose deletions changed, fsync each;
-   *  5. write the manifest naming the new segments and deletion files: MANIFEST.tmp, fsync, rename,
-   *     fsync the directory. This is the commit point;
-   *  6. point the URLs' groups at their new entries;
-   *  7. remove the deletion files no manifest names any more;
-   *  8. install a merge the worker finished meanwhile, then start one if one is due.
+   *  1. append the staging buffer to the commit log as a segment record (earlier overflows of the
+   *     buffer are in the log already);
+   *  2. append the COMMIT record (the URLs removed) and fdatasync the log. This is the commit point:
+   *     one sequential append and one sync, no new file, no manifest;
+   *  3. open the new segments where they are in the log and apply them (#applyGroup): each entry
+   *     supersedes its URL's earlier live entry, deleted in memory only (the log replays it);
+   *  4. install a merge the worker finished meanwhile, then, when the log has passed its bound, start
+   *     a checkpoint (its segments merged into a segment file in the worker, #maybeCheckpoint), else a
+   *     merge if one is due.
    */
   commit(): { generation: number; commits: number } {
     this.#writable();
-    if (this.#staged.size === 0 && this.#pending.length === 0) return { generation: this.#manifest.generation, commits: this.#manifest.commits };
+    if (this.#staged.size === 0 && this.#pending.length === 0) return { generation: this.#manifest.generation, commits: this.#commits };
     try {
       // 1.
       this.#flushBuffer();
       // 2.
-      const added: LiveSegment[] = [];
-      for (const pending of this.#pending) {
-        const segment = LiveSegment.fromFile(this.dir, pending.id, pending.file, this.#groups);
-        for (const e of pending.deleted) segment.delete(e);
-        added.push(segment);
-      }
+      const removed: Array<[number, number]> = [];
+      for (const [group, isRemoval] of this.#staged) if (isRemoval) removed.push([this.#groups.hashHi[group]!, this.#groups.hashLo[group]!]);
+      this.#log!.commit(this.#commits + 1, removed);
+      this.#commits++;
       // 3.
-      const byId = new Map(this.#segments.map((s) => [s.id, s]));
-      for (const group of this.#staged.keys()) {
-        const segment = byId.get(this.#groups.entrySegment[group]!);
-        if (segment === undefined) continue;
-        const entry = this.#groups.entryIndex[group]!;
-        this.#uninstall(segment, entry);
-        segment.delete(entry);
-      }
-      const segments = [...this.#segments, ...added];
-      // 4. and 5.
-      const obsolete = this.#writeDeletions(segments);
-      this.#writeManifest(segments, this.#manifest.commits + 1);
-      // 6.
-      this.#segments = segments;
-      for (const segment of added) {
-        for (let e = 0; e < segment.entries; e++) if (segment.entryDeleted[e] === 0) this.#install(segment, e);
-      }
+      const file = logFileName(this.#log!.number);
+      const added = this.#pending.map((record) => LiveSegment.inLogFile(this.dir, record.id, file, record, this.#groups));
+      this.#applyGroup(added, removed.flat());
       this.#pending = [];
       this.#staged.clear();
-      // 7.
-      for (const file of obsolete) rmSync(join(this.dir, file), { force: true });
     } catch (error) {
       this.#broken = error instanceof Error ? error : new Error(String(error));
       throw error instanceof IndexError ? error : new IndexError('INDEX_IO', `index commit failed: ${this.#broken.message}; reopen the index`, { cause: error });
     }
-    // 8. (a merge the worker finished since the last commit is installed first, even when the event
+    // 4. (a merge the worker finished since the last commit is installed first, even when the event
     // loop has not turned in between: merge-runner.ts)
     this.#runner?.poll();
     this.#maybeMerge();
-    return { generation: this.#manifest.generation, commits: this.#manifest.commits };
+    return { generation: this.#manifest.generation, commits: this.#commits };
   }
 
   /** Writes the changed deletion files (fsynced); returns the ones they replace (removed after the manifest). */
@@ -320,13 +391,15 @@ export class SearchIndex {
       if (file !== null) writeFileDurable(join(this.dir, file), encodeDeletions(segment.id, segment.entries, segment.deletedEntries()), 'wx');
       if (segment.deletionsFile !== null) obsolete.push(segment.deletionsFile);
       segment.deletionsFile = file;
+      segment.deletedInFile = segment.deletedCount;
       segment.dirty = false;
     }
     return obsolete;
   }
 
-  #writeManifest(segments: readonly LiveSegment[], commits: number): void {
-    const list: ManifestSegment[] = segments.map((s) => ({
+  /** Writes the manifest of the segment files among `segments` (log segments are the log's), replaying from log `logFrom`. */
+  #writeManifest(segments: readonly LiveSegment[], commits: number, logFrom = this.#logFrom): void {
+    const list: ManifestSegment[] = segments.filter((s) => s.inLog === null).map((s) => ({
       id: s.id,
       file: s.file,
       entries: s.entries,
@@ -334,9 +407,9 @@ export class SearchIndex {
       anchors: s.anchors,
       bytes: s.fileBytes,
       deletions: s.deletionsFile,
-      deleted: s.deletedCount,
+      deleted: s.deletedInFile,
     }));
-    const manifest: Manifest = { ...this.#manifest, generation: this.#manifest.generation + 1, commits, nextSegmentId: this.#nextSegmentId, segments: list };
+    const manifest: Manifest = { ...this.#manifest, generation: this.#manifest.generation + 1, commits, nextSegmentId: this.#nextSegmentId, segments: list, log: logFrom };
     writeManifest(this.dir, manifest);
     this.#manifest = manifest;
   }
@@ -382,16 +455,59 @@ export class SearchIndex {
 
   // ---- merging ----------------------------------------------------------------------------
 
-  #maybeMerge(): void {
-    if (this.#runner === null || this.#merging !== null || this.#closed || this.#broken !== null) return;
-    const plan = planMerge(this.#segments.map((s) => ({ id: s.id, entries: s.entries, deleted: s.deletedCount })));
+  /**
+   * Starts a checkpoint when the log has passed its bound, else a merge of segment files when the policy
+   * says one is due (one at a time, in the worker). Right after a checkpoint a due merge goes first
+   * (`preferMerge`), so that neither starves the other when every commit passes the bound: the log then
+   * grows past its bound by what commits add while one merge runs.
+   */
+  #maybeMerge(preferMerge = false): void {
+    if (this.#merging !== null || this.#closed || this.#broken !== null || this.#readOnly) return;
+    const files = this.#segments.filter((s) => s.inLog === null);
+    const plan = this.#runner === null ? null : planMerge(files.map((s) => ({ id: s.id, entries: s.entries, deleted: s.deletedCount })));
+    // Not while the commit in flight has segment records in the current log (the buffer overflowed):
+    // they must stay in the log its COMMIT record goes to. The commit itself checks again.
+    if (!(preferMerge && plan !== null) && this.#pending.length === 0 && this.#log !== null && this.#log.bytes >= this.#logBound) {
+      if (this.#runner === null) this.#io(() => this.#checkpointNow());
+      else this.#startCheckpoint();
+      return;
+    }
     if (plan === null) return;
-    const inputs = plan.map((id) => this.#segments.find((s) => s.id === id)!);
+    this.#runMerge(plan.map((id) => files.find((s) => s.id === id)!), null);
+  }
+
+  /**
+   * A checkpoint: the segments of the logs so far are merged (in the worker) into one segment file, and
+   * the log starts anew, so the log stays bounded and a restart replays at most about `logBytes`. The
+   * commits from here on go to the next log file (created now, its directory entry synced before any
+   * commit relies on it); the old one is removed only once a manifest naming the merged segment and the
+   * next log is durable (#installMerge).
+   */
+  #startCheckpoint(): void {
+    const inputs = this.#segments.filter((s) => s.inLog !== null);
+    const old = this.#log!;
+    const next = this.#io(() => {
+      const log = CommitLog.openForAppend(join(this.dir, logFileName(old.number + 1)), old.number + 1, 0);
+      fsyncDirectory(this.dir);
+      return log;
+    });
+    this.#log = next;
+    old.close();
+    this.#runMerge(inputs, { logFrom: next.number, commits: this.#commits, oldLog: old.number });
+  }
+
+  /** A checkpoint in flight: the log its segments come from and the manifest it will write. */
+  #runMerge(inputs: readonly LiveSegment[], checkpoint: Checkpoint | null): void {
     const snapshot = inputs.map((s) => s.deletedEntries());
+    if (inputs.length === 0) {
+      // Only removals were logged since the last checkpoint: no segment to write, the manifest alone moves on.
+      this.#io(() => this.#installMerge(inputs, snapshot, null, checkpoint));
+      return;
+    }
     const outputId = this.#nextSegmentId++;
     const job: MergeJob = {
       dir: this.dir,
-      inputs: inputs.map((s, i) => ({ id: s.id, file: s.file, deleted: Uint32Array.from(snapshot[i]!) })),
+      inputs: inputs.map((s, i) => ({ id: s.id, file: s.file, ...(s.inLog === null ? {} : { range: { offset: s.inLog.offset, length: s.inLog.length } }), deleted: Uint32Array.from(snapshot[i]!) })),
       outputId,
       outputFile: segmentFileName(outputId),
     };
@@ -399,17 +515,17 @@ export class SearchIndex {
     this.#merging = new Promise<void>((resolve) => {
       settled = resolve;
     });
-    this.#runner.start(job, (outcome) => {
+    this.#runner!.start(job, (outcome) => {
       try {
         if (!outcome.ok) throw outcome.error;
-        this.#installMerge(inputs, snapshot, outcome.result);
+        this.#installMerge(inputs, snapshot, outcome.result, checkpoint);
       } catch (error) {
         this.#lastMergeError = error instanceof Error ? `${(error as IndexError).code ?? 'error'}: ${error.message}` : String(error);
         if (!this.#closed) rmSync(join(this.dir, job.outputFile), { force: true });
       } finally {
         this.#merging = null;
         settled();
-        if (this.#lastMergeError === null) this.#maybeMerge();
+        if (this.#lastMergeError === null) this.#maybeMerge(checkpoint !== null);
       }
     });
   }
@@ -418,13 +534,18 @@ export class SearchIndex {
    * Installs a finished merge: the output replaces its inputs. Entries deleted in the inputs while
    * the merge ran are deleted in the output too (found by the same remapping the merge used), then
    * one manifest switches over; the inputs' files are removed only after it is durable.
+   *
+   * For a checkpoint the manifest also writes the deletions that commits logged since the last one made
+   * in segment files (their deletion files, fsynced), and names the next log as the first to replay;
+   * then the old log is removed. A kill before the manifest's rename replays both logs over the old
+   * manifest; after it, the next log only, over the merged segment.
    */
-  #installMerge(inputs: readonly LiveSegment[], snapshot: readonly number[][], result: MergeResult): void {
+  #installMerge(inputs: readonly LiveSegment[], snapshot: readonly number[][], result: MergeResult | null, checkpoint: Checkpoint | null): void {
     if (this.#closed || this.#broken !== null) {
-      rmSync(join(this.dir, result.outputFile), { force: true });
+      if (result !== null) rmSync(join(this.dir, result.outputFile), { force: true });
       return;
     }
-    const output = LiveSegment.fromFile(this.dir, result.outputId, result.outputFile, this.#groups);
+    const output = result === null ? null : LiveSegment.fromFile(this.dir, result.outputId, result.outputFile, this.#groups);
     try {
       let e2 = 0;
       const moved: Array<[number, number]> = [];
@@ -433,31 +554,40 @@ export class SearchIndex {
         const before = new Set(snapshot[i]!);
         for (let e = 0; e < input.entries; e++) {
           if (before.has(e)) continue;
-          if (input.entryDeleted[e] === 1) output.delete(e2);
+          if (input.entryDeleted[e] === 1) output!.delete(e2);
           else moved.push([input.entryGroup[e]!, e2]);
           e2++;
         }
       }
-      if (e2 !== output.entries) throw new IndexError('INDEX_CORRUPT', `merged segment ${result.outputFile} has ${output.entries} entries, expected ${e2}`);
-      const at = this.#segments.indexOf(inputs[0]!);
-      const segments = this.#segments.filter((s) => !inputs.includes(s));
-      segments.splice(at, 0, output);
-      const obsolete = this.#writeDeletions([output]);
-      this.#writeManifest(segments, this.#manifest.commits);
+      if (output !== null && e2 !== output.entries) throw new IndexError('INDEX_CORRUPT', `merged segment ${result!.outputFile} has ${output.entries} entries, expected ${e2}`);
+      let segments = this.#segments.filter((s) => !inputs.includes(s));
+      if (output !== null) {
+        const at = this.#segments.indexOf(inputs[0]!);
+        segments.splice(at, 0, output);
+      }
+      const obsolete = this.#writeDeletions(checkpoint === null ? [output!] : segments.filter((s) => s.inLog === null));
+      this.#writeManifest(segments, checkpoint?.commits ?? this.#manifest.commits, checkpoint?.logFrom ?? this.#logFrom);
       this.#segments = segments;
       for (const [group, e] of moved) {
-        this.#groups.entrySegment[group] = output.id;
+        this.#groups.entrySegment[group] = output!.id;
         this.#groups.entryIndex[group] = e;
       }
       for (const input of inputs) {
         input.close();
-        rmSync(join(this.dir, input.file), { force: true });
+        if (input.inLog === null) rmSync(join(this.dir, input.file), { force: true });
         if (input.deletionsFile !== null) obsolete.push(input.deletionsFile);
       }
+      if (checkpoint !== null) {
+        // Every log before the next: after a restart the checkpoint's segments can come from two.
+        for (let n = this.#logFrom; n < checkpoint.logFrom; n++) rmSync(join(this.dir, logFileName(n)), { force: true });
+        this.#logFrom = checkpoint.logFrom;
+        this.#checkpoints++;
+      } else {
+        this.#mergesDone++;
+      }
       for (const file of obsolete) rmSync(join(this.dir, file), { force: true });
-      this.#mergesDone++;
     } catch (error) {
-      output.close();
+      output?.close();
       this.#broken = error instanceof Error ? error : new Error(String(error));
       throw error;
     }
@@ -584,19 +714,59 @@ export class SearchIndex {
       stagedEntries: this.#staged.size,
       bufferBytes: this.#builder.bytes,
       generation: this.#manifest.generation,
-      commits: this.#manifest.commits,
+      commits: this.#commits,
       merging: this.#merging !== null,
       mergesDone: this.#mergesDone,
       lastMergeError: this.#lastMergeError,
+      logBytes: this.#log?.bytes ?? 0,
+      logSegments: this.#segments.filter((s) => s.inLog !== null).length,
+      checkpoints: this.#checkpoints,
     };
   }
 
-  /** Stops merging (a merge in flight is abandoned: its file is removed at the next open) and closes the files. Staged, uncommitted changes are dropped. */
+  /**
+   * Stops merging (a merge in flight is abandoned: its file is removed at the next open), checkpoints
+   * what the log holds (its segments merged into a segment file on this thread, so the next open
+   * replays nothing; skipped when the index failed, and then the log is replayed) and closes the files.
+   * Staged, uncommitted changes are dropped.
+   */
   async close(): Promise<void> {
     if (this.#closed) return;
-    this.#closed = true;
     await this.#runner?.close();
+    this.#merging = null;
+    if (!this.#readOnly && this.#broken === null && this.#log !== null && this.#log.bytes > 0) {
+      try {
+        this.#checkpointNow();
+      } catch {
+        // The log stays and is replayed at the next open: nothing acknowledged is lost.
+      }
+    }
+    this.#closed = true;
+    this.#log?.close();
     for (const s of this.#segments) s.close();
+  }
+
+  /** A checkpoint on this thread (close, and writers without a merge worker). */
+  #checkpointNow(): void {
+    const inputs = this.#segments.filter((s) => s.inLog !== null);
+    const old = this.#log!;
+    this.#log = CommitLog.openForAppend(join(this.dir, logFileName(old.number + 1)), old.number + 1, 0);
+    fsyncDirectory(this.dir);
+    old.close();
+    const checkpoint: Checkpoint = { logFrom: old.number + 1, commits: this.#commits, oldLog: old.number };
+    const snapshot = inputs.map((s) => s.deletedEntries());
+    if (inputs.length === 0) {
+      this.#installMerge(inputs, snapshot, null, checkpoint);
+      return;
+    }
+    const outputId = this.#nextSegmentId++;
+    const result = mergeSegments({
+      dir: this.dir,
+      inputs: inputs.map((s, i) => ({ id: s.id, file: s.file, range: { offset: s.inLog!.offset, length: s.inLog!.length }, deleted: Uint32Array.from(snapshot[i]!) })),
+      outputId,
+      outputFile: segmentFileName(outputId),
+    });
+    this.#installMerge(inputs, snapshot, result, checkpoint);
   }
 
   // ---- guards -----------------------------------------------------------------------------
@@ -628,7 +798,24 @@ export class SearchIndex {
       if (s.deletions !== null) named.add(s.deletions);
     }
     for (const file of indexFiles(this.dir)) if (!named.has(file)) rmSync(join(this.dir, file), { force: true });
+    // Logs a checkpoint retired whose removal a kill interrupted.
+    for (const file of readdirSync(this.dir)) {
+      const n = logNumberOf(file);
+      if (n !== null && n < this.#logFrom) rmSync(join(this.dir, file), { force: true });
+    }
   }
+}
+
+/** What a checkpoint's install writes: the first log to replay from then on, the commits it covers, and the log it retires. */
+interface Checkpoint {
+  readonly logFrom: number;
+  readonly commits: number;
+  readonly oldLog: number;
+}
+
+/** Whether every section of a segment passes its checksum (the small ones were checked at open). */
+function wholeSegment(segment: LiveSegment): boolean {
+  return (['postings', 'dictionary', 'storeBlocks'] as const).every((name) => segment.reader.verifySection(name));
 }
 
 /** The `k` best matches by `before` (unordered beyond that), in O(n log k). */
