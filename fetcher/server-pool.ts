@@ -1,8 +1,9 @@
 /**
- * A fetcher that works for several queue servers: one claim loop (a `Fetcher`) per server, each with
- * the process's --concurrency slots, so every server gets the same share of this process whatever
- * the others do (a busy server cannot starve a quiet one, and a server that has no work costs one
- * parked long-poll claim). The servers are a fixed list (`--server`, repeatable) or come from Redis
+ * A fetcher that works for several queue servers: one claim loop (a `Fetcher`) per server, all
+ * sharing the process's --concurrency as one budget (slot-budget.ts, handed to each by `makeFetcher`):
+ * at most --concurrency origins at once across all servers, shared max-min fairly, so a busy server
+ * cannot starve a quiet one, and a server that has no work costs one parked long-poll claim holding
+ * one unit. The servers are a fixed list (`--server`, repeatable) or come from Redis
  * (`--cluster`, cluster-directory.ts), looked up every `pollMs`: a new server is served from its
  * first appearance; one gone from the directory is abandoned (`abort`: the results it was owed
  * go back with its leases) — a dead queue server costs only the schedules held for it.
