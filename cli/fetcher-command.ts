@@ -127,14 +127,22 @@ export function fetcherCommand(version: string): Command {
     });
     let redis: import('ioredis').Redis | null = null;
     let discover: (() => Promise<string[]>) | undefined;
+    let events: import('../queue-server/cluster/cluster-events.js').ClusterEvents | null = null;
+    let listen: ((pool: { lookUpNow(): void }) => void) | null = null;
     if (redisTarget !== null) {
       const { connectRedis } = await import('../queue-server/cluster/redis-connection.js');
       const { ClusterDirectory } = await import('../fetcher/cluster-directory.js');
-      redis = connectRedis(redisTarget, { name: 'petrel-fetcher', onError: (message) => logger.warn({ event: 'redis-error' }, message) });
-      const directory = new ClusterDirectory(redis, values.clusterName);
+      const { ClusterEvents } = await import('../queue-server/cluster/cluster-events.js');
+      const { clusterKeys } = await import('../shared/cluster-keys.js');
+      const connection = connectRedis(redisTarget, { name: 'petrel-fetcher', onError: (message) => logger.warn({ event: 'redis-error' }, message) });
+      redis = connection;
+      const directory = new ClusterDirectory(connection, values.clusterName);
       discover = () => directory.servers();
+      // A member joining or leaving says so: look the servers up at once (the poll is the fallback).
+      listen = (pool) => (events = ClusterEvents.listen(connection, clusterKeys(values.clusterName), (event) => event === 'member' && pool.lookUpNow()));
     }
     const fetcher = new ServerPool({ servers, discover, makeFetcher, log });
+    listen?.(fetcher);
     logger.info({ event: 'fetcher-started', servers: servers.map((server) => new URL(server).origin), cluster: redisTarget?.display ?? null, concurrency: values.concurrency }, 'started');
     let signals = 0;
     const supervised = process.env.PETREL_SUPERVISED === '1';
@@ -154,6 +162,7 @@ export function fetcherCommand(version: string): Command {
       log(`failed: ${(error as Error).message}`);
       process.exit(EXIT.failed);
     }
+    (events as { close(): void } | null)?.close();
     redis?.disconnect();
     if (reason === 'gave-up') process.exit(EXIT.failed);
     if (!supervised) log(reason === 'done' ? 'crawl finished' : 'stopped');

@@ -85,6 +85,8 @@ export class Fetcher {
   #running = 0;
   /** The last claim came back without work: the next asks for one unit only while other loops share the budget. */
   #idle = false;
+  /** Abandons the claim in flight (it asked for more than one unit and has to be retried). */
+  #shrinkClaim: (() => void) | null = null;
   #heartbeatTimer: NodeJS.Timeout | null = null;
   readonly #stats: Omit<FetcherStats, 'rssBytes' | 'inFlight'> = { pagesFetched: 0, errors: 0, bytesDownloaded: 0 };
 
@@ -102,6 +104,8 @@ export class Fetcher {
       connections: Math.max(8, options.concurrency * 2),
       onRetry: (what, attempt, error) => {
         if (what === 'results') this.#deliveryTrouble = true;
+        // A claim that failed holds its units while it is retried: hand them back, ask again for one.
+        if (what === 'claim') this.#shrinkClaim?.();
         this.#unreachable(attempt, error);
       },
     });
@@ -199,6 +203,18 @@ export class Fetcher {
       const capacity = await this.#budget.acquire(this.#member, ask, this.#claimAbort.signal);
       if (capacity === 0) break;
       let response;
+      // A queue server that does not answer would keep what this claim holds for as long as it is
+      // away: on its first failure the claim is abandoned and asked again for one unit (slot-budget.ts).
+      const attempt = new AbortController();
+      const stopAttempt = () => attempt.abort();
+      this.#claimAbort.signal.addEventListener('abort', stopAttempt, { once: true });
+      let shrunk = false;
+      if (capacity > 1 && this.#budget.members > 1) {
+        this.#shrinkClaim = () => {
+          shrunk = true;
+          attempt.abort();
+        };
+      }
       try {
         response = await this.#client.claim({
           protocolVersion: PROTOCOL_VERSION,
@@ -207,11 +223,18 @@ export class Fetcher {
           capacity,
           waitMs: this.#options.claimWaitMs,
           stats: this.#currentStats(),
-        }, this.#claimAbort.signal);
+        }, attempt.signal);
       } catch (error) {
         this.#budget.release(this.#member, capacity);
+        if (error instanceof StoppedError && shrunk && !this.#stopClaiming) {
+          this.#idle = true;
+          continue;
+        }
         if (error instanceof StoppedError) return 'stopped';
         throw error;
+      } finally {
+        this.#shrinkClaim = null;
+        this.#claimAbort.signal.removeEventListener('abort', stopAttempt);
       }
       this.#reachable();
       const slots = response.kind === 'schedule' ? response.schedule.slots.length : 0;

@@ -1,7 +1,7 @@
 /**
  * Cluster-wide pause, resume, stop and crawl start: the control a member is given (its API or admin
  * page) is written to the cluster's control hash in Redis with a version, and every member applies
- * the latest version it has not applied yet. A member looks the hash up every POLL_MS, and at once
+ * the latest version it has not applied yet. A member looks the hash up every CONTROL_POLL_MS, and at once
  * when the cluster's events channel says it changed (cluster-events.ts); a member that joins later
  * applies the current state at start, so a member restarted into a paused cluster stays paused.
  *
@@ -23,8 +23,8 @@ export const CLUSTER_CONTROLS = ['pause', 'resume', 'stop'] as const;
 export type ClusterControlAction = (typeof CLUSTER_CONTROLS)[number];
 export type ClusterControlState = 'active' | 'paused' | 'stopped';
 
-/** The slower fallback when the events channel is quiet or away (cluster-events.ts). */
-export const CONTROL_POLL_MS = 500;
+/** The slower fallback to the events channel (cluster-events.ts), which says at once when the hash changed. */
+export const CONTROL_POLL_MS = 2000;
 /** A crawl start's body is at most 1000 seeds of 2048 characters and the settings. */
 const MAX_CRAWL_JSON = 4 * 1024 * 1024;
 
@@ -36,6 +36,7 @@ local v = redis.call('HINCRBY', KEYS[1], 'version', 1)
 redis.call('HSET', KEYS[1], 'state', ARGV[1], 'by', ARGV[2], 'at', ARGV[3])
 if ARGV[4] ~= '' then redis.call('HSET', KEYS[1], 'crawl', ARGV[4], 'crawlVersion', v) end
 if ARGV[5] ~= '' then redis.call('HSET', KEYS[2], ARGV[5], v) end
+redis.call('PUBLISH', KEYS[3], 'control')
 return v`;
 
 /** The state, and the crawl start only when it is newer than ARGV[1] (it may be megabytes). */
@@ -66,7 +67,10 @@ export class ClusterControl {
   #follow: { target: ControlTarget; log: (message: string) => void } | null = null;
   readonly #clock: () => number;
 
-  constructor(redis: Redis, keys: ClusterKeys, memberId: string, clock: () => number) {
+  readonly #pollMs: number;
+
+  constructor(redis: Redis, keys: ClusterKeys, memberId: string, clock: () => number, pollMs = CONTROL_POLL_MS) {
+    this.#pollMs = pollMs;
     this.#redis = redis;
     this.#keys = keys;
     this.#memberId = memberId;
@@ -81,7 +85,7 @@ export class ClusterControl {
   async follow(target: ControlTarget, log: (message: string) => void): Promise<void> {
     this.#follow = { target, log };
     await this.poll();
-    this.#timer = setInterval(() => void this.poll().catch(() => undefined), CONTROL_POLL_MS);
+    this.#timer = setInterval(() => void this.poll().catch(() => undefined), this.#pollMs);
     this.#timer.unref();
   }
 
@@ -102,7 +106,7 @@ export class ClusterControl {
   }
 
   async #publish(state: ClusterControlState, by: string, crawl: string, appliedBy = ''): Promise<number> {
-    const version = await this.#redis.eval(PUBLISH, 2, this.#keys.control, this.#keys.controlApplied, state, by.slice(0, 64), String(this.#clock()), crawl, appliedBy);
+    const version = await this.#redis.eval(PUBLISH, 3, this.#keys.control, this.#keys.controlApplied, this.#keys.events, state, by.slice(0, 64), String(this.#clock()), crawl, appliedBy);
     return Number(version);
   }
 

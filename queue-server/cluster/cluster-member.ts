@@ -11,6 +11,7 @@ import { parseMemberCard, type MemberCard, type MemberStatus } from '../../share
 import { ClusterControl, type ClusterControlAction } from './cluster-control.js';
 import type { CrawlService } from '../crawl/crawl-service.js';
 import { ClusterBloom } from './cluster-bloom.js';
+import { ClusterEvents } from './cluster-events.js';
 import { forwardInject, splitInject } from './cluster-inject.js';
 import { runControl, type ClusterPort } from '../api/crawl-control.js';
 import { LinkInbox } from './link-inbox.js';
@@ -91,6 +92,7 @@ export class ClusterMember implements ClusterPort {
   readonly #reader: Redis;
   readonly #target: RedisTarget;
   #inbox: LinkInbox | null = null;
+  #events: ClusterEvents | null = null;
   readonly control: ClusterControl;
 
   private constructor(redis: Redis, reader: Redis, target: RedisTarget, membership: Membership, bloom: ClusterBloom | null, clock: () => number) {
@@ -137,6 +139,10 @@ export class ClusterMember implements ClusterPort {
     });
     await this.#inbox.start();
     this.membership.reportStatus(() => this.#statusOf(service));
+    // A control given to another member is read at once when it says so (cluster-events.ts).
+    this.#events = ClusterEvents.listen(this.#redis, this.membership.keys, (event) => {
+      if (event === 'control') void this.control.poll().catch(() => undefined);
+    });
     await this.control.follow(
       {
         pause: () => service.pause(),
@@ -229,6 +235,7 @@ export class ClusterMember implements ClusterPort {
   async stopReading(): Promise<void> {
     this.router.close();
     this.control.close();
+    this.#events?.close();
     await this.#inbox?.stop();
   }
 
@@ -240,6 +247,7 @@ export class ClusterMember implements ClusterPort {
 
   /** After kill-like failures (start refused): close without giving anything up. */
   disconnect(): void {
+    this.#events?.close();
     this.#reader.disconnect();
     this.#redis.disconnect();
   }
