@@ -61,7 +61,7 @@ describe.skipIf(!haveRedis())('queue servers joining and leaving a running clust
       'queue-server', '--data', dataDir, '--port', String(port), '--token-file', tokenFile, '--cluster', redis.url, ...(first ? ['--partitions', String(PARTITIONS)] : []),
       ...seeds.flatMap((seed) => ['--seed', seed]), '--scope', 'any', '--max-depth', String(MAX_DEPTH), '--delay-ms', '500', '--lease-ms', '3000',
     ];
-    const fetcher = (name: string) => startPetrel(['fetcher', '--cluster', redis.url, '--token-file', tokenFile, '--name', name, '--concurrency', '3', '--claim-wait-ms', '1000', '--allow-private-addresses']);
+    const fetcher = (name: string) => startPetrel(['fetcher', '--cluster', redis.url, '--token-file', tokenFile, '--name', name, '--concurrency', '5', '--claim-wait-ms', '1000', '--allow-private-addresses']);
     const dirs = [0, 1, 2, 3].map(() => join(tempDir('member'), 'data'));
     const start = async (i: number, first = false) => {
       const child = startPetrel(args(dirs[i]!, await freePort(), first));
@@ -84,8 +84,6 @@ describe.skipIf(!haveRedis())('queue servers joining and leaving a running clust
     // A 3rd and a 4th join mid-crawl: each takes the first free partition; nobody tells the fetchers.
     members.push(await start(2), await start(3));
     expect([partitionOfDir(dirs[2]!), partitionOfDir(dirs[3]!)]).toEqual([2, 3]);
-    await waitFor(() => requestsOf(2) > 0 && requestsOf(3) > 0, 'the fetchers to find the new members');
-    fetchers.push(fetcher('late'));
 
     // Member 1 leaves with work left (SIGTERM: it drains and gives its lease up) ...
     const partitionOneLeft = [...expected.keys()].filter((url) => partitionOf(url) === 1 && !pageRequests(web.log).some((entry) => urlOf(entry) === url));
@@ -94,7 +92,9 @@ describe.skipIf(!haveRedis())('queue servers joining and leaving a running clust
     expect((await members[1]!.child.output).code).toBe(0);
     const view = await eventually(() => readCluster(members[0]!.url, members[0]!.token), (v) => v.members[1]!.owner === null, 'partition 1 without an owner');
     expect(view.members.filter((member) => member.owner !== null).map((member) => member.partition)).toEqual([0, 2, 3]);
-    // ... the others keep crawling meanwhile ...
+    // ... the fetchers find the new members meanwhile, and the others keep crawling ...
+    await waitFor(() => requestsOf(2) > 0 && requestsOf(3) > 0, 'the fetchers to find the new members');
+    fetchers.push(fetcher('late'));
     const othersBefore = requestsOf(0) + requestsOf(2) + requestsOf(3);
     await waitFor(() => requestsOf(0) + requestsOf(2) + requestsOf(3) >= othersBefore + 5, 'the other partitions to go on crawling');
     // ... and it comes back on its data directory at another port: its partition, found by the fetchers again.
