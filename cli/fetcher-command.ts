@@ -64,7 +64,7 @@ function levelOf(message: string): 'info' | 'warn' | 'error' {
 export function fetcherCommand(version: string): Command {
   const command = new Command('fetcher')
     .description('run one fetcher: claims schedules from the queue server, downloads, parses, posts results back')
-    .option('--server <url>', 'queue server URL, e.g. http://127.0.0.1:7700; repeat it to serve several (each gets --concurrency slots)', (value: string, list: string[]) => [...list, value], [] as string[])
+    .option('--server <url>', 'queue server URL, e.g. http://127.0.0.1:7700; repeat it to serve several (they share --concurrency fairly)', (value: string, list: string[]) => [...list, value], [] as string[])
     .option('--cluster <url>', 'serve every queue server of the cluster in this Redis (redis://HOST:PORT or rediss://), found and followed as they come and go; instead of --server')
     .option('--cluster-name <name>', 'name of the cluster in Redis', 'default')
     .option('--redis-password-file <file>', 'file holding the Redis password (or set PETREL_REDIS_PASSWORD)')
@@ -98,9 +98,12 @@ export function fetcherCommand(version: string): Command {
     const { TrustedHosts } = await import('../fetcher/address-guard.js');
     const { DnsCache } = await import('../fetcher/dns-cache.js');
     const { ServerPool } = await import('../fetcher/server-pool.js');
+    const { SlotBudget } = await import('../fetcher/slot-budget.js');
     const fetcherId = `${name.replace(/[^A-Za-z0-9_.:-]/g, '_').slice(0, 40)}-${randomBytes(4).toString('hex')}`;
     // One DNS cache for the process: every queue server's claim loop resolves the same web.
     const dns = new DnsCache();
+    // One --concurrency for the process: the claim loops of all its queue servers share it (slot-budget.ts).
+    const budget = new SlotBudget(values.concurrency);
     const makeFetcher = (serverUrl: string) => new Fetcher({
       serverUrl,
       token,
@@ -108,6 +111,7 @@ export function fetcherCommand(version: string): Command {
       name,
       fetcherId,
       concurrency: values.concurrency,
+      budget,
       claimWaitMs: values.claimWaitMs,
       addressPolicy: { allowAll: values.allowPrivateAddresses, trustedHosts: new TrustedHosts(), resolve, dns },
       giveUpAfterMs: values.once === true ? values.giveUpAfter : null,
@@ -123,14 +127,22 @@ export function fetcherCommand(version: string): Command {
     });
     let redis: import('ioredis').Redis | null = null;
     let discover: (() => Promise<string[]>) | undefined;
+    let events: import('../queue-server/cluster/cluster-events.js').ClusterEvents | null = null;
+    let listen: ((pool: { lookUpNow(): void }) => void) | null = null;
     if (redisTarget !== null) {
       const { connectRedis } = await import('../queue-server/cluster/redis-connection.js');
       const { ClusterDirectory } = await import('../fetcher/cluster-directory.js');
-      redis = connectRedis(redisTarget, { name: 'petrel-fetcher', onError: (message) => logger.warn({ event: 'redis-error' }, message) });
-      const directory = new ClusterDirectory(redis, values.clusterName);
+      const { ClusterEvents } = await import('../queue-server/cluster/cluster-events.js');
+      const { clusterKeys } = await import('../shared/cluster-keys.js');
+      const connection = connectRedis(redisTarget, { name: 'petrel-fetcher', onError: (message) => logger.warn({ event: 'redis-error' }, message) });
+      redis = connection;
+      const directory = new ClusterDirectory(connection, values.clusterName);
       discover = () => directory.servers();
+      // A member joining or leaving says so: look the servers up at once (the poll is the fallback).
+      listen = (pool) => (events = ClusterEvents.listen(connection, clusterKeys(values.clusterName), (event) => event === 'member' && pool.lookUpNow()));
     }
     const fetcher = new ServerPool({ servers, discover, makeFetcher, log });
+    listen?.(fetcher);
     logger.info({ event: 'fetcher-started', servers: servers.map((server) => new URL(server).origin), cluster: redisTarget?.display ?? null, concurrency: values.concurrency }, 'started');
     let signals = 0;
     const supervised = process.env.PETREL_SUPERVISED === '1';
@@ -150,6 +162,7 @@ export function fetcherCommand(version: string): Command {
       log(`failed: ${(error as Error).message}`);
       process.exit(EXIT.failed);
     }
+    (events as { close(): void } | null)?.close();
     redis?.disconnect();
     if (reason === 'gave-up') process.exit(EXIT.failed);
     if (!supervised) log(reason === 'done' ? 'crawl finished' : 'stopped');

@@ -15,13 +15,14 @@
  */
 import { setMaxListeners } from 'node:events';
 import type { Dispatcher } from 'undici';
-import { PROTOCOL_VERSION, type FetcherStats, type ItemResult, type Schedule } from '../shared/protocol.js';
+import { LIMITS, PROTOCOL_VERSION, type FetcherStats, type ItemResult, type Schedule } from '../shared/protocol.js';
 import { addressOf, type AddressPolicy } from './address-guard.js';
 import { createCrawlAgent, TIMER_SLACK_MS, type DownloadOptions } from './download.js';
 import { fetchItem, notRequestedResult, preloadExtractor } from './fetch-item.js';
 import { HOST_FAILURES_IN_ROW, isHostFailure } from '../shared/fetch-codes.js';
 import { QueueClient, QueueServerError, StoppedError } from './queue-client.js';
 import { STILL_WAITING_EVERY_MS } from './defaults.js';
+import { SlotBudget, type BudgetMember } from './slot-budget.js';
 import { formatApproxDuration, formatDuration } from '../shared/duration.js';
 
 export interface FetcherOptions {
@@ -31,8 +32,13 @@ export interface FetcherOptions {
   readonly ca?: string | Buffer;
   readonly name: string;
   readonly fetcherId: string;
-  /** Slots (origins) fetched at once. */
+  /** Slots (origins) fetched at once: the size of `budget` when none is given. */
   readonly concurrency: number;
+  /**
+   * The process's slots, shared with the claim loops of the other queue servers it serves
+   * (server-pool.ts, slot-budget.ts); absent: a budget of `concurrency` of this loop's own.
+   */
+  readonly budget?: SlotBudget;
   readonly download: DownloadOptions;
   /** How long a claim may wait at the queue server, ms. */
   readonly claimWaitMs: number;
@@ -74,8 +80,14 @@ export class Fetcher {
   readonly #slotRuns = new Set<Promise<void>>();
   /** Result deliveries of finished schedules still in flight. */
   readonly #deliveries = new Set<Promise<void>>();
-  #free: number;
-  #wakeClaimLoop: (() => void) | null = null;
+  readonly #budget: SlotBudget;
+  readonly #member: BudgetMember;
+  /** Slots running now (each holds one unit of the budget). */
+  #running = 0;
+  /** The last claim came back without work: the next asks for one unit only while other loops share the budget. */
+  #idle = false;
+  /** Abandons the claim in flight (it asked for more than one unit and has to be retried). */
+  #shrinkClaim: (() => void) | null = null;
   #heartbeatTimer: NodeJS.Timeout | null = null;
   readonly #stats: Omit<FetcherStats, 'rssBytes' | 'inFlight'> = { pagesFetched: 0, errors: 0, bytesDownloaded: 0 };
 
@@ -83,7 +95,8 @@ export class Fetcher {
     this.#options = options;
     // Every request in flight listens on the stop signal; there are legitimately more than ten.
     setMaxListeners(0, this.#stopping.signal, this.#claimAbort.signal);
-    this.#free = options.concurrency;
+    this.#budget = options.budget ?? new SlotBudget(options.concurrency);
+    this.#member = this.#budget.join();
     this.#client = new QueueClient({
       serverUrl: options.serverUrl,
       token: options.token,
@@ -92,6 +105,8 @@ export class Fetcher {
       connections: Math.max(8, options.concurrency * 2),
       onRetry: (what, attempt, error) => {
         if (what === 'results') this.#deliveryTrouble = true;
+        // A claim that failed holds its units while it is retried: hand them back, ask again for one.
+        if (what === 'claim') this.#shrinkClaim?.();
         this.#unreachable(attempt, error);
       },
     });
@@ -111,6 +126,7 @@ export class Fetcher {
       if (this.#heartbeatTimer !== null) clearInterval(this.#heartbeatTimer);
       await this.#client.close().catch(() => undefined);
       await this.#agent.close().catch(() => undefined);
+      this.#budget.leave(this.#member);
     }
     return reason;
   }
@@ -119,7 +135,6 @@ export class Fetcher {
   stop(): void {
     this.#stopClaiming = true;
     this.#claimAbort.abort();
-    this.#wakeClaimLoop?.();
   }
 
   /** Stops at once: pending posts are abandoned (their leases will expire and be re-issued). */
@@ -176,11 +191,6 @@ export class Fetcher {
 
   async #claimLoop(): Promise<'done' | 'stopped'> {
     while (!this.#stopClaiming) {
-      if (this.#free === 0) {
-        await new Promise<void>((resolve) => (this.#wakeClaimLoop = resolve));
-        this.#wakeClaimLoop = null;
-        continue;
-      }
       if (this.#deliveryTrouble) {
         // Results first: a queue server that was away applies them before it leases those URLs again.
         await Promise.allSettled([...this.#active.values()].map((active) => active.posting));
@@ -188,22 +198,56 @@ export class Fetcher {
         this.#deliveryTrouble = false;
         if (this.#stopClaiming) break;
       }
+      // A parked claim at a queue server without work holds what it asked for: one unit, while other
+      // loops share the budget (slot-budget.ts); a loop of its own asks for everything free, as before.
+      const ask = this.#idle && this.#budget.members > 1 ? 1 : Math.min(this.#budget.total, LIMITS.slotsPerSchedule);
+      const capacity = await this.#budget.acquire(this.#member, ask, this.#claimAbort.signal);
+      if (capacity === 0) break;
       let response;
+      // A queue server that does not answer would keep what this claim holds for as long as it is
+      // away: on its first failure the claim is abandoned and asked again for one unit (slot-budget.ts).
+      const attempt = new AbortController();
+      const stopAttempt = () => attempt.abort();
+      this.#claimAbort.signal.addEventListener('abort', stopAttempt, { once: true });
+      let shrunk = false;
+      if (capacity > 1 && this.#budget.members > 1) {
+        this.#shrinkClaim = () => {
+          shrunk = true;
+          attempt.abort();
+        };
+      }
       try {
         response = await this.#client.claim({
           protocolVersion: PROTOCOL_VERSION,
           fetcherId: this.#options.fetcherId,
           name: this.#options.name,
-          capacity: this.#free,
+          capacity,
           waitMs: this.#options.claimWaitMs,
           stats: this.#currentStats(),
-        }, this.#claimAbort.signal);
+        }, attempt.signal);
       } catch (error) {
+        this.#budget.release(this.#member, capacity);
+        if (error instanceof StoppedError && shrunk && !this.#stopClaiming) {
+          this.#idle = true;
+          continue;
+        }
         if (error instanceof StoppedError) return 'stopped';
         throw error;
+      } finally {
+        this.#shrinkClaim = null;
+        this.#claimAbort.signal.removeEventListener('abort', stopAttempt);
       }
       this.#reachable();
+      const slots = response.kind === 'schedule' ? response.schedule.slots.length : 0;
+      // A queue server that answers with more slots than asked for breaks the protocol: they are refused below.
+      this.#budget.release(this.#member, Math.max(0, capacity - slots));
+      this.#idle = slots === 0;
       if (response.kind === 'done') return 'done';
+      if (response.kind === 'schedule' && slots > capacity) {
+        this.#budget.release(this.#member, capacity);
+        this.#options.log(`the queue server at ${this.#options.serverUrl} answered a claim for ${capacity} slots with ${slots}: ignored (its lease will run out)`);
+        continue;
+      }
       if (response.kind === 'schedule') {
         this.#start(response.schedule);
         // Its first requests are out (a new origin's first is its robots.txt): load the extractor while
@@ -217,15 +261,15 @@ export class Fetcher {
   #start(schedule: Schedule): void {
     const active: ActiveSchedule = { schedule, slotsLeft: schedule.slots.length, pending: [], pendingCaptureBytes: 0, flushTimer: null, posting: Promise.resolve() };
     this.#active.set(schedule.id, active);
-    this.#free -= schedule.slots.length;
+    this.#running += schedule.slots.length;
     this.#ensureHeartbeat(schedule.leaseMs);
     // A seed's host may be on a private address (the operator chose to crawl it): its connections skip the guard.
     for (const slot of schedule.slots) if (slot.allowPrivateAddresses) this.#options.addressPolicy.trustedHosts.add(new URL(slot.origin).hostname);
     for (const slot of schedule.slots) {
       const run = this.#runSlot(active, slot).finally(() => {
         this.#slotRuns.delete(run);
-        this.#free++;
-        this.#wakeClaimLoop?.();
+        this.#running--;
+        this.#budget.release(this.#member, 1);
       });
       this.#slotRuns.add(run);
     }
@@ -328,7 +372,7 @@ export class Fetcher {
     return {
       ...this.#stats,
       rssBytes: process.memoryUsage.rss(),
-      inFlight: this.#options.concurrency - this.#free,
+      inFlight: this.#running,
     };
   }
 }

@@ -1,9 +1,12 @@
 /**
- * A fetcher that works for several queue servers: one claim loop (a `Fetcher`) per server, each with
- * the process's --concurrency slots, so every server gets the same share of this process whatever
- * the others do (a busy server cannot starve a quiet one, and a server that has no work costs one
- * parked long-poll claim). The servers are a fixed list (`--server`, repeatable) or come from Redis
- * (`--cluster`, cluster-directory.ts), looked up every `pollMs`: a new server is served from its
+ * A fetcher that works for several queue servers: one claim loop (a `Fetcher`) per server, all
+ * sharing the process's --concurrency as one budget (slot-budget.ts, handed to each by `makeFetcher`):
+ * at most --concurrency origins at once across all servers, shared max-min fairly, so a busy server
+ * cannot starve a quiet one, and a server that has no work costs one parked long-poll claim holding
+ * one unit. The servers are a fixed list (`--server`, repeatable) or come from Redis
+ * (`--cluster`, cluster-directory.ts), looked up when the cluster's events channel says a member
+ * joined or left (`lookUpNow`, queue-server/cluster/cluster-events.ts) and every `pollMs` as the
+ * fallback (a member killed says nothing; its lease runs out): a new server is served from its
  * first appearance; one gone from the directory is abandoned (`abort`: the results it was owed
  * go back with its leases) — a dead queue server costs only the schedules held for it.
  *
@@ -22,6 +25,7 @@ export interface ServerPoolOptions {
   /** A fixed list of servers; or `discover`. */
   readonly servers?: readonly string[];
   readonly discover?: () => Promise<string[]>;
+  /** Fallback look-up interval, ms (default DIRECTORY_POLL_MS). */
   readonly pollMs?: number;
   readonly makeFetcher: (serverUrl: string) => PooledFetcher;
   readonly log: (message: string) => void;
@@ -29,6 +33,8 @@ export interface ServerPoolOptions {
 
 /** A server missing from this many look-ups in a row is given up (one miss may be a card renewed late). */
 const MISSES_TO_DROP = 2;
+/** With the events channel saying when members come and go, the directory is polled only this often. */
+export const DIRECTORY_POLL_MS = 10_000;
 
 export class ServerPool {
   readonly #options: ServerPoolOptions;
@@ -36,6 +42,7 @@ export class ServerPool {
   #stopped = false;
   #wake: (() => void) | null = null;
   #gaveUp = false;
+  #lookUpAgain = false;
 
   constructor(options: ServerPoolOptions) {
     this.#options = options;
@@ -54,7 +61,7 @@ export class ServerPool {
       if (ends.includes('gave-up')) return 'gave-up';
       return ends.every((end) => end === 'done') ? 'done' : 'stopped';
     }
-    const pollMs = this.#options.pollMs ?? 2000;
+    const pollMs = this.#options.pollMs ?? DIRECTORY_POLL_MS;
     while (!this.#stopped) {
       try {
         const live = new Set(await discover());
@@ -69,6 +76,10 @@ export class ServerPool {
         }
       } catch (error) {
         this.#options.log(`cannot read the cluster's queue servers from Redis: ${(error as Error).message.slice(0, 200)}; serving the ones known`);
+      }
+      if (this.#lookUpAgain) {
+        this.#lookUpAgain = false;
+        continue;
       }
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, pollMs);
@@ -94,6 +105,13 @@ export class ServerPool {
       return end;
     });
     this.#running.set(url, { fetcher, ended, misses: 0 });
+  }
+
+  /** Looks the servers up now instead of at the next poll (a member joined or left). */
+  lookUpNow(): void {
+    // Said while a look-up is on its way: one more right after it (what it read may be older than the news).
+    if (this.#wake !== null) this.#wake();
+    else this.#lookUpAgain = true;
   }
 
   stop(): void {

@@ -76,7 +76,7 @@ export interface AppOptions {
    */
   readonly search?: { readonly searcher: Searcher; readonly public: boolean; readonly limiter?: LoginLimiter };
   /** A cluster member (cluster/cluster-member.ts): GET /api/cluster, and pause, resume and stop go to the whole cluster. */
-  readonly cluster?: Pick<ClusterMember, 'view' | 'publishControl'>;
+  readonly cluster?: Pick<ClusterMember, 'view' | 'publishControl' | 'publishCrawl' | 'injectElsewhere'>;
 }
 
 /**
@@ -189,10 +189,8 @@ export function createApp(options: AppOptions): express.Express {
   // Crawl control: each control of the admin page is also an API route (same code: crawl-control.ts).
   for (const action of Object.keys(CONTROL_ROUTES) as ControlAction[]) {
     app.post(CONTROL_ROUTES[action], requireAdmin, smallJson, async (req, res) => {
-      const result = await runControl(service, action, req.body);
-      // In a cluster, pause, resume and stop reach every member (cluster/cluster-control.ts).
-      if (options.cluster !== undefined && (action === 'pause' || action === 'resume' || action === 'stop')) await options.cluster.publishControl(action);
-      res.json(result);
+      // In a cluster, pause, resume, stop and a crawl start reach every member, an inject each URL's owner.
+      res.json(await runControl(service, action, req.body, options.cluster));
     });
   }
 

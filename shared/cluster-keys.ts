@@ -17,8 +17,12 @@ export interface ClusterKeys {
   links(partition: number): string;
   /** Bitmap: partition i's Bloom filter of admitted URLs (set by the owner, probed by senders). */
   bloom(partition: number): string;
-  /** Hash: the cluster-wide control (state: active | paused | stopped, and when it changed). */
+  /** Hash: the cluster-wide control (state: active | paused | stopped, when it changed, the last crawl start). */
   readonly control: string;
+  /** Hash: member id -> the last crawl start (control version) it applied. */
+  readonly controlApplied: string;
+  /** Pub/sub channel: membership and control changed (cluster-events.ts); a hint, the keys are the truth. */
+  readonly events: string;
 }
 
 /** The consumer group that reads a partition's stream; its one consumer is the partition's owner. */
@@ -34,6 +38,8 @@ export function clusterKeys(name: string): ClusterKeys {
     links: (partition) => `${prefix}links:${partition}`,
     bloom: (partition) => `${prefix}bloom:${partition}`,
     control: `${prefix}control`,
+    controlApplied: `${prefix}control-applied`,
+    events: `${prefix}events`,
   };
 }
 

@@ -81,7 +81,7 @@ export interface AdminOptions {
   /** Searching the crawl's index (/admin/search, /admin/api/search); absent: no search routes. */
   readonly search?: Searcher;
   /** A cluster member: the page shows the cluster (/admin/api/cluster), and pause, resume and stop reach every member. */
-  readonly cluster?: Pick<ClusterMember, 'view' | 'publishControl'>;
+  readonly cluster?: Pick<ClusterMember, 'view' | 'publishControl' | 'publishCrawl' | 'injectElsewhere'>;
 }
 
 /** Pages-fetched samples for the chart are at least this far apart, ms. */
@@ -235,9 +235,7 @@ export function adminRouter(options: AdminOptions): Router {
 
   for (const action of CONTROL_ACTIONS) {
     router.post(`/api/${action}`, requireSameOrigin, requireSession, requireCsrf, json, async (req, res) => {
-      const result = await runControl(service, action, req.body);
-      if (options.cluster !== undefined && (action === 'pause' || action === 'resume' || action === 'stop')) await options.cluster.publishControl(action);
-      res.json(result);
+      res.json(await runControl(service, action, req.body, options.cluster));
     });
   }
 

@@ -30,36 +30,56 @@ const crawlStartSchema = z
   })
   .strict();
 
+/**
+ * What a cluster member (cluster/cluster-member.ts) adds to the controls: pause, resume, stop and a
+ * crawl start reach every member (cluster/cluster-control.ts); an inject's URLs of other partitions
+ * go to their owners (cluster/cluster-inject.ts).
+ */
+export interface ClusterPort {
+  publishControl(action: 'pause' | 'resume' | 'stop'): Promise<number>;
+  publishCrawl(body: unknown): Promise<number>;
+  injectElsewhere(urls: readonly string[]): Promise<{ own: string[]; forwarded: number }>;
+}
+
 export type ControlResult =
   | { state: DisplayState }
   | { state: DisplayState; dropped: number }
-  | { state: DisplayState; admitted: number; rejected: { url: string; code: string; reason: string }[] }
+  /** `forwarded`: in a cluster, URLs handed to the owners of their hosts' partitions (injected there). */
+  | { state: DisplayState; admitted: number; rejected: { url: string; code: string; reason: string }[]; forwarded?: number }
   /** A crawl started: URLs queued now (seeds and known URLs not fetched yet), and waiting for a later time. */
   | { state: DisplayState; queued: number; waiting: number };
 
 /** Runs one control with its (unvalidated) JSON body; rejects with HttpError for bad input or a refused action. */
-export async function runControl(service: CrawlService, action: ControlAction, body: unknown): Promise<ControlResult> {
+export async function runControl(service: CrawlService, action: ControlAction, body: unknown, cluster?: ClusterPort): Promise<ControlResult> {
   switch (action) {
     case 'pause':
       service.pause();
+      await cluster?.publishControl(action);
       return { state: service.displayState() };
     case 'resume':
       service.resume();
+      await cluster?.publishControl(action);
       return { state: service.displayState() };
     case 'stop': {
       const dropped = service.stop();
+      await cluster?.publishControl(action);
       return { state: service.displayState(), dropped };
     }
     case 'inject': {
       const { urls } = parseBody(injectSchema, body);
-      const result = service.inject(urls);
+      // In a cluster, other partitions' URLs are in their owners' streams before this answer.
+      const split = cluster === undefined ? { own: urls, forwarded: null } : await cluster.injectElsewhere(urls);
+      const result = split.own.length > 0 ? service.inject(split.own) : { admitted: 0, rejected: [] };
       // Answered once the admitted URLs are durable (the group commit), as results are: an inject that
       // was answered survives a kill, and the crawl database's stage stays one commit window.
       if (result.admitted > 0) await service.durable();
-      return { state: service.displayState(), ...result };
+      return { state: service.displayState(), ...result, ...(split.forwarded === null ? {} : { forwarded: split.forwarded }) };
     }
-    case 'crawl':
-      return startCrawl(service, body);
+    case 'crawl': {
+      const result = startCrawl(service, body);
+      await cluster?.publishCrawl(body);
+      return result;
+    }
   }
 }
 

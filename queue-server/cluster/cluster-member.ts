@@ -11,6 +11,9 @@ import { parseMemberCard, type MemberCard, type MemberStatus } from '../../share
 import { ClusterControl, type ClusterControlAction } from './cluster-control.js';
 import type { CrawlService } from '../crawl/crawl-service.js';
 import { ClusterBloom } from './cluster-bloom.js';
+import { ClusterEvents } from './cluster-events.js';
+import { forwardInject, splitInject } from './cluster-inject.js';
+import { runControl, type ClusterPort } from '../api/crawl-control.js';
 import { LinkInbox } from './link-inbox.js';
 import { ClusterLinkRouter } from './link-router.js';
 import { Membership } from './membership.js';
@@ -81,7 +84,7 @@ export interface ClusterView {
   readonly sum: Record<string, number>;
 }
 
-export class ClusterMember {
+export class ClusterMember implements ClusterPort {
   readonly membership: Membership;
   readonly router: ClusterLinkRouter;
   readonly bloom: ClusterBloom | null;
@@ -89,6 +92,7 @@ export class ClusterMember {
   readonly #reader: Redis;
   readonly #target: RedisTarget;
   #inbox: LinkInbox | null = null;
+  #events: ClusterEvents | null = null;
   readonly control: ClusterControl;
 
   private constructor(redis: Redis, reader: Redis, target: RedisTarget, membership: Membership, bloom: ClusterBloom | null, clock: () => number) {
@@ -97,7 +101,7 @@ export class ClusterMember {
     this.#target = target;
     this.membership = membership;
     this.bloom = bloom;
-    this.control = new ClusterControl(redis, membership.keys, clock);
+    this.control = new ClusterControl(redis, membership.keys, membership.memberId, clock);
     this.router = new ClusterLinkRouter({ redis, keys: membership.keys, partition: membership.partition, partitions: membership.partitions, bloom });
   }
 
@@ -128,13 +132,30 @@ export class ClusterMember {
       keys,
       partition,
       admit: (links) => service.admitForwarded(links),
+      inject: (urls) => service.inject(urls),
       committed: () => service.committed(),
       afterCommit: this.bloom === null ? undefined : (known) => this.bloom!.add(partition, known),
       log,
     });
     await this.#inbox.start();
     this.membership.reportStatus(() => this.#statusOf(service));
-    await this.control.follow(service, log);
+    // A control given to another member is read at once when it says so (cluster-events.ts).
+    this.#events = ClusterEvents.listen(this.#redis, this.membership.keys, (event) => {
+      if (event === 'control') void this.control.poll().catch(() => undefined);
+    });
+    await this.control.follow(
+      {
+        pause: () => service.pause(),
+        resume: () => service.resume(),
+        stop: () => service.stop(),
+        // Another member was given it: this member's crawl stops first (that member's had), then the same start.
+        crawl: async (body) => {
+          service.stop();
+          return runControl(service, 'crawl', body);
+        },
+      },
+      log,
+    );
   }
 
   #statusOf(service: CrawlService): MemberStatus {
@@ -156,6 +177,18 @@ export class ClusterMember {
   /** A control given to this member that applies to the whole cluster (cluster-control.ts). */
   publishControl(action: ClusterControlAction): Promise<number> {
     return this.control.publish(action, this.membership.memberId);
+  }
+
+  /** A crawl start given to this member (started here already), for every other member (cluster-control.ts). */
+  publishCrawl(body: unknown): Promise<number> {
+    return this.control.publishCrawl(body, this.membership.memberId);
+  }
+
+  /** An inject given to this member: other partitions' URLs go to their owners' streams (cluster-inject.ts); the rest is this member's. */
+  async injectElsewhere(urls: readonly string[]): Promise<{ own: string[]; forwarded: number }> {
+    const { own, elsewhere } = splitInject(urls, this.membership.partition, this.membership.partitions);
+    const forwarded = await forwardInject(this.#redis, this.membership.keys, this.membership.partition, elsewhere);
+    return { own, forwarded };
   }
 
   /** GET /api/cluster: every partition with its member, state, counters and backlog, and the sums. */
@@ -195,13 +228,14 @@ export class ClusterMember {
 
   /** This member's own counters: links routed and forwarded, received and admitted, Bloom skips. */
   counters(): Record<string, number> {
-    return { ...this.router.counters, waiting: this.router.waiting, ...(this.#inbox?.counters ?? { received: 0, admitted: 0, malformed: 0, acked: 0 }) };
+    return { ...this.router.counters, waiting: this.router.waiting, ...(this.#inbox?.counters ?? { received: 0, admitted: 0, malformed: 0, acked: 0, injected: 0, injectAdmitted: 0 }) };
   }
 
   /** Stops reading the stream (what was read and not acknowledged stays pending). */
   async stopReading(): Promise<void> {
     this.router.close();
     this.control.close();
+    this.#events?.close();
     await this.#inbox?.stop();
   }
 
@@ -213,6 +247,7 @@ export class ClusterMember {
 
   /** After kill-like failures (start refused): close without giving anything up. */
   disconnect(): void {
+    this.#events?.close();
     this.#reader.disconnect();
     this.#redis.disconnect();
   }

@@ -13,6 +13,7 @@ import type { Redis } from 'ioredis';
 import { LINKS_GROUP, type ClusterKeys } from '../../shared/cluster-keys.js';
 import { LIMITS } from '../../shared/protocol.js';
 import type { ForwardedLink } from './link-router.js';
+import { INJECT_KIND } from './cluster-inject.js';
 
 const READ_COUNT = 64;
 const BLOCK_MS = 1000;
@@ -28,6 +29,9 @@ export interface InboxCounters {
   malformed: number;
   /** Entries acknowledged. */
   acked: number;
+  /** URLs injected at another member for this partition (cluster-inject.ts), and of those admitted. */
+  injected: number;
+  injectAdmitted: number;
 }
 
 export interface InboxOptions {
@@ -37,6 +41,8 @@ export interface InboxOptions {
   readonly partition: number;
   /** Admits links; returns the URLs (normalized) that are now known here (admitted or seen before), for the Bloom filter. */
   readonly admit: (links: readonly ForwardedLink[]) => { admitted: number; known: string[] };
+  /** URLs injected at another member (cluster-inject.ts): injected here as given here. */
+  readonly inject?: (urls: readonly string[]) => { admitted: number; rejected: readonly { code: string }[] };
   /** Resolves after the next group commit (rejects when it failed). */
   readonly committed: () => Promise<void>;
   /** After the commit, before the acknowledgement: the owner's Bloom bits for these URLs. */
@@ -50,7 +56,7 @@ export class LinkInbox {
   readonly #options: InboxOptions;
   #stopped = false;
   #running: Promise<void> | null = null;
-  readonly counters: InboxCounters = { received: 0, admitted: 0, malformed: 0, acked: 0 };
+  readonly counters: InboxCounters = { received: 0, admitted: 0, malformed: 0, acked: 0, injected: 0, injectAdmitted: 0 };
 
   constructor(options: InboxOptions) {
     this.#options = options;
@@ -82,7 +88,14 @@ export class LinkInbox {
           continue;
         }
         const links: ForwardedLink[] = [];
+        const injected: string[] = [];
         for (const [, fields] of entries) {
+          if (kindOf(fields) === INJECT_KIND && this.#options.inject !== undefined) {
+            const urls = parseInjectEntry(fields);
+            if (urls === null) this.counters.malformed++;
+            else injected.push(...urls);
+            continue;
+          }
           const parsed = parseEntry(fields);
           if (parsed === null) this.counters.malformed++;
           else links.push(...parsed);
@@ -90,6 +103,13 @@ export class LinkInbox {
         this.counters.received += links.length;
         const outcome = this.#options.admit(links);
         this.counters.admitted += outcome.admitted;
+        if (injected.length > 0) {
+          const result = this.#options.inject!(injected);
+          this.counters.injected += injected.length;
+          this.counters.injectAdmitted += result.admitted;
+          const codes = [...new Set(result.rejected.map((refusal) => refusal.code))].slice(0, 5).join(', ');
+          this.#options.log(`petrel queue-server: injected ${injected.length} URLs given to another member: ${result.admitted} admitted${result.rejected.length > 0 ? `, ${result.rejected.length} refused (${codes})` : ''}`);
+        }
         await this.#options.committed();
         await this.#options.afterCommit?.(outcome.known);
         const ids = entries.map(([id]) => id);
@@ -115,6 +135,27 @@ export class LinkInbox {
   static backlog(redis: Redis, keys: ClusterKeys, partition: number): Promise<number> {
     return redis.xlen(keys.links(partition));
   }
+}
+
+function kindOf(fields: readonly string[]): string | null {
+  const at = fields.indexOf('kind');
+  return at >= 0 && at % 2 === 0 ? (fields[at + 1] ?? null) : null;
+}
+
+/** An inject entry's URLs (cluster-inject.ts), bounded as the inject route bounds them; null when malformed. */
+export function parseInjectEntry(fields: readonly string[]): string[] | null {
+  const at = fields.indexOf('urls');
+  const json = at >= 0 && at % 2 === 0 ? fields[at + 1] : undefined;
+  if (json === undefined || json.length > 4 * 1024 * 1024) return null;
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch {
+    return null;
+  }
+  if (!Array.isArray(value) || value.length > 10_000) return null;
+  if (!value.every((url): url is string => typeof url === 'string' && url.length > 0 && url.length <= LIMITS.urlChars)) return null;
+  return value;
 }
 
 /** A stream entry's links, each checked (an entry comes from another process: bounded, typed); null when malformed. */

@@ -19,6 +19,7 @@ import type { Redis } from 'ioredis';
 import { clusterKeys, type ClusterKeys, type MemberCard } from '../../shared/cluster-keys.js';
 import { readJsonFile, writeFileAtomic } from '../storage/atomic-file.js';
 import { MAX_PARTITIONS } from './partition.js';
+import { announce } from './cluster-events.js';
 
 /** Takes or renews the lease when it is free or ours already: 1 taken, 0 held by someone else. */
 const TAKE_LEASE = `
@@ -137,6 +138,8 @@ export class Membership extends EventEmitter<{ lost: [string] }> {
     const card: MemberCard = { memberId, url: options.url, partition, pid: process.pid, startedAt: clock() };
     const membership = new Membership(redis, keys, card, partitions, leaseMs, clock);
     await membership.#publish();
+    // Fetchers look the queue servers up at once (cluster-events.ts), not at their next poll.
+    await announce(redis, keys, 'member');
     membership.#timer = setInterval(() => void membership.#renew(), Math.max(100, Math.floor(leaseMs / 3)));
     membership.#timer.unref();
     return membership;
@@ -182,5 +185,6 @@ export class Membership extends EventEmitter<{ lost: [string] }> {
     this.#stopTimer();
     await this.#redis.eval(RELEASE_LEASE, 1, this.keys.lease(this.partition), this.memberId).catch(() => undefined);
     await this.#redis.del(this.keys.member(this.memberId)).catch(() => undefined);
+    await announce(this.#redis, this.keys, 'member');
   }
 }

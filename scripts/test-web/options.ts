@@ -17,6 +17,11 @@ export interface TestWebOptions {
   slowMs?: number;
   /** Crawl-delay of the crawlDelay host's robots.txt, seconds. Default 1. */
   crawlDelaySeconds?: number;
+  /**
+   * Every page (not robots.txt) is answered this many ms late, so that requests of a crawl overlap
+   * and tests can count how many were in flight at once. Default 0.
+   */
+  pageDelayMs?: number;
 }
 
 export type ValidOptions = Required<TestWebOptions>;
@@ -36,6 +41,7 @@ export function validateOptions(opts: TestWebOptions): ValidOptions {
     port: integer('port', opts.port ?? 0, 0, 65535),
     slowMs: integer('slowMs', opts.slowMs ?? 1500, 0, 600_000),
     crawlDelaySeconds: number('crawlDelaySeconds', opts.crawlDelaySeconds ?? 1, 0, 3600),
+    pageDelayMs: integer('pageDelayMs', opts.pageDelayMs ?? 0, 0, 60_000),
   };
 }
 

@@ -30,6 +30,8 @@ export interface ServerState {
   timers: Set<NodeJS.Timeout>;
   /** Which generation is served, and flaky pages' failure counts. Owned by the TestWeb. */
   generation: GenerationState;
+  /** ms added to every answer but robots.txt's (TestWebOptions.pageDelayMs). */
+  pageDelayMs: number;
 }
 
 export function handleRequest(host: WebHost, req: IncomingMessage, res: ServerResponse, state: ServerState): void {
@@ -112,14 +114,15 @@ export function handleRequest(host: WebHost, req: IncomingMessage, res: ServerRe
     sendBody(res, prepared, (bytes) => (flushedBytes += bytes));
   };
 
-  if (prepared.delayMs <= 0) {
+  const delayMs = prepared.delayMs + (target === '/robots.txt' ? 0 : state.pageDelayMs);
+  if (delayMs <= 0) {
     send();
     return;
   }
   const timer = setTimeout(() => {
     state.timers.delete(timer);
     send();
-  }, prepared.delayMs);
+  }, delayMs);
   state.timers.add(timer);
   res.once('close', () => {
     clearTimeout(timer);

@@ -66,7 +66,7 @@ const BIND_ATTEMPTS = 5;
 export async function startTestWeb(opts: TestWebOptions = {}): Promise<TestWeb> {
   const options = validateOptions(opts);
   const plans = planHosts({ normalHosts: options.hosts, profile: options.profile });
-  const state: ServerState = { log: new RequestLog(), timers: new Set(), generation: new GenerationState() };
+  const state: ServerState = { log: new RequestLog(), timers: new Set(), generation: new GenerationState(), pageDelayMs: options.pageDelayMs };
   let web: Web | null = null;
   let hostile: HostileHost | null = null;
   const addresses = plans.map((plan) => plan.address);

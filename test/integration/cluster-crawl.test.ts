@@ -5,8 +5,7 @@
  * partition are reached only through links forwarded over Redis streams.
  */
 import { randomBytes } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestWeb, type TestWeb } from '../../scripts/test-web.js';
@@ -15,89 +14,12 @@ import { countBy, pageRequests, urlOf } from '../support/request-log.js';
 import { adminTokenOf, readStatus } from '../support/admin-api.js';
 import { closeStartedRedis, haveRedis, startRedis, type TestRedis } from '../support/redis-server.js';
 import { partitionOfUrl } from '../../queue-server/cluster/partition.js';
-import { CrawlDb } from '../../queue-server/crawldb/crawl-db.js';
+import { control, eventually, fetchedUrls, partitionOfDir, readCluster, stablePort, untilCrawled } from '../support/cluster.js';
 import { Redis } from 'ioredis';
 import { clusterKeys } from '../../shared/cluster-keys.js';
 
 const PARTITIONS = 2;
 const MAX_DEPTH = 5;
-
-function fetchedUrls(dataDir: string): string[] {
-  const db = CrawlDb.open(join(dataDir, 'crawldb.btree'));
-  try {
-    const urls: string[] = [];
-    for (const [, record] of db.entries()) if (record.status === 'fetched') urls.push(record.url);
-    return urls;
-  } finally {
-    db.close();
-  }
-}
-
-/**
- * A free port below Linux's ephemeral range (32768-60999), for a server that must come back on the
- * same port: while it is down, no port-0 listener of another test file and no outgoing connection
- * can be given that port in the meantime.
- */
-async function stablePort(): Promise<number> {
-  for (;;) {
-    const port = 20_000 + Math.floor(Math.random() * 12_000);
-    const free = await new Promise<boolean>((resolve) => {
-      const probe = createServer();
-      probe.once('error', () => resolve(false));
-      probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
-    });
-    if (free) return port;
-  }
-}
-
-function partitionOfDir(dataDir: string): number {
-  return (JSON.parse(readFileSync(join(dataDir, 'cluster.json'), 'utf8')) as { partition: number }).partition;
-}
-
-async function control(serverUrl: string, adminToken: string, action: string): Promise<void> {
-  const response = await fetch(new URL(`/api/control/${action}`, serverUrl), { method: 'POST', headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' }, body: '{}' });
-  if (!response.ok) throw new Error(`POST /api/control/${action} answered ${response.status}`);
-}
-
-interface ClusterView {
-  partitions: number;
-  members: { partition: number; owner: { url: string } | null; backlog: number; counters: { pagesFetched: number } | null }[];
-  sum: Record<string, number>;
-}
-
-async function readCluster(serverUrl: string, adminToken: string): Promise<ClusterView> {
-  const response = await fetch(new URL('/api/cluster', serverUrl), { headers: { authorization: `Bearer ${adminToken}` } });
-  if (!response.ok) throw new Error(`GET /api/cluster answered ${response.status}`);
-  return (await response.json()) as ClusterView;
-}
-
-async function eventually<T>(read: () => Promise<T>, ok: (value: T) => boolean, what: string, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (ok(value)) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(value).slice(0, 500)}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
-
-/** Resolves once every expected URL was requested and the log has then been quiet for a while. */
-async function untilCrawled(web: TestWeb, expected: ReadonlyMap<string, number>, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let quietSince = Date.now();
-  let lastSize = -1;
-  for (;;) {
-    const requested = new Set(pageRequests(web.log).map(urlOf));
-    const missing = [...expected.keys()].filter((url) => !requested.has(url));
-    if (web.log.length !== lastSize) {
-      lastSize = web.log.length;
-      quietSince = Date.now();
-    }
-    if (missing.length === 0 && Date.now() - quietSince > 2000) return;
-    if (Date.now() > deadline) throw new Error(`crawl did not complete: ${missing.length} missing, e.g. ${missing.slice(0, 3).join(' ')}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
 
 describe.skipIf(!haveRedis())('a cluster of queue servers over Redis', () => {
   let web: TestWeb;

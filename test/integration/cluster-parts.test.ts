@@ -14,6 +14,11 @@ import { ClusterLinkRouter, type ForwardedLink } from '../../queue-server/cluste
 import { ClusterBloom } from '../../queue-server/cluster/cluster-bloom.js';
 import { clusterKeys, LINKS_GROUP } from '../../shared/cluster-keys.js';
 import { partitionOfUrl } from '../../queue-server/cluster/partition.js';
+import { ClusterEvents } from '../../queue-server/cluster/cluster-events.js';
+import { ClusterControl } from '../../queue-server/cluster/cluster-control.js';
+import { ClusterDirectory } from '../../fetcher/cluster-directory.js';
+import { ServerPool } from '../../fetcher/server-pool.js';
+import type { FetcherEnd } from '../../fetcher/fetcher.js';
 import type { NormalizedUrl } from '../../shared/url-normalize.js';
 
 const until = async (condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000) => {
@@ -152,5 +157,50 @@ describe.skipIf(!haveRedis())('cluster parts on a real Redis', () => {
     await router.drain();
     expect(router.counters).toMatchObject({ routed: 2, forwarded: 1, bloomSkipped: 1 });
     router.close();
+  });
+
+  it('a member joining is served by a fetcher pool at once through the events channel, long before its fallback poll', async () => {
+    const name = 'events-join';
+    const own = client();
+    const seen: string[] = [];
+    // Stands for a fetcher's claim loop: the pool under test only decides whom to serve.
+    const makeFetcher = (url: string) => {
+      seen.push(url);
+      let end: (value: FetcherEnd) => void = () => undefined;
+      const ended = new Promise<FetcherEnd>((resolve) => (end = resolve));
+      return { run: () => ended, stop: () => end('stopped'), abort: () => end('stopped') };
+    };
+    const directory = new ClusterDirectory(own, name);
+    const pool = new ServerPool({ discover: () => directory.servers(), pollMs: 600_000, makeFetcher, log: () => undefined });
+    const events = ClusterEvents.listen(own, clusterKeys(name), (event) => event === 'member' && pool.lookUpNow());
+    const running = pool.run();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(seen).toEqual([]);
+    const member = await Membership.join({ redis, clusterName: name, url: 'http://127.0.0.1:7777', partitions: 1, partition: null, file: join(tempDir('m'), 'cluster.json'), leaseMs: 60_000, clock: Date.now });
+    // The fallback poll is 10 minutes away: only the member's announcement can explain this.
+    await until(() => seen.includes('http://127.0.0.1:7777'), 'the pool to serve the new member', 20_000);
+    pool.stop();
+    await running;
+    events.close();
+    await member.leave();
+  });
+
+  it('a control published by one member is applied by another at once through the events channel, long before its fallback poll', async () => {
+    const name = 'events-control';
+    const keys = clusterKeys(name);
+    const applied: string[] = [];
+    const target = { pause: () => applied.push('pause'), resume: () => applied.push('resume'), stop: () => applied.push('stop'), crawl: async () => applied.push('crawl') };
+    const follower = new ClusterControl(client(), keys, 'follower', Date.now, 600_000);
+    await follower.follow(target, () => undefined);
+    const events = ClusterEvents.listen(client(), keys, (event) => event === 'control' && void follower.poll());
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const leader = new ClusterControl(client(), keys, 'leader', Date.now, 600_000);
+    await leader.publish('pause', 'leader');
+    await until(() => applied.includes('pause'), 'the follower to pause', 20_000);
+    await leader.publishCrawl({ seeds: ['http://127.0.0.1:1/'] }, 'leader');
+    await until(() => applied.includes('crawl'), 'the follower to start the crawl', 20_000);
+    expect(applied).toEqual(['pause', 'crawl']);
+    follower.close();
+    events.close();
   });
 });
