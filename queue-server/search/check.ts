@@ -108,10 +108,6 @@ export function checkIndex(dir: string): IndexCheckReport {
           deleted = new Uint8Array(footer.entries);
         }
       }
-      for (const section of ['postings', 'dictionary', 'storeBlocks'] as const) {
-        if (!reader.verifySection(section)) fault('SECTION_CHECKSUM', `section ${section} checksum mismatch`);
-      }
-      checkColumns(reader, fault);
       for (let e = 0; e < footer.entries; e++) {
         entries++;
         if (deleted[e] === 1) continue;
@@ -120,10 +116,9 @@ export function checkIndex(dir: string): IndexCheckReport {
         if (owner !== undefined) fault('DUPLICATE_LIVE_ENTRY', `URL hash ${key} has a live entry here and in ${owner.owner}`);
         liveOwner.set(key, { owner: spec.file, page: c.entryPage[e] !== NO_PAGE });
       }
-      const counted = checkTerms(reader, fault);
+      const counted = checkSegmentContents(reader, fault);
       terms += counted.terms;
       postings += counted.postings;
-      checkStore(reader, fault);
     } catch (error) {
       if (!(error instanceof IndexError)) throw error;
       fault('SEGMENT_CORRUPT', error.message);
@@ -164,20 +159,15 @@ export function checkIndex(dir: string): IndexCheckReport {
           continue;
         }
         try {
-          for (const section of ['postings', 'dictionary', 'storeBlocks'] as const) {
-            if (!reader.verifySection(section)) fault('SECTION_CHECKSUM', `section ${section} checksum mismatch`);
-          }
-          checkColumns(reader, fault);
           const c = reader.columns;
           // Replayed as a reopen does: each entry supersedes its URL's live entry.
           for (let e = 0; e < reader.footer.entries; e++) {
             entries++;
             liveOwner.set(hashHex(c.entrySourceHi[e]!, c.entrySourceLo[e]!), { owner: name, page: c.entryPage[e] !== NO_PAGE });
           }
-          const counted = checkTerms(reader, fault);
+          const counted = checkSegmentContents(reader, fault);
           terms += counted.terms;
           postings += counted.postings;
-          checkStore(reader, fault);
         } catch (error) {
           if (!(error instanceof IndexError)) throw error;
           fault('SEGMENT_CORRUPT', error.message);
@@ -192,6 +182,17 @@ export function checkIndex(dir: string): IndexCheckReport {
   let livePages = 0;
   for (const live of liveOwner.values()) if (live.page) livePages++;
   return { ok: faults.length === 0, dir, segments: manifest.segments.length, entries, livePages, terms, postings, logs, logSegments, logTailBytes, faults };
+}
+
+/** What a segment holds, wherever it lies (a segment file or a commit log's record): checksums, columns, terms, store. */
+function checkSegmentContents(reader: SegmentReader, fault: (code: IndexFaultCode, message: string) => void): { terms: number; postings: number } {
+  for (const section of ['postings', 'dictionary', 'storeBlocks'] as const) {
+    if (!reader.verifySection(section)) fault('SECTION_CHECKSUM', `section ${section} checksum mismatch`);
+  }
+  checkColumns(reader, fault);
+  const counted = checkTerms(reader, fault);
+  checkStore(reader, fault);
+  return counted;
 }
 
 function checkColumns(reader: SegmentReader, fault: (code: IndexFaultCode, message: string) => void): void {
