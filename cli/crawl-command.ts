@@ -6,8 +6,9 @@
  *
  * Order of events, so that no process waits on one that is not there yet or gone already: the seeds
  * and options are checked (nothing is created for refused input); the listening socket is opened
- * here and the queue server inherits it, so the fetchers start at the same time and wait in its
- * backlog (where the socket cannot be handed on, they start once the queue server listens). Ctrl-C
+ * here and the queue server inherits it, so the first fetcher starts at the same time and waits in its
+ * backlog, the others once the queue server listens (where the socket cannot be handed on, all start
+ * then). Ctrl-C
  * stops the fetchers first (they deliver what they hold), then the queue server, and running the same
  * command again resumes the pass.
  */
@@ -191,19 +192,21 @@ async function runCrawl(values: CrawlValues, settingsArgs: string[]): Promise<Cr
   process.on('SIGINT', interrupt);
   process.on('SIGTERM', interrupt);
 
-  const startFetchers = () => {
-    fetchers = new FetcherChildren({
+  const startFetchers = (count: number) => {
+    fetchers ??= new FetcherChildren({
       label: 'petrel crawl',
       namePrefix: 'fetcher',
       args: (name) => [...fetcherArgs(values, { serverUrl, tokenFile, name }), '--once'],
       restart: { kind: 'limited', restarts: FETCHER_RESTARTS },
       log: sayer(logger, 'fetcher-children', 'warn'),
     });
-    fetchers.start(values.fetchers);
+    fetchers.start(count);
   };
-  // With the socket inherited, fetchers wait in its backlog; without, only once the queue server
-  // listens, so none of them finds it not there yet.
-  if (socket.fd !== null) startFetchers();
+  // With the socket inherited, one fetcher starts beside the queue server and waits in its backlog,
+  // the others once it listens: started all at once, they would share the cores with the queue
+  // server's own start, which is what the first request waits for. Without the socket, all start once
+  // the queue server listens, so none of them finds it not there yet.
+  if (socket.fd !== null) startFetchers(1);
   const started = await Promise.race([listening, serverExit.then(() => null)]);
   if (started === null) {
     await fetchers?.stop();
@@ -211,7 +214,7 @@ async function runCrawl(values: CrawlValues, settingsArgs: string[]): Promise<Cr
   }
   process.stderr.write(startLine(started));
   if (interrupted) server.kill('SIGTERM');
-  else if (fetchers === null) startFetchers();
+  else startFetchers(fetchers === null ? values.fetchers : values.fetchers - 1);
 
   // Loaded once the children run: progress.ts polls through the fetcher's QueueClient, whose undici
   // is about 1 MB of the bundle that this process would otherwise compile before spawning anything.

@@ -43,9 +43,12 @@ export class FetcherChildren {
     this.#options = options;
   }
 
+  /** Starts `count` more fetchers (numbered on from those started before). */
   start(count: number): void {
+    if (this.#stopping) return;
     const policy = this.#options.restart;
-    for (let i = 0; i < count; i++) this.#spawn(i, policy.kind === 'limited' ? policy.restarts : policy.firstDelayMs);
+    const first = this.#children.length;
+    for (let i = first; i < first + count; i++) this.#spawn(i, policy.kind === 'limited' ? policy.restarts : policy.firstDelayMs);
   }
 
   /** `next`: restarts left (limited), or the pause before the next restart (backoff). */
