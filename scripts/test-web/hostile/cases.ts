@@ -134,7 +134,7 @@ export function hostileCases(origin: string): HostileCase[] {
     ...HOSTILE_TRAPS.map((trap) => c(trap.entry, 'trap', trap.what, html(200))),
     c('/trap/a/', 'trap', 'an endless path: /trap/a/ links to a/, so /trap/a/a/a/... never ends', html(200)),
 
-    c('/fault/reset.html', 'protocol', 'Content-Length 100000, 10000 bytes, then a TCP reset', error('connection-reset')),
+    c('/fault/reset.html', 'protocol', 'a response head cut off by a TCP reset before its blank line', error('connection-reset')),
     c('/fault/short-body.html', 'protocol', 'Content-Length 10000, 4000 bytes, then a clean close', error('content-length-mismatch')),
     c('/fault/http10.html', 'protocol', 'HTTP/1.0 response without Content-Length, body delimited by the close', html(200)),
     c('/fault/empty.html', 'protocol', '200 text/html with an empty body', html(200)),
