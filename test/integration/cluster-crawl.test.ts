@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestWeb, type TestWeb } from '../../scripts/test-web.js';
 import { assertBuilt, freePort, killStartedPetrels, startPetrel, tempDir, waitForEvent } from '../support/petrel-process.js';
-import { countBy, pageRequests, urlOf } from '../support/request-log.js';
+import { countBy, pageRequests, politenessViolations, urlOf } from '../support/request-log.js';
 import { adminTokenOf, readStatus } from '../support/admin-api.js';
 import { closeStartedRedis, haveRedis, startRedis, type TestRedis } from '../support/redis-server.js';
 import { partitionOfUrl } from '../../queue-server/cluster/partition.js';
@@ -18,8 +18,13 @@ import { control, eventually, fetchedUrls, partitionOfDir, readCluster, stablePo
 import { Redis } from 'ioredis';
 import { clusterKeys } from '../../shared/cluster-keys.js';
 
-const PARTITIONS = 2;
+const PARTITIONS = 3;
+/** The kill test's cluster: the seed's partition and one other. */
+const KILL_PARTITIONS = 2;
 const MAX_DEPTH = 5;
+const DELAY_MS = 20;
+/** From a response handed to the socket to the next request's arrival, as crawl-e2e.test.ts allows. */
+const MEASUREMENT_LAG_MS = 10;
 
 describe.skipIf(!haveRedis())('a cluster of queue servers over Redis', () => {
   let web: TestWeb;
@@ -46,30 +51,33 @@ describe.skipIf(!haveRedis())('a cluster of queue servers over Redis', () => {
 
   const serverArgs = (dataDir: string, port: number, first: boolean) => [
     'queue-server', '--data', dataDir, '--port', String(port), '--token-file', tokenFile, '--cluster', redis.url, ...(first ? ['--partitions', String(PARTITIONS)] : []),
-    '--seed', seedUrl, '--scope', 'any', '--max-depth', String(MAX_DEPTH), '--delay-ms', '20', '--lease-ms', '3000',
+    '--seed', seedUrl, '--scope', 'any', '--max-depth', String(MAX_DEPTH), '--delay-ms', String(DELAY_MS), '--lease-ms', '3000',
   ];
   const fetcherArgs = (name: string) => ['fetcher', '--cluster', redis.url, '--token-file', tokenFile, '--name', name, '--concurrency', '3', '--claim-wait-ms', '1000', '--allow-private-addresses'];
 
-  it('two queue servers and two fetchers fetch every reachable page exactly once, each by the owner of its host\'s partition; pause and resume given to one member reach the other; GET /api/cluster sums the crawl', async () => {
+  it('three queue servers and three fetchers fetch every reachable page exactly once, each by the owner of its host\'s partition, robots.txt first and per-host politeness held although links cross partitions; pause and resume given to one member reach the others; GET /api/cluster sums the crawl', async () => {
     redis = await startRedis(tempDir('redis'));
     // Both partitions have hosts, and the seed's partition is only one of them: the rest comes over Redis.
     const partitionsOfHosts = new Set(web.origins.slice(0, 6).map((host) => partitionOfUrl(host, PARTITIONS)));
     expect(partitionsOfHosts.size).toBe(PARTITIONS);
-    const dirs = [join(tempDir('member'), 'data'), join(tempDir('member'), 'data')];
-    const servers = [startPetrel(serverArgs(dirs[0]!, await freePort(), true))];
-    const listening = [await waitForEvent(servers[0]!, 'listening')];
-    servers.push(startPetrel(serverArgs(dirs[1]!, await freePort(), false)));
-    listening.push(await waitForEvent(servers[1]!, 'listening'));
+    const dirs = Array.from({ length: PARTITIONS }, () => join(tempDir('member'), 'data'));
+    const servers = [];
+    const listening = [];
+    // One after the other: the first fixes K, each next one takes a free partition.
+    for (const [i, dir] of dirs.entries()) {
+      servers.push(startPetrel(serverArgs(dir, await freePort(), i === 0)));
+      listening.push(await waitForEvent(servers[i]!, 'listening'));
+    }
     const urls = listening.map((event) => String(event.url));
     const tokens = listening.map(adminTokenOf);
 
-    // Pause given to one member pauses the other; resume given to the other resumes the first.
+    // Pause given to one member pauses the others; resume given to the last resumes the first.
     await control(urls[0]!, tokens[0]!, 'pause');
-    await eventually(() => readStatus(urls[1]!, tokens[1]!), (status) => status.displayState === 'paused', 'the other member paused');
-    await control(urls[1]!, tokens[1]!, 'resume');
-    await eventually(() => readStatus(urls[0]!, tokens[0]!), (status) => status.displayState !== 'paused', 'the first member resumed');
+    for (const i of [1, 2]) await eventually(() => readStatus(urls[i]!, tokens[i]!), (status) => status.displayState === 'paused', `member ${i} paused`);
+    await control(urls[2]!, tokens[2]!, 'resume');
+    for (const i of [0, 1]) await eventually(() => readStatus(urls[i]!, tokens[i]!), (status) => status.displayState !== 'paused', `member ${i} resumed`);
 
-    const fetchers = ['f1', 'f2'].map((name) => startPetrel(fetcherArgs(name)));
+    const fetchers = ['f1', 'f2', 'f3'].map((name) => startPetrel(fetcherArgs(name)));
     await untilCrawled(web, expected, 90_000);
 
     // Any member shows the whole cluster; its sum of pages fetched is what the web servers saw.
@@ -88,9 +96,16 @@ describe.skipIf(!haveRedis())('a cluster of queue servers over Redis', () => {
     expect([...expected.keys()].filter((url) => !requested.has(url))).toEqual([]);
     expect([...requested.keys()].filter((url) => !expected.has(url))).toEqual([]);
     expect([...requested].filter(([, count]) => count !== 1)).toEqual([]);
-    // robots.txt once per host, across the cluster.
+    // robots.txt once per host, across the cluster, and answered before the host's first page was asked for.
     const robots = countBy(web.log.filter((entry) => entry.path === '/robots.txt'), (entry) => entry.host);
     expect([...robots].filter(([, count]) => count !== 1)).toEqual([]);
+    const hostsCrawled = new Set(web.log.map((entry) => entry.host));
+    expect(robots.size).toBe(hostsCrawled.size);
+    const robotsAnswered = new Map(web.log.filter((entry) => entry.path === '/robots.txt').map((entry) => [entry.host, entry.handedOver]));
+    expect(pageRequests(web.log).filter((entry) => entry.start < robotsAnswered.get(entry.host)!).map(urlOf)).toEqual([]);
+    // Per-host politeness: one request at a time and the delay between them, though the links that led
+    // to a host came from other partitions' pages.
+    expect(politenessViolations(web.log, () => DELAY_MS - MEASUREMENT_LAG_MS)).toEqual([]);
 
     // Each server's crawl database holds exactly its partition's pages, and together all of them.
     const byServer = dirs.map((dir) => ({ partition: partitionOfDir(dir), urls: fetchedUrls(dir) }));
@@ -108,10 +123,10 @@ describe.skipIf(!haveRedis())('a cluster of queue servers over Redis', () => {
     try {
       const seed = `${web2.origins[0]}/index.html`;
       const reachable = web2.model.reachable({ seeds: [seed], inScope: () => true, maxDepth: MAX_DEPTH });
-      const seedPartition = partitionOfUrl(seed, PARTITIONS);
+      const seedPartition = partitionOfUrl(seed, KILL_PARTITIONS);
       const other = 1 - seedPartition;
       const args = (dataDir: string, port: number, partition: number) => [
-        'queue-server', '--data', dataDir, '--port', String(port), '--token-file', tokenFile, '--cluster', redis.url, '--partitions', String(PARTITIONS), '--partition', String(partition),
+        'queue-server', '--data', dataDir, '--port', String(port), '--token-file', tokenFile, '--cluster', redis.url, '--partitions', String(KILL_PARTITIONS), '--partition', String(partition),
         '--seed', seed, '--scope', 'any', '--max-depth', String(MAX_DEPTH), '--delay-ms', '150', '--lease-ms', '3000',
       ];
       const dirA = join(tempDir('member'), 'data');
@@ -122,7 +137,7 @@ describe.skipIf(!haveRedis())('a cluster of queue servers over Redis', () => {
       let b = startPetrel(args(dirB, portB, other));
       await waitForEvent(b, 'listening');
       const fetchers = ['k1', 'k2'].map((name) => startPetrel(fetcherArgs(name)));
-      const requestsOf = (partition: number) => pageRequests(web2.log).filter((entry) => partitionOfUrl(urlOf(entry), PARTITIONS) === partition).length;
+      const requestsOf = (partition: number) => pageRequests(web2.log).filter((entry) => partitionOfUrl(urlOf(entry), KILL_PARTITIONS) === partition).length;
 
       // The receiving server dies once it crawls: links for its hosts keep coming from the other one.
       while (requestsOf(other) < 3) await new Promise((resolve) => setTimeout(resolve, 50));
@@ -171,8 +186,8 @@ describe.skipIf(!haveRedis())('a cluster of queue servers over Redis', () => {
       expect([...requested.keys()].filter((url) => !reachable.has(url))).toEqual([]);
       const fetchedA = fetchedUrls(dirA);
       const fetchedB = fetchedUrls(dirB);
-      expect(fetchedA.filter((url) => partitionOfUrl(url, PARTITIONS) !== seedPartition)).toEqual([]);
-      expect(fetchedB.filter((url) => partitionOfUrl(url, PARTITIONS) !== other)).toEqual([]);
+      expect(fetchedA.filter((url) => partitionOfUrl(url, KILL_PARTITIONS) !== seedPartition)).toEqual([]);
+      expect(fetchedB.filter((url) => partitionOfUrl(url, KILL_PARTITIONS) !== other)).toEqual([]);
       expect([...fetchedA, ...fetchedB].sort()).toEqual([...reachable.keys()].sort());
       const repeats = [...requested].filter(([, count]) => count > 1).length;
       console.log(`cluster kill test: ${reachable.size} pages, ${repeats} fetched again (leases the killed server held), backlog while it was down ${backlog} entries`);
