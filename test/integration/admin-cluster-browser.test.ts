@@ -60,7 +60,7 @@ describe.skipIf(!existsSync(CHROMIUM) || !haveRedis())('the admin page\'s Cluste
     await untilCrawled(web, expected, 90_000);
     // The members' cards carry their counters at each lease renewal: wait until they say what the web saw.
     pagesFetched = pageRequests(web.log).length;
-    await eventually(() => readCluster(members[1]!.url, members[1]!.adminToken), (v) => v.sum.pagesFetched === pagesFetched && v.sum.backlog > 0 && v.sum.itemsLeased === 0 && v.sum.frontierSize === 0, 'the crawl to settle with a backlog for the orphan');
+    await eventually(() => readCluster(members[1]!.url, members[1]!.adminToken), (v) => v.sum.pagesFetched === pagesFetched && (v.sum.backlog ?? 0) > 0 && v.sum.itemsLeased === 0 && v.sum.frontierSize === 0, 'the crawl to settle with a backlog for the orphan');
     profileDir = mkdtempSync(join(tmpdir(), 'petrel-pw-cluster-'));
     context = await chromium.launchPersistentContext(profileDir, { executablePath: CHROMIUM, headless: true, args: LAUNCH_ARGS });
   }, 150_000);
