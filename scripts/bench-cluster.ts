@@ -24,7 +24,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -34,9 +33,9 @@ import { startTestWeb } from './test-web.js';
 import { cpuOf } from './bench-queue-server/proc.js';
 import { spawnQueueServer, type QueueServerProcess } from './bench-queue-server/queue-server-process.js';
 import { intOption } from './bench-queue-server/int-option.js';
+import { infoField, startRedis } from './bench-cluster/redis-process.js';
 
 const DIST = fileURLToPath(new URL('..', import.meta.url));
-const REDIS_SERVER = '/usr/bin/redis-server';
 
 const USAGE = `Usage: node dist/scripts/bench-cluster.js [options]
 
@@ -69,40 +68,6 @@ interface Figures {
 function cpuMs(pid: number | undefined): number {
   const cpu = pid === undefined ? null : cpuOf(pid);
   return cpu === null ? 0 : cpu.user + cpu.system;
-}
-
-function infoField(info: string, name: string): number {
-  const match = new RegExp(`^${name}:(\\d+)`, 'm').exec(info);
-  return match === null ? 0 : Number(match[1]);
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function startRedis(dir: string): Promise<{ child: ChildProcess; port: number }> {
-  const port = await freePort();
-  const child = spawn(REDIS_SERVER, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'yes', '--appendfsync', 'always', '--dir', dir], { stdio: ['ignore', 'pipe', 'pipe'] });
-  await new Promise<void>((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => reject(new Error(`redis-server did not start: ${out}`)), 15_000);
-    child.stdout!.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      if (out.includes('Ready to accept connections')) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`redis-server exited ${code}: ${out}`)));
-  });
-  return { child, port };
 }
 
 async function clusterView(url: string, adminToken: string): Promise<{ sum: Record<string, number> }> {
