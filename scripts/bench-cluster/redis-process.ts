@@ -3,20 +3,9 @@
  * cluster's guarantee needs (AOF, appendfsync always; README "Cluster"), its data in `dir`.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
+import { freePort } from '../free-port.js';
 
 export const REDIS_SERVER = '/usr/bin/redis-server';
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 export async function startRedis(dir: string): Promise<{ child: ChildProcess; port: number }> {
   const port = await freePort();
