@@ -26,6 +26,7 @@ interface FetcherValues extends FetcherSettingValues {
   clusterName: string;
   redisPasswordFile?: string;
   allowInsecureRedis?: boolean;
+  redisCluster?: boolean;
   tokenFile?: string;
   ca?: string;
   name?: string;
@@ -69,6 +70,7 @@ export function fetcherCommand(version: string): Command {
     .option('--cluster-name <name>', 'name of the cluster in Redis', 'default')
     .option('--redis-password-file <file>', 'file holding the Redis password (or set PETREL_REDIS_PASSWORD)')
     .option('--allow-insecure-redis', 'allow a non-loopback Redis without a password')
+    .option('--redis-cluster', 'the --cluster address is one node of a Redis Cluster (sharded); the other nodes are found from it')
     .option('--token-file <file>', 'file holding the fetcher API token (<data>/fetcher.token on the queue server); or set PETREL_TOKEN')
     .option('--ca <file>', 'CA certificate (PEM) to verify an https:// queue server with, e.g. its self-signed certificate (default: the system\'s CAs)')
     .option('--name <name>', 'name shown in the queue server\'s fetcher table (default: <hostname>-<pid>)')
@@ -125,7 +127,7 @@ export function fetcherCommand(version: string): Command {
         totalTimeoutMs: values.timeoutMs,
       },
     });
-    let redis: import('ioredis').Redis | null = null;
+    let redis: import('../queue-server/cluster/redis-connection.js').RedisClient | null = null;
     let discover: (() => Promise<string[]>) | undefined;
     let events: import('../queue-server/cluster/cluster-events.js').ClusterEvents | null = null;
     let listen: ((pool: { lookUpNow(): void }) => void) | null = null;
@@ -210,7 +212,7 @@ function readRedisTarget(values: FetcherValues): RedisTarget {
   } catch (error) {
     fail(`cannot read --redis-password-file: ${(error as Error).message}`, USAGE);
   }
-  const target = parseRedisTarget(values.cluster!, { password, allowInsecure: values.allowInsecureRedis === true });
+  const target = parseRedisTarget(values.cluster!, { password, allowInsecure: values.allowInsecureRedis === true, sharded: values.redisCluster === true });
   if (!target.ok) fail(target.error, USAGE);
   return target.target;
 }

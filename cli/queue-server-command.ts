@@ -39,6 +39,7 @@ interface QueueServerValues {
   partition?: number;
   redisPasswordFile?: string;
   allowInsecureRedis?: boolean;
+  redisCluster?: boolean;
   clusterBloom: boolean;
 }
 
@@ -152,6 +153,7 @@ export function addQueueServerOptions(command: Command): Command {
     .option('--cluster-url <url>', 'URL fetchers reach this queue server at, published in Redis (default: the listening URL)')
     .option('--redis-password-file <file>', 'file holding the Redis password (or set PETREL_REDIS_PASSWORD; never put it in the URL)')
     .option('--allow-insecure-redis', 'allow a non-loopback Redis without a password (only on a network you trust)')
+    .option('--redis-cluster', 'the --cluster address is one node of a Redis Cluster (sharded); the other nodes are found from it')
     .option('--no-cluster-bloom', 'do not probe the partitions\' Bloom filters in Redis before forwarding links (more link traffic, no false-positive loss)')
     .option('--config <file>', 'read options from this YAML file: keys are the long options without "--" (delay-ms: 2s, seed: [https://example.org/]); options given on the command line win');
   addCrawlOptions(command);
@@ -183,7 +185,7 @@ function clusterOf(values: QueueServerValues, once: boolean, name: string): (Clu
   } catch (error) {
     fail(`cannot read --redis-password-file: ${(error as Error).message}`, usage);
   }
-  const target = parseRedisTarget(values.cluster, { password, allowInsecure: values.allowInsecureRedis === true });
+  const target = parseRedisTarget(values.cluster, { password, allowInsecure: values.allowInsecureRedis === true, sharded: values.redisCluster === true });
   if (!target.ok) fail(target.error, usage);
   if (values.clusterUrl !== undefined && !/^https?:\/\//.test(values.clusterUrl)) fail(`--cluster-url must be an http(s) URL, got "${values.clusterUrl.slice(0, 200)}"`, usage);
   return { redis: target.target, name: values.clusterName, partitions: values.partitions ?? null, partition: values.partition ?? null, url: values.clusterUrl, bloom: values.clusterBloom };

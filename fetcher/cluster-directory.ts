@@ -4,7 +4,7 @@
  * heartbeat, so a queue server that died drops out of the answer within its lease time, and a new
  * one appears as soon as it took a partition: a fetcher is never told about either.
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient as Redis } from '../queue-server/cluster/redis-connection.js';
 import { clusterKeys, parseMemberCard, type ClusterKeys } from '../shared/cluster-keys.js';
 
 export class ClusterDirectory {

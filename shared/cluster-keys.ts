@@ -2,9 +2,13 @@
  * The Redis key names of a Petrel cluster, read by queue servers (queue-server/cluster/) and by
  * fetchers that look the queue servers up (fetcher/cluster-directory.ts). One place, so both agree.
  *
- * Every key starts with `petrel:{name}:`, so one Redis can hold several clusters. With Redis
- * Cluster, a partition's keys could share a hash slot by wrapping the partition in braces; the
- * stream and the Bloom filter of a partition are only ever touched together by its owner.
+ * Every key starts with `petrel:`, then the cluster's name, so one Redis can hold several clusters.
+ * The names carry Redis Cluster hash tags (the part in braces picks the hash slot): the cluster-wide
+ * keys (meta, leases, member cards, control, events) share the slot of `{<name>}`, so the look-ups
+ * that read all leases or all cards at once (MGET) and the control script that touches three keys
+ * stay in one slot; each partition's stream and Bloom filter share the slot of `{<name>:<i>}`, so the
+ * partitions spread over a sharded Redis's primaries (ARCHITECTURE.md "The cluster past this machine").
+ * On a single Redis the braces are only characters.
  */
 export interface ClusterKeys {
   /** Hash: `partitions` (K), fixed by the first member; later members must agree. */
@@ -29,18 +33,40 @@ export interface ClusterKeys {
 export const LINKS_GROUP = 'owner';
 
 export function clusterKeys(name: string): ClusterKeys {
-  if (!/^[A-Za-z0-9_.-]{1,64}$/.test(name)) throw new Error(`cluster name must be 1-64 of A-Z a-z 0-9 _ . -, got ${JSON.stringify(name.slice(0, 80))}`);
-  const prefix = `petrel:${name}:`;
+  checkClusterName(name);
+  const prefix = `petrel:{${name}}:`;
+  const partitionKey = (partition: number, kind: string) => `petrel:{${name}:${partition}}:${kind}`;
   return {
     meta: `${prefix}meta`,
     lease: (partition) => `${prefix}lease:${partition}`,
     member: (memberId) => `${prefix}member:${memberId}`,
-    links: (partition) => `${prefix}links:${partition}`,
-    bloom: (partition) => `${prefix}bloom:${partition}`,
+    links: (partition) => partitionKey(partition, 'links'),
+    bloom: (partition) => partitionKey(partition, 'bloom'),
     control: `${prefix}control`,
     controlApplied: `${prefix}control-applied`,
     events: `${prefix}events`,
   };
+}
+
+/**
+ * The key names before hash tags (`petrel:<name>:...`), used once by a member that finds a cluster
+ * made by an earlier Petrel on a single Redis (cluster-member.ts renames its keys). Leases and member
+ * cards are not among them: they expire within seconds and are taken anew.
+ */
+export function legacyClusterKeys(name: string): Pick<ClusterKeys, 'meta' | 'links' | 'bloom' | 'control' | 'controlApplied'> {
+  checkClusterName(name);
+  const prefix = `petrel:${name}:`;
+  return {
+    meta: `${prefix}meta`,
+    links: (partition) => `${prefix}links:${partition}`,
+    bloom: (partition) => `${prefix}bloom:${partition}`,
+    control: `${prefix}control`,
+    controlApplied: `${prefix}control-applied`,
+  };
+}
+
+function checkClusterName(name: string): void {
+  if (!/^[A-Za-z0-9_.-]{1,64}$/.test(name)) throw new Error(`cluster name must be 1-64 of A-Z a-z 0-9 _ . -, got ${JSON.stringify(name.slice(0, 80))}`);
 }
 
 /** What a member publishes about itself (the value of `member(id)`). */

@@ -18,11 +18,13 @@ export interface RedisTarget {
   readonly password: string | null;
   /** The address as it may be logged: scheme, host and port, never the password. */
   readonly display: string;
+  /** The address is one node of a Redis Cluster (sharded, `--redis-cluster`): the others are found from it. */
+  readonly sharded: boolean;
 }
 
 export type RedisTargetResult = { readonly ok: true; readonly target: RedisTarget } | { readonly ok: false; readonly error: string };
 
-export function parseRedisTarget(url: string, options: { password: string | null; allowInsecure: boolean }): RedisTargetResult {
+export function parseRedisTarget(url: string, options: { password: string | null; allowInsecure: boolean; sharded?: boolean }): RedisTargetResult {
   let parsed: URL;
   try {
     parsed = new URL(url);
@@ -42,7 +44,7 @@ export function parseRedisTarget(url: string, options: { password: string | null
   if (password === null && !isLoopback(host) && !options.allowInsecure) {
     return { ok: false, error: `Redis at ${host} is not on loopback and no password is set: give --redis-password-file FILE or PETREL_REDIS_PASSWORD (and prefer rediss://), or --allow-insecure-redis if the network is trusted` };
   }
-  return { ok: true, target: { host, port, tls, password, display: `${parsed.protocol}//${parsed.host}` } };
+  return { ok: true, target: { host, port, tls, password, display: `${parsed.protocol}//${parsed.host}${options.sharded === true ? ' (Redis Cluster)' : ''}`, sharded: options.sharded === true } };
 }
 
 /** The password from a file (first line, trimmed) or the environment; null when neither is set. */

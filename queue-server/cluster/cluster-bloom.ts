@@ -15,7 +15,7 @@
  * rate grows: size --expected-urls for the crawl). Every skip is counted (`bloomSkipped` in
  * /api/cluster). The local seen-set is exact behind its own filter and loses nothing.
  */
-import type { Redis } from 'ioredis';
+import { pipelinePerGroup, type RedisClient as Redis } from './redis-connection.js';
 import type { ClusterKeys } from '../../shared/cluster-keys.js';
 import { urlHash64 } from '../../shared/url-hash.js';
 import type { ForwardedLink } from './link-router.js';
@@ -68,24 +68,13 @@ export class ClusterBloom implements BloomProbe {
   }
 
   async knownOf(links: ReadonlyMap<number, readonly ForwardedLink[]>): Promise<Map<number, boolean[]>> {
-    const pipeline = this.#redis.pipeline();
-    const order: number[] = [];
-    for (const [partition, list] of links) {
-      // One call per BATCH links: a script's arguments stay bounded however full the outbox is.
-      for (let at = 0; at < list.length; at += BATCH) {
-        pipeline.eval(PROBE, 1, this.#keys.bloom(partition), ...this.#args(list.slice(at, at + BATCH).map(([url]) => url)));
-        order.push(partition);
-      }
-    }
-    const results = (await pipeline.exec()) ?? [];
-    const known = new Map<number, boolean[]>();
-    order.forEach((partition, i) => {
-      const [error, value] = results[i] ?? [new Error('no answer'), null];
-      if (error !== null) throw error;
-      const bits = known.get(partition) ?? [];
-      for (const bit of value as number[]) bits.push(bit === 1);
-      known.set(partition, bits);
+    const groups = [...links].filter(([, list]) => list.length > 0);
+    // One call per BATCH links: a script's arguments stay bounded however full the outbox is.
+    const replies = await pipelinePerGroup(this.#redis, groups, (pipeline, [partition, list]) => {
+      for (let at = 0; at < list.length; at += BATCH) pipeline.eval(PROBE, 1, this.#keys.bloom(partition), ...this.#args(list.slice(at, at + BATCH).map(([url]) => url)));
     });
+    const known = new Map<number, boolean[]>();
+    groups.forEach(([partition], i) => known.set(partition, replies[i]!.flatMap((bits) => (bits as number[]).map((bit) => bit === 1))));
     return known;
   }
 

@@ -16,7 +16,7 @@
  *
  * Inject is not a control of the whole cluster: each URL goes to its owner (cluster-inject.ts).
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient as Redis } from './redis-connection.js';
 import type { ClusterKeys } from '../../shared/cluster-keys.js';
 
 export const CLUSTER_CONTROLS = ['pause', 'resume', 'stop'] as const;

@@ -14,7 +14,7 @@
  *
  * Anything else read on the channel is ignored (whoever can publish there can write the keys too).
  */
-import type { Redis } from 'ioredis';
+import { duplicateRedis, type RedisClient as Redis } from './redis-connection.js';
 import type { ClusterKeys } from '../../shared/cluster-keys.js';
 
 export const CLUSTER_EVENTS = ['member', 'control'] as const;
@@ -34,7 +34,7 @@ export class ClusterEvents {
 
   /** Listens on its own connection (a subscribed connection can do nothing else); ioredis subscribes again after a reconnect. */
   static listen(redis: Redis, keys: ClusterKeys, on: (event: ClusterEvent) => void): ClusterEvents {
-    const subscriber = redis.duplicate();
+    const subscriber = duplicateRedis(redis);
     subscriber.on('error', () => undefined);
     subscriber.on('message', (channel: string, message: string) => {
       if (channel === keys.events && (CLUSTER_EVENTS as readonly string[]).includes(message)) on(message as ClusterEvent);

@@ -9,7 +9,7 @@
  * answer counts it as `forwarded`, and the owner logs what it refused. A URL that does not parse
  * stays here, to be refused with its reason in the answer.
  */
-import type { Redis } from 'ioredis';
+import { pipelinePerGroup, type RedisClient as Redis } from './redis-connection.js';
 import type { ClusterKeys } from '../../shared/cluster-keys.js';
 import { normalizeUrl } from '../../shared/url-normalize.js';
 import { partitionOfUrl } from './partition.js';
@@ -41,14 +41,10 @@ export function splitInject(urls: readonly string[], own: number, partitions: nu
 /** Appends the other partitions' URLs to their streams; resolves once Redis acknowledged all of them. */
 export async function forwardInject(redis: Redis, keys: ClusterKeys, from: number, elsewhere: ReadonlyMap<number, readonly string[]>): Promise<number> {
   if (elsewhere.size === 0) return 0;
-  const pipeline = redis.pipeline();
   let count = 0;
-  for (const [partition, urls] of elsewhere) {
+  for (const urls of elsewhere.values()) count += urls.length;
+  await pipelinePerGroup(redis, [...elsewhere], (pipeline, [partition, urls]) => {
     pipeline.xadd(keys.links(partition), '*', 'from', String(from), 'kind', INJECT_KIND, 'urls', JSON.stringify(urls));
-    count += urls.length;
-  }
-  const results = await pipeline.exec();
-  const failed = results?.find(([error]) => error !== null);
-  if (results === null || failed !== undefined) throw failed?.[0] ?? new Error('the Redis pipeline was discarded');
+  });
   return count;
 }

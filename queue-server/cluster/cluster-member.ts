@@ -5,7 +5,7 @@
  * the partition's stream (link-inbox.ts) once the crawl service runs; `close` stops reading, and,
  * after the daemon's last commit, gives the lease up.
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient as Redis } from './redis-connection.js';
 import type { RedisTarget } from '../../shared/redis-url.js';
 import { parseMemberCard, type MemberCard, type MemberStatus } from '../../shared/cluster-keys.js';
 import { ClusterControl, type ClusterControlAction } from './cluster-control.js';
@@ -17,7 +17,8 @@ import { runControl, type ClusterPort } from '../api/crawl-control.js';
 import { LinkInbox } from './link-inbox.js';
 import { ClusterLinkRouter } from './link-router.js';
 import { Membership } from './membership.js';
-import { connectRedis } from './redis-connection.js';
+import { connectRedis, duplicateRedis } from './redis-connection.js';
+import { renameLegacyKeys } from './legacy-keys.js';
 
 /** A member that cannot reach Redis at start says so instead of waiting for ever. */
 const CONNECT_TIMEOUT_MS = 10_000;
@@ -109,8 +110,10 @@ export class ClusterMember implements ClusterPort {
     const redis = connectRedis(options.redis, { name: 'petrel-queue-server', onError: options.log });
     try {
       await whenReady(redis, options.redis, CONNECT_TIMEOUT_MS);
+      const renamed = await renameLegacyKeys(redis, options.name ?? 'default');
+      if (renamed > 0) options.log(`petrel queue-server: renamed ${renamed} keys of this cluster to the hash-tagged names (shared/cluster-keys.ts)`);
       const membership = await Membership.join({ redis, clusterName: options.name ?? 'default', url: options.url, partitions: options.partitions, partition: options.partition, file: options.file, leaseMs: options.leaseMs, clock: options.clock });
-      const reader = redis.duplicate();
+      const reader = duplicateRedis(redis);
       reader.on('error', () => undefined);
       const bloom = options.bloom === false ? null : new ClusterBloom(redis, membership.keys, options.bloomCapacity);
       return new ClusterMember(redis, reader, options.redis, membership, bloom, options.clock);

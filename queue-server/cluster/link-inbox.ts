@@ -9,7 +9,7 @@
  * The group has one consumer, named for the partition, not the process: whoever holds the lease
  * next (membership.ts) inherits the pending list.
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient as Redis } from './redis-connection.js';
 import { LINKS_GROUP, type ClusterKeys } from '../../shared/cluster-keys.js';
 import { LIMITS } from '../../shared/protocol.js';
 import type { ForwardedLink } from './link-router.js';

@@ -12,7 +12,7 @@
  * "Cluster": appendonly yes with appendfsync always; everysec may lose the last second or two of
  * acknowledged appends to a crash).
  */
-import type { Redis } from 'ioredis';
+import { pipelinePerGroup, type RedisClient as Redis } from './redis-connection.js';
 import type { NormalizedUrl } from '../../shared/url-normalize.js';
 import type { ClusterKeys } from '../../shared/cluster-keys.js';
 import { partitionOfUrl } from './partition.js';
@@ -131,23 +131,21 @@ export class ClusterLinkRouter implements LinkRouter {
         if (kept.length > 0) sending.set(partition, kept);
       }
     }
-    const pipeline = this.#redis.pipeline();
     let batches = 0;
     let bytes = 0;
     let links = 0;
-    for (const [partition, list] of sending) {
-      for (let at = 0; at < list.length; at += BATCH_LINKS) {
-        const json = JSON.stringify(list.slice(at, at + BATCH_LINKS));
-        pipeline.xadd(this.#keys.links(partition), '*', 'from', String(this.#own), 'links', json);
-        batches++;
-        bytes += json.length;
-      }
+    const entries = [...sending].map(([partition, list]) => {
+      const jsons: string[] = [];
+      for (let at = 0; at < list.length; at += BATCH_LINKS) jsons.push(JSON.stringify(list.slice(at, at + BATCH_LINKS)));
+      batches += jsons.length;
+      bytes += jsons.reduce((total, json) => total + json.length, 0);
       links += list.length;
-    }
+      return [partition, jsons] as const;
+    });
     if (batches === 0) return;
-    const results = await pipeline.exec();
-    const failed = results?.find(([error]) => error !== null);
-    if (results === null || failed !== undefined) throw failed?.[0] ?? new Error('the Redis pipeline was discarded');
+    await pipelinePerGroup(this.#redis, entries, (pipeline, [partition, jsons]) => {
+      for (const json of jsons) pipeline.xadd(this.#keys.links(partition), '*', 'from', String(this.#own), 'links', json);
+    });
     this.counters.forwarded += links;
     this.counters.batches += batches;
     this.counters.bytes += bytes;

@@ -15,7 +15,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import type { Redis } from 'ioredis';
+import type { RedisClient as Redis } from './redis-connection.js';
 import { clusterKeys, type ClusterKeys, type MemberCard } from '../../shared/cluster-keys.js';
 import { readJsonFile, writeFileAtomic } from '../storage/atomic-file.js';
 import { MAX_PARTITIONS } from './partition.js';

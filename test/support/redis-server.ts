@@ -3,7 +3,11 @@
  * the persistence the cluster's guarantee needs (README "Cluster"): AOF on, fsync at every write.
  * Never the system service.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { freePort } from './petrel-process.js';
 
 export const REDIS_SERVER = '/usr/bin/redis-server';
@@ -30,11 +34,11 @@ export async function closeStartedRedis(): Promise<void> {
   await Promise.all([...started].map((redis) => redis.close()));
 }
 
-export async function startRedis(dir: string, options: { password?: string } = {}): Promise<TestRedis> {
-  const port = await freePort();
+export async function startRedis(dir: string, options: { password?: string; port?: number; extraArgs?: readonly string[] } = {}): Promise<TestRedis> {
+  const port = options.port ?? (await freePort());
   let child: ChildProcess | null = null;
   const start = async () => {
-    const started = spawn(REDIS_SERVER, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'yes', '--appendfsync', 'always', '--dir', dir, '--protected-mode', 'yes', ...(options.password === undefined ? [] : ['--requirepass', options.password])], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const started = spawn(REDIS_SERVER, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'yes', '--appendfsync', 'always', '--dir', dir, '--protected-mode', 'yes', ...(options.password === undefined ? [] : ['--requirepass', options.password]), ...(options.extraArgs ?? [])], { stdio: ['ignore', 'pipe', 'pipe'] });
     child = started;
     await new Promise<void>((resolve, reject) => {
       let out = '';
@@ -69,4 +73,60 @@ export async function startRedis(dir: string, options: { password?: string } = {
   };
   started.add(redis);
   return redis;
+}
+
+export const REDIS_CLI = '/usr/bin/redis-cli';
+
+export interface TestRedisCluster {
+  /** The nodes (all primaries), in the order started. */
+  readonly nodes: readonly TestRedis[];
+  /** The first node's address: what `--cluster URL --redis-cluster` is given. */
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+/** Whether a port and its cluster bus port (port + 10000) are both free on 127.0.0.1. */
+async function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.once('error', () => resolve(false));
+    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
+  });
+}
+
+/**
+ * A real Redis Cluster of `size` primaries on loopback (no replicas), each with AOF and fsync at every
+ * write, created with `redis-cli --cluster create` and waited for until every node says cluster_state:ok.
+ * Ports below the ephemeral range (10000-21999), so that each bus port (port + 10000) is too.
+ */
+export async function startRedisCluster(dir: string, size = 3): Promise<TestRedisCluster> {
+  const ports: number[] = [];
+  while (ports.length < size) {
+    const port = 10_000 + Math.floor(Math.random() * 12_000);
+    if (!ports.includes(port) && (await portFree(port)) && (await portFree(port + 10_000))) ports.push(port);
+  }
+  const nodes: TestRedis[] = [];
+  for (const port of ports) {
+    const nodeDir = join(dir, `node-${port}`);
+    mkdirSync(nodeDir, { recursive: true });
+    nodes.push(await startRedis(nodeDir, { port, extraArgs: ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '3000'] }));
+  }
+  const cli = promisify(execFile);
+  await cli(REDIS_CLI, ['--cluster', 'create', ...ports.map((port) => `127.0.0.1:${port}`), '--cluster-replicas', '0', '--cluster-yes'], { timeout: 30_000 });
+  const deadline = Date.now() + 30_000;
+  for (const port of ports) {
+    for (;;) {
+      const { stdout } = await cli(REDIS_CLI, ['-p', String(port), 'cluster', 'info'], { timeout: 5000 });
+      if (stdout.includes('cluster_state:ok')) break;
+      if (Date.now() > deadline) throw new Error(`the Redis Cluster on ${ports.join(', ')} did not become ok: ${stdout}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+  return {
+    nodes,
+    url: nodes[0]!.url,
+    close: async () => {
+      await Promise.all(nodes.map((node) => node.close()));
+    },
+  };
 }

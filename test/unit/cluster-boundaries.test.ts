@@ -31,7 +31,7 @@ describe('parseRedisTarget', () => {
   const none = { password: null, allowInsecure: false };
   it('takes a loopback redis:// URL without a password', () => {
     const parsed = parseRedisTarget('redis://127.0.0.1:6390', none);
-    expect(parsed).toEqual({ ok: true, target: { host: '127.0.0.1', port: 6390, tls: false, password: null, display: 'redis://127.0.0.1:6390' } });
+    expect(parsed).toEqual({ ok: true, target: { host: '127.0.0.1', port: 6390, tls: false, password: null, display: 'redis://127.0.0.1:6390', sharded: false } });
   });
 
   it('refuses a password in the URL, and never repeats it', () => {
