@@ -19,10 +19,7 @@ export async function renameLegacyKeys(redis: RedisClient, name: string): Promis
   const pairs: [string, string][] = [[legacy.meta, keys.meta], [legacy.control, keys.control], [legacy.controlApplied, keys.controlApplied]];
   for (let i = 0; Number.isInteger(partitions) && i < partitions; i++) pairs.push([legacy.links(i), keys.links(i)], [legacy.bloom(i), keys.bloom(i)]);
   let moved = 0;
-  for (const [from, to] of pairs) {
-    // RENAMENX fails on a missing source: another member moved it first, or it never existed.
-    if ((await redis.exists(from)) === 0) continue;
-    moved += await redis.renamenx(from, to).catch(() => 0);
-  }
+  // RENAMENX fails on a missing source (another member moved it first, or it never existed): 0 moved.
+  for (const [from, to] of pairs) moved += await redis.renamenx(from, to).catch(() => 0);
   return moved;
 }

@@ -52,11 +52,8 @@ export function connectRedis(target: RedisTarget, options: { name: string; onErr
 
 /** Another connection like `redis` (for a blocking read or a subscriber, which hold their connection). */
 export function duplicateRedis(redis: RedisClient): RedisClient {
-  return isSharded(redis) ? redis.duplicate() : redis.duplicate();
-}
-
-function isSharded(redis: RedisClient): redis is Cluster {
-  return redis.isCluster;
+  // The two classes' duplicate() differ in their optional arguments, so the union's is not callable.
+  return redis.isCluster ? (redis as Cluster).duplicate() : (redis as Redis).duplicate();
 }
 
 /**

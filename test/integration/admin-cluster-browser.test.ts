@@ -7,8 +7,7 @@
  * shows no card. Skipped where /usr/bin/chromium or /usr/bin/redis-server is missing (.ci/run installs
  * both).
  */
-import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
@@ -19,7 +18,7 @@ import { assertBuilt, freePort, killStartedPetrels, startPetrel, tempDir, waitFo
 import { adminTokenOf } from '../support/admin-api.js';
 import { closeStartedRedis, haveRedis, startRedis } from '../support/redis-server.js';
 import { pageRequests } from '../support/request-log.js';
-import { eventually, readCluster, untilCrawled, type ClusterView } from '../support/cluster.js';
+import { eventually, readCluster, untilCrawled, type ClusterView, fleetTokenFile } from '../support/cluster.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const LAUNCH_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
@@ -44,8 +43,7 @@ describe.skipIf(!existsSync(CHROMIUM) || !haveRedis())('the admin page\'s Cluste
     // What two members can crawl: every page reachable without passing through the orphan's hosts.
     const expected = web.model.reachable({ seeds: [seed], inScope: (url) => partitionOfUrl(url, PARTITIONS) !== ORPHAN, maxDepth: MAX_DEPTH });
     const redis = await startRedis(tempDir('redis'));
-    const tokenFile = join(tempDir('cluster-card'), 'fetcher.token');
-    writeFileSync(tokenFile, `${randomBytes(24).toString('hex')}\n`, { mode: 0o600 });
+    const tokenFile = fleetTokenFile('cluster-card');
     members = [];
     for (const partition of [0, 1]) {
       const server = startPetrel([

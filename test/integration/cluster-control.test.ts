@@ -5,8 +5,6 @@
  * every member with them (cluster/cluster-control.ts), and a member restarted afterwards does not
  * start it a second time.
  */
-import { randomBytes } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestWeb, type TestWeb } from '../../scripts/test-web.js';
@@ -14,7 +12,7 @@ import { assertBuilt, freePort, killStartedPetrels, startPetrel, tempDir, waitFo
 import { countBy, pageRequests, urlOf } from '../support/request-log.js';
 import { adminTokenOf, readStatus } from '../support/admin-api.js';
 import { closeStartedRedis, haveRedis, startRedis, type TestRedis } from '../support/redis-server.js';
-import { control, eventually, fetchedUrls } from '../support/cluster.js';
+import { control, eventually, fetchedUrls, fleetTokenFile } from '../support/cluster.js';
 import { partitionOfUrl } from '../../queue-server/cluster/partition.js';
 
 const PARTITIONS = 2;
@@ -28,8 +26,7 @@ describe.skipIf(!haveRedis())('inject and crawl settings across a cluster', () =
     assertBuilt();
     web = await startTestWeb({ profile: 'bench', hosts: 4, pagesPerHost: 10 });
     redis = await startRedis(tempDir('redis'));
-    tokenFile = join(tempDir('cluster'), 'fetcher.token');
-    writeFileSync(tokenFile, `${randomBytes(24).toString('hex')}\n`, { mode: 0o600 });
+    tokenFile = fleetTokenFile('cluster');
   });
 
   afterAll(async () => {

@@ -4,8 +4,6 @@
  * --cluster that find them in Redis. The crawl is seeded on ONE host only, so the hosts of the other
  * partition are reached only through links forwarded over Redis streams.
  */
-import { randomBytes } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestWeb, type TestWeb } from '../../scripts/test-web.js';
@@ -14,7 +12,7 @@ import { countBy, pageRequests, politenessViolations, urlOf } from '../support/r
 import { adminTokenOf, readStatus } from '../support/admin-api.js';
 import { closeStartedRedis, haveRedis, startRedis, type TestRedis } from '../support/redis-server.js';
 import { partitionOfUrl } from '../../queue-server/cluster/partition.js';
-import { control, eventually, fetchedUrls, partitionOfDir, readCluster, stablePort, untilCrawled } from '../support/cluster.js';
+import { control, eventually, fetchedUrls, partitionOfDir, readCluster, stablePort, untilCrawled, fleetTokenFile } from '../support/cluster.js';
 import { Redis } from 'ioredis';
 import { clusterKeys } from '../../shared/cluster-keys.js';
 
@@ -38,9 +36,7 @@ describe.skipIf(!haveRedis())('a cluster of queue servers over Redis', () => {
     web = await startTestWeb({ profile: 'bench', hosts: 6, pagesPerHost: 12 });
     seedUrl = `${web.origins[0]}/index.html`;
     expected = web.model.reachable({ seeds: [seedUrl], inScope: () => true, maxDepth: MAX_DEPTH });
-    const dir = tempDir('cluster');
-    tokenFile = join(dir, 'fetcher.token');
-    writeFileSync(tokenFile, `${randomBytes(24).toString('hex')}\n`, { mode: 0o600 });
+    tokenFile = fleetTokenFile('cluster');
   });
 
   afterAll(async () => {

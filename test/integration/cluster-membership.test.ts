@@ -6,8 +6,6 @@
  * and comes back on its data directory at another port. At the end every reachable page was fetched
  * and recorded by the owner of its host's partition, nothing lost.
  */
-import { randomBytes } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,7 +14,7 @@ import { assertBuilt, freePort, killStartedPetrels, startPetrel, tempDir, waitFo
 import { countBy, pageRequests, urlOf } from '../support/request-log.js';
 import { adminTokenOf, readStatus } from '../support/admin-api.js';
 import { closeStartedRedis, haveRedis, startRedis, type TestRedis } from '../support/redis-server.js';
-import { eventually, fetchedUrls, partitionOfDir, readCluster, untilCrawled } from '../support/cluster.js';
+import { eventually, fetchedUrls, partitionOfDir, readCluster, untilCrawled, fleetTokenFile } from '../support/cluster.js';
 import { partitionOfUrl } from '../../queue-server/cluster/partition.js';
 import { clusterKeys } from '../../shared/cluster-keys.js';
 
@@ -41,8 +39,7 @@ describe.skipIf(!haveRedis())('queue servers joining and leaving a running clust
     // Hosts 127.0.0.2-11: partitions 3 0 3 0 1 1 2 0 3 2 of 4, so each partition has two or three.
     web = await startTestWeb({ profile: 'bench', hosts: 10, pagesPerHost: 36 });
     redis = await startRedis(tempDir('redis'));
-    tokenFile = join(tempDir('cluster'), 'fetcher.token');
-    writeFileSync(tokenFile, `${randomBytes(24).toString('hex')}\n`, { mode: 0o600 });
+    tokenFile = fleetTokenFile('cluster');
   });
 
   afterAll(async () => {

@@ -6,8 +6,6 @@
  * partition's owner. And a cluster made under the key names before hash tags, on one Redis, keeps
  * its backlog: the first member renames the old keys.
  */
-import { randomBytes } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,7 +16,7 @@ import { assertBuilt, freePort, killStartedPetrels, startPetrel, tempDir, waitFo
 import { countBy, pageRequests, urlOf } from '../support/request-log.js';
 import { adminTokenOf } from '../support/admin-api.js';
 import { closeStartedRedis, haveRedis, startRedis, startRedisCluster } from '../support/redis-server.js';
-import { eventually, fetchedUrls, readCluster, untilCrawled } from '../support/cluster.js';
+import { eventually, fetchedUrls, readCluster, untilCrawled, fleetTokenFile } from '../support/cluster.js';
 
 const PARTITIONS = 3;
 const MAX_DEPTH = 5;
@@ -30,8 +28,7 @@ describe.skipIf(!haveRedis())('a cluster of queue servers over a sharded Redis (
   beforeAll(async () => {
     assertBuilt();
     web = await startTestWeb({ profile: 'bench', hosts: 6, pagesPerHost: 12 });
-    tokenFile = join(tempDir('sharded'), 'fetcher.token');
-    writeFileSync(tokenFile, `${randomBytes(24).toString('hex')}\n`, { mode: 0o600 });
+    tokenFile = fleetTokenFile('sharded');
   });
 
   afterAll(async () => {

@@ -3,11 +3,10 @@
  * whose pages answer late so that requests overlap, never sees more requests of it in flight at once
  * than --concurrency, and while both queue servers have work each gets its share.
  */
-import { randomBytes } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestWeb, type TestWeb, type RequestLogEntry } from '../../scripts/test-web.js';
+import { fleetTokenFile } from '../support/cluster.js';
 import { assertBuilt, killStartedPetrels, startPetrel, tempDir, waitForEvent } from '../support/petrel-process.js';
 import { countBy, pageRequests, urlOf } from '../support/request-log.js';
 
@@ -43,8 +42,7 @@ describe('a fetcher serving two queue servers', () => {
 
   it(`never has more than --concurrency requests in flight across both, and shares them between the two while both have work`, async () => {
     const dir = tempDir('budget');
-    const tokenFile = join(dir, 'fetcher.token');
-    writeFileSync(tokenFile, `${randomBytes(24).toString('hex')}\n`, { mode: 0o600 });
+    const tokenFile = fleetTokenFile('budget');
     const halves = [web.origins.slice(0, 4), web.origins.slice(4, 8)];
     const servers = halves.map((origins, i) =>
       startPetrel(['queue-server', '--data', join(dir, `q${i}`), '--port', '0', '--once', '--token-file', tokenFile, ...origins.flatMap((origin) => ['--seed', `${origin}/index.html`]), '--scope', 'host', '--delay-ms', '0', '--slot-urls', '4']),

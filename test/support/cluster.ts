@@ -3,12 +3,14 @@
  * servers: each member's crawl database, its partition, GET /api/cluster, and waiting for a crawl
  * to be over as the test web saw it.
  */
-import { readFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import type { TestWeb } from '../../scripts/test-web.js';
 import { CrawlDb } from '../../queue-server/crawldb/crawl-db.js';
 import { pageRequests, urlOf } from './request-log.js';
+import { tempDir } from './petrel-process.js';
 
 /** URLs the member's crawl database holds as fetched (read after the member exited). */
 export function fetchedUrls(dataDir: string): string[] {
@@ -89,4 +91,11 @@ export async function untilCrawled(web: TestWeb, expected: ReadonlyMap<string, n
     if (Date.now() > deadline) throw new Error(`crawl did not complete: ${missing.length} missing, e.g. ${missing.slice(0, 3).join(' ')}`);
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
+}
+
+/** A fresh fleet token (mode 0600) in a new temporary directory: the one secret every member and fetcher of a test cluster signs with. */
+export function fleetTokenFile(prefix: string): string {
+  const file = join(tempDir(prefix), 'fetcher.token');
+  writeFileSync(file, `${randomBytes(24).toString('hex')}\n`, { mode: 0o600 });
+  return file;
 }
