@@ -6,8 +6,10 @@
 import { once } from 'node:events';
 import { Command } from 'commander';
 import { urlHashHex } from '../shared/url-hash.js';
-import { BTree, BTreeError } from '../queue-server/btree/index.js';
+import { BTreeError } from '../queue-server/btree/index.js';
+import { InsertLogError } from '../queue-server/storage/insert-log.js';
 import { checkCrawlDb, type CrawlDbReport } from '../queue-server/crawldb/check.js';
+import { CrawlDbReader } from '../queue-server/crawldb/crawl-db-reader.js';
 import { decodeCrawlDbRecord } from '../queue-server/crawldb/record.js';
 import { DATA_FILES, dataPath } from '../queue-server/storage/data-dir.js';
 import { EXIT, exitCodesHelp } from './exit-codes.js';
@@ -52,17 +54,17 @@ export function dbCommand(): Command {
     .addHelpText('after', exitCodesHelp(['ok', 'failed', 'usage']))
     .action(async (values: { data: string }) => {
       const path = crawlDbPath(values.data, 'db dump');
-      let tree: BTree | null = null;
+      let tree: CrawlDbReader | null = null;
       let written = 0;
       try {
-        tree = BTree.open(path, { create: false, readOnly: true });
+        tree = CrawlDbReader.open(path);
         for (const [key, bytes] of tree.entries()) {
           const line = `${JSON.stringify({ key: urlHashHex(key), ...decodeCrawlDbRecord(bytes) })}\n`;
           written++;
           if (!process.stdout.write(line)) await once(process.stdout, 'drain');
         }
       } catch (error) {
-        if (!(error instanceof BTreeError)) throw error;
+        if (!(error instanceof BTreeError) && !(error instanceof InsertLogError)) throw error;
         fail(`${path} is damaged after ${written} records (${error.message}): petrel db check --data ${values.data} lists what is wrong`, { command: 'db dump' });
       } finally {
         tree?.close();

@@ -13,8 +13,8 @@ import { once } from 'node:events';
 import { join } from 'node:path';
 import { Command, Option } from 'commander';
 import { buildWarcinfoRecord } from '../shared/warc/exchange.js';
-import { BTree } from '../queue-server/btree/index.js';
 import { decodeCrawlDbRecord } from '../queue-server/crawldb/record.js';
+import { CrawlDbReader } from '../queue-server/crawldb/crawl-db-reader.js';
 import { DATA_FILES, dataPath } from '../queue-server/storage/data-dir.js';
 import { readPageArchive } from '../queue-server/crawl/page-archive.js';
 import type { PageRecord } from '../queue-server/crawl/outcome.js';
@@ -90,7 +90,7 @@ async function exportWarc(dataDir: string, all: boolean): Promise<void> {
   await write(record);
   const digestsPath = dataPath(dataDir, 'warcDigests');
   const digests = existsSync(digestsPath) ? DigestIndex.open(digestsPath, { readOnly: true }) : null;
-  const tree = BTree.open(crawlDbPath, { create: false, readOnly: true });
+  const tree = CrawlDbReader.open(crawlDbPath);
   const copied = new Set<string>();
   const copy = async (capture: CaptureLocation): Promise<void> => {
     const key = `${capture.file}:${capture.offset}`;

@@ -6,8 +6,8 @@
 import { existsSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { Command } from 'commander';
-import { BTree } from '../queue-server/btree/index.js';
 import { decodeCrawlDbRecord } from '../queue-server/crawldb/record.js';
+import { CrawlDbReader } from '../queue-server/crawldb/crawl-db-reader.js';
 import { checkIndex } from '../queue-server/search/check.js';
 import { IndexError } from '../queue-server/search/errors.js';
 import { SearchIndex, SEARCH_LIMITS } from '../queue-server/search/search-index.js';
@@ -58,7 +58,7 @@ export function searchCommand(): Command {
       const dir = indexDir(values.data, 'search');
       const index = SearchIndex.open(dir, { readOnly: true });
       const crawlDbPath = dataPath(values.data, 'crawlDb');
-      const crawlDb = existsSync(crawlDbPath) ? BTree.open(crawlDbPath, { create: false, readOnly: true }) : null;
+      const crawlDb = existsSync(crawlDbPath) ? CrawlDbReader.open(crawlDbPath) : null;
       try {
         const authorityOf = crawlDb === null ? undefined : (hex: string): number => {
           const bytes = crawlDb.get(Buffer.from(hex, 'hex'));

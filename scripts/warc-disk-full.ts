@@ -72,6 +72,8 @@ function main(argv: readonly string[]): void {
     stores.crawlDb.put(urlHash(url), { ...newCrawlDbRecord(url, 0, 1, T0, DEFAULT_FETCH_SCHEDULE), status: 'fetched', warc: stored.location });
     n++;
   };
+  // The crawl database moved when its tree committed or its insert log grew (new URLs' records go there).
+  const crawlDbVersion = (): string => `${stores.crawlDb.stats().txid}:${stores.crawlDb.logStats().bytes}`;
   const fileSize = (): number => {
     const names = readdirSync(warcDir).filter((name) => name.endsWith('.warc.gz'));
     return names.reduce((sum, name) => sum + statSync(join(warcDir, name)).size, 0);
@@ -79,10 +81,10 @@ function main(argv: readonly string[]): void {
   let failure: WarcError | null = null;
   for (let attempt = 0; attempt < 200 && failure === null; attempt++) {
     store();
-    const txid = stores.crawlDb.stats().txid;
+    const txid = crawlDbVersion();
     try {
       crawl.commit();
-      report({ event: 'committed', captures: n, warcBytes: stores.warc!.stats().bytes, crawlDbTxid: stores.crawlDb.stats().txid });
+      report({ event: 'committed', captures: n, warcBytes: stores.warc!.stats().bytes, crawlDbTxid: stores.crawlDb.stats().txid, crawlDbVersion: crawlDbVersion() });
     } catch (error) {
       // The crawl names the store that failed (CommitFailure, which pauses a running crawl); the WARC writer's error is its cause.
       if (!(error instanceof CommitFailure) || !(error.cause instanceof WarcError)) throw error;
@@ -98,7 +100,7 @@ function main(argv: readonly string[]): void {
         captures: n,
         durableBytes: stores.warc!.stats().bytes,
         bytesOnDisk: fileSize(),
-        crawlDbMoved: stores.crawlDb.stats().txid !== txid,
+        crawlDbMoved: crawlDbVersion() !== txid,
       });
     }
   }
@@ -111,9 +113,9 @@ function main(argv: readonly string[]): void {
     report({ event: 'retry-failed', store: (error as CommitFailure).store, code: cause.code, errno: cause.errno, bytesOnDisk: fileSize(), durableBytes: stores.warc!.stats().bytes });
   }
   rmSync(filler);
-  const txid = stores.crawlDb.stats().txid;
+  const txid = crawlDbVersion();
   crawl.commit();
-  report({ event: 'retry-committed', warcBytes: stores.warc!.stats().bytes, bytesOnDisk: fileSize(), crawlDbMoved: stores.crawlDb.stats().txid !== txid, captures: n });
+  report({ event: 'retry-committed', warcBytes: stores.warc!.stats().bytes, bytesOnDisk: fileSize(), crawlDbMoved: crawlDbVersion() !== txid, captures: n });
   stores.close();
   // Reopenable: the next start reads the files as they are.
   const again = openStores(dataDir, { warc: { maxFileBytes: 1 << 30, warcinfo: { software: 'Petrel/disk-full', operator: null, userAgent: null, settings: {} } } });

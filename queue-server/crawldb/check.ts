@@ -1,11 +1,14 @@
 /**
  * Verifying a crawl database: the B-Tree's own check (checksums, order, balance, free list), then
  * every record: it decodes, it sits under the hash of its own URL, its URL is normalized, its fields
- * are in range, and a duplicate points at a URL the database knows. Read-only.
+ * are in range, and a duplicate points at a URL the database knows; the records of the insert log
+ * beside it (storage/insert-log.ts) with the tree's. Read-only.
  */
 import { urlHash, urlHashHex } from '../../shared/url-hash.js';
 import { normalizeUrl } from '../../shared/url-normalize.js';
-import { BTree, BTreeError, type CheckFault } from '../btree/index.js';
+import { BTreeError, type CheckFault } from '../btree/index.js';
+import { InsertLogError } from '../storage/insert-log.js';
+import { CrawlDbReader } from './crawl-db-reader.js';
 import { CRAWL_STATUSES, decodeCrawlDbRecord, type CrawlDbRecord, type CrawlDbStatus } from './record.js';
 
 export interface CrawlDbFault {
@@ -28,19 +31,20 @@ const MAX_FAULTS = 1000;
 
 export function checkCrawlDb(path: string): CrawlDbReport {
   const byStatus = Object.fromEntries(CRAWL_STATUSES.map((status) => [status, 0])) as Record<CrawlDbStatus, number>;
-  let tree: BTree;
+  let tree: CrawlDbReader;
   try {
-    tree = BTree.open(path, { create: false, readOnly: true });
+    tree = CrawlDbReader.open(path);
   } catch (error) {
     // Too damaged to open (both meta pages, the free list): that is the report, not a crash.
     if (error instanceof BTreeError && error.code === 'BTREE_CORRUPT') {
       return { ok: false, records: 0, byStatus, faults: [{ code: 'btree-page_corrupt', message: error.message }], warnings: [] };
     }
+    if (error instanceof InsertLogError) return { ok: false, records: 0, byStatus, faults: [{ code: 'insert-log-corrupt', message: error.message }], warnings: [] };
     throw error;
   }
   try {
     const asFault = (fault: CheckFault): CrawlDbFault => ({ code: `btree-${fault.code.toLowerCase()}`, message: `${fault.message}${fault.page === undefined ? '' : ` (page ${fault.page})`}` });
-    const checked = tree.check();
+    const checked = tree.tree.check();
     const faults: CrawlDbFault[] = checked.faults.map(asFault);
     const warnings = checked.warnings.map(asFault);
     const duplicateTargets: { key: string; target: string }[] = [];
@@ -67,7 +71,7 @@ export function checkCrawlDb(path: string): CrawlDbReport {
       }
     } catch (error) {
       // A damaged page ends the walk over the records; the B-Tree check above already named it.
-      if (!(error instanceof BTreeError)) throw error;
+      if (!(error instanceof BTreeError) && !(error instanceof InsertLogError)) throw error;
       add({ code: 'records-unreadable', message: `the records after the first ${records} cannot be read: ${error.message}` });
     }
     for (const { key, target } of duplicateTargets) {

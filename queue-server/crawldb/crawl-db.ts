@@ -4,6 +4,10 @@
  * committed with each group of result batches. It is the authority on what is known and what is done;
  * the frontier and seen-set in memory are rebuilt from it when the queue server starts.
  *
+ * New URLs' first records go to an insert log beside the tree (storage/insert-log.ts) and are swept
+ * into the tree in key order a slice per commit, so that a commit of thousands of new URLs does not
+ * copy thousands of random leaves; reads ask the stage, the tree, then the log.
+ *
  * Alongside: counts by status (in memory, rebuilt from the records on start), and the two indexes
  * that find duplicates (exact: body signature; near: 64-bit simhash within a few bits), on disk in
  * `duplicates.btree` beside it (duplicate-store.ts), opened when first needed, committed with this
@@ -16,14 +20,20 @@ import { hammingDistance, NEAR_DUPLICATE_DISTANCE } from '../../shared/simhash.j
 import { urlHash, urlHashFromHex, urlHashHex, type UrlHash } from '../../shared/url-hash.js';
 import { normalizeUrl } from '../../shared/url-normalize.js';
 import { StagedTree, type StagedTreeOptions } from '../storage/staged-tree.js';
+import { InsertLog } from '../storage/insert-log.js';
+import { mergedEntries } from './crawl-db-reader.js';
 import type { FileOps } from '../storage/file-ops.js';
 import { DUPLICATES_FILE, DuplicateStore } from './duplicate-store.js';
 import { CRAWL_STATUSES, decodeCrawlDbRecord, encodeCrawlDbRecord, type CrawlDbRecord, type CrawlDbStatus } from './record.js';
 
 export const CRAWLDB_PAGE_SIZE = 16 * 1024;
+const FIRST_KEY = new Uint8Array(8);
 
 export class CrawlDb {
   readonly #tree: StagedTree<CrawlDbRecord>;
+  readonly #log: InsertLog;
+  /** Logged keys whose changed records are staged in the tree: forgotten by the log after the commit. */
+  #superseded: UrlHash[] = [];
   readonly #counts = new Map<CrawlDbStatus, number>(CRAWL_STATUSES.map((status) => [status, 0]));
   readonly #duplicatesPath: string;
   readonly #io: FileOps | undefined;
@@ -31,15 +41,28 @@ export class CrawlDb {
   /** No duplicates.btree when this opened: `load` builds it from the records. */
   readonly #buildDuplicates: boolean;
 
-  private constructor(tree: StagedTree<CrawlDbRecord>, duplicatesPath: string, io: FileOps | undefined) {
+  private constructor(tree: StagedTree<CrawlDbRecord>, log: InsertLog, duplicatesPath: string, io: FileOps | undefined) {
     this.#tree = tree;
+    this.#log = log;
     this.#duplicatesPath = duplicatesPath;
     this.#io = io;
     this.#buildDuplicates = !existsSync(duplicatesPath);
   }
 
-  static open(path: string, options: Pick<StagedTreeOptions, 'cachePages' | 'io'> = {}): CrawlDb {
-    return new CrawlDb(CrawlDbTree.openFile(path, options), join(dirname(path), DUPLICATES_FILE), options.io);
+  /**
+   * `logEntries`: records the insert log holds at most (0: every record goes to the tree at once);
+   * `logSliceKeys`: keys a sweep slice merges, fixed (tests of long sweeps).
+   */
+  static open(path: string, options: Pick<StagedTreeOptions, 'cachePages' | 'io'> & { logEntries?: number; logSliceKeys?: number } = {}): CrawlDb {
+    const tree = CrawlDbTree.openFile(path, options);
+    let log: InsertLog;
+    try {
+      log = InsertLog.open(path, { io: options.io, maxEntries: options.logEntries, sliceKeys: options.logSliceKeys });
+    } catch (error) {
+      tree.close();
+      throw error;
+    }
+    return new CrawlDb(tree, log, join(dirname(path), DUPLICATES_FILE), options.io);
   }
 
   #dups(): DuplicateStore {
@@ -47,7 +70,10 @@ export class CrawlDb {
   }
 
   get(hash: UrlHash): CrawlDbRecord | null {
-    return this.#tree.get(hash);
+    const record = this.#tree.get(hash);
+    if (record !== null || this.#log.size === 0) return record;
+    const logged = this.#log.read(hash, urlHashHex(hash));
+    return logged === null ? null : decodeCrawlDbRecord(logged);
   }
 
   /**
@@ -55,14 +81,17 @@ export class CrawlDb {
    * ascending byte order: the seen-set's exact answer, one ordered pass over the tree per batch.
    */
   hasSorted(hashes: readonly UrlHash[]): boolean[] {
-    return this.#tree.hasSorted(hashes);
+    const found = this.#tree.hasSorted(hashes);
+    if (this.#log.size === 0) return found;
+    for (let i = 0; i < hashes.length; i++) if (!found[i]) found[i] = this.#log.has(hashes[i]!, urlHashHex(hashes[i]!));
+    return found;
   }
 
   /**
    * Stages a new or changed record and keeps counts and duplicate indexes in step. `previous`: the record
    * it replaces (null: none), when the caller has just read it with `get`, which saves reading it again.
    */
-  put(hash: UrlHash, record: CrawlDbRecord, previous: CrawlDbRecord | null = this.#tree.get(hash)): void {
+  put(hash: UrlHash, record: CrawlDbRecord, previous: CrawlDbRecord | null = this.get(hash)): void {
     const key = urlHashHex(hash);
     if (previous !== null) this.#counts.set(previous.status, (this.#counts.get(previous.status) ?? 1) - 1);
     this.#counts.set(record.status, (this.#counts.get(record.status) ?? 0) + 1);
@@ -72,37 +101,60 @@ export class CrawlDb {
       if (previous !== null) this.#unindex(key, previous);
       this.#index(key, record);
     }
+    if (previous === null && !this.#tree.isStaged(key) && this.#log.hasRoom) {
+      this.#log.add(hash, key, encodeCrawlDbRecord(record));
+      return;
+    }
+    if (previous !== null && this.#log.has(hash, key)) this.#log.supersede(hash, key, this.#superseded);
     this.#tree.stage(hash, record);
   }
 
   /** The URL (hash, 16 hex) of another page with this exact body signature, if any. */
   exactDuplicateOf(signature: string, self: UrlHash): string | null {
     return this.#dups().findSignature(signature, urlHashHex(self), (hex) => {
-      const record = this.#tree.get(urlHashFromHex(hex));
+      const record = this.get(urlHashFromHex(hex));
       return record !== null && isOriginal(record) && record.signature === signature;
     });
   }
 
   /** The URL (hash, 16 hex) of another page whose simhash is within NEAR_DUPLICATE_DISTANCE bits. */
   nearDuplicateOf(simhash: string, self: UrlHash): string | null {
-    const own = this.#tree.get(self);
+    const own = this.get(self);
     const indexedAs = own !== null && isOriginal(own) ? own.simhash : null;
     return this.#dups().findNear(simhash, urlHashHex(self), indexedAs, (hex, entrySimhash) => {
-      const record = this.#tree.get(urlHashFromHex(hex));
+      const record = this.get(urlHashFromHex(hex));
       return record !== null && isOriginal(record) && record.simhash !== null && record.simhash === entrySimhash && hammingDistance(record.simhash, simhash) <= NEAR_DUPLICATE_DISTANCE;
     });
   }
 
-  /** The duplicate indexes (every DUPLICATES_COMMIT_EVERY-th time), then the records. */
+  /**
+   * The duplicate indexes (every DUPLICATES_COMMIT_EVERY-th time), then the records: new URLs' appended
+   * to the insert log, the others and a slice of the log's oldest file in one tree commit. A failure
+   * keeps what was not written for the next call.
+   */
   commit(): void {
     this.#duplicates?.commitSome();
-    this.#tree.commit();
+    this.#log.append();
+    const slice = this.#log.sweepSlice(this.#tree.stats().pages);
+    if (slice === null) this.#tree.commit();
+    else {
+      this.#tree.commit((batch) => {
+        // Only where the tree has no record: a changed record staged in this commit, or one that left
+        // the log before a restart, is newer than the log's copy.
+        for (const [hash, value] of slice.entries) if (batch.get(hash) === null) batch.put(hash, value);
+      });
+      this.#log.sweptTo(slice);
+    }
+    if (this.#superseded.length > 0) {
+      this.#log.forget(this.#superseded);
+      this.#superseded = [];
+    }
   }
 
   /** Reads every committed record once (on start): rebuilds counts and indexes, hands each to `visit`. */
   load(visit: (hash: UrlHash, record: CrawlDbRecord) => void): number {
     let loaded = 0;
-    for (const [hash, record] of this.#tree.entries()) {
+    for (const [hash, record] of this.entries()) {
       this.#counts.set(record.status, (this.#counts.get(record.status) ?? 0) + 1);
       if (this.#buildDuplicates) this.#index(urlHashHex(hash), record);
       visit(hash, record);
@@ -115,7 +167,7 @@ export class CrawlDb {
   /** Reads every committed record again (a new crawl in the same process); counts and indexes stay as they are. */
   each(visit: (hash: UrlHash, record: CrawlDbRecord) => void): number {
     let visited = 0;
-    for (const [hash, record] of this.#tree.entries()) {
+    for (const [hash, record] of this.entries()) {
       visit(hash, record);
       visited++;
     }
@@ -136,19 +188,33 @@ export class CrawlDb {
     return this.#tree.stats();
   }
 
+  logStats(): ReturnType<InsertLog['stats']> {
+    return this.#log.stats();
+  }
+
   check(): ReturnType<StagedTree<CrawlDbRecord>['check']> {
     return this.#tree.check();
   }
 
-  entries(): IterableIterator<[UrlHash, CrawlDbRecord]> {
-    return this.#tree.entries();
+  /** Committed records in key order, the tree's and the insert log's (commit first for the staged ones). */
+  *entries(): IterableIterator<[UrlHash, CrawlDbRecord]> {
+    for (const [key, bytes] of mergedEntries(this.#tree.committedFrom(FIRST_KEY), this.#log)) yield [key as UrlHash, decodeCrawlDbRecord(bytes)];
   }
 
+  /** Commits what is staged (records and log), then closes the files (closed even when the commit fails, which throws). */
   close(): void {
     try {
-      this.#duplicates?.close();
+      this.commit();
     } finally {
-      this.#tree.close();
+      try {
+        this.#duplicates?.close();
+      } finally {
+        try {
+          this.#tree.close();
+        } finally {
+          this.#log.close();
+        }
+      }
     }
   }
 

@@ -10,7 +10,7 @@
  * the failed one (when its meta page reached the file) gives the same tree.
  */
 import { urlHashHex, type UrlHash } from '../../shared/url-hash.js';
-import { BTree, BTreeError } from '../btree/index.js';
+import { BTree, BTreeError, type WriteBatch } from '../btree/index.js';
 import type { FileOps } from './file-ops.js';
 
 export interface StagedTreeOptions {
@@ -82,9 +82,17 @@ export class StagedTree<T> {
     return this.#staged.size;
   }
 
-  /** Writes every staged value in one atomic B-Tree commit; on failure the stage is kept for the next. */
-  commit(): void {
-    if (this.#staged.size === 0) return;
+  /** Whether a write of the key (16 hex) waits for the next commit. */
+  isStaged(hex: string): boolean {
+    return this.#staged.has(hex);
+  }
+
+  /**
+   * Writes every staged value in one atomic B-Tree commit; on failure the stage is kept for the next.
+   * `alsoWrite`: more writes of the caller's in the same commit, after the staged ones.
+   */
+  commit(alsoWrite?: (batch: WriteBatch) => void): void {
+    if (this.#staged.size === 0 && alsoWrite === undefined) return;
     // A recovery that failed last time (the file could not be read) is tried again first.
     if (this.#tree.failed) this.#tree.recover();
     const staged = [...this.#staged.values()];
@@ -94,6 +102,7 @@ export class StagedTree<T> {
           if (value === null) batch.delete(hash);
           else batch.put(hash, this.#codec.encode(value));
         }
+        alsoWrite?.(batch);
       });
     } catch (error) {
       recoverAfterFailedWrite(this.#tree, error);

@@ -7,7 +7,7 @@
  * lists the exit statuses. Real `petrel` processes throughout.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -33,10 +33,11 @@ function expectOneLineFailure(run: Finished, status: number, mentions: RegExp): 
 }
 
 /** A crawl database of `records` URLs, committed every `commitEvery`; returns its data directory. */
-function crawlDbWith(dir: string, records: number, commitEvery = records): string {
+/** A crawl database of `records` new URLs; in its tree (for the tests of damaged pages) unless `inLog`. */
+function crawlDbWith(dir: string, records: number, commitEvery = records, inLog = false): string {
   const data = join(dir, `data-${records}-${Math.random().toString(36).slice(2, 8)}`);
   mkdirSync(data, { recursive: true });
-  const db = CrawlDb.open(join(data, 'crawldb.btree'));
+  const db = CrawlDb.open(join(data, 'crawldb.btree'), { logEntries: inLog ? undefined : 0 });
   for (let i = 0; i < records; i++) {
     const url = `http://127.0.0.1:9/section-${i % 40}/page-${i}.html`;
     db.put(urlHash(url as never), newCrawlDbRecord(url, i % 7, 1, 1_700_000_000_000, DEFAULT_FETCH_SCHEDULE));
@@ -201,6 +202,16 @@ describe('petrel db and btree on a damaged crawl database', () => {
     }
     const json = JSON.parse((await runPetrel(['btree', 'check', '--json', file])).stdout) as { ok: boolean; warnings: { code: string; page: number }[] };
     expect(json).toMatchObject({ ok: true, warnings: [{ code: 'META_COPY_DAMAGED', page: slot }] });
+  });
+
+  it('db dump and db check read the records of the insert log with the tree\'s', async () => {
+    const data = crawlDbWith(dir, 500, 500, true);
+    expect(readdirSync(data)).toContain('crawldb.inserts-1');
+    const dump = await runPetrel(['db', 'dump', '--data', data]);
+    expect(dump.code, dump.stderr).toBe(0);
+    expect(dump.stdout.trim().split('\n')).toHaveLength(500);
+    const check = await runPetrel(['db', 'check', '--json', '--data', data]);
+    expect(JSON.parse(check.stdout)).toMatchObject({ ok: true, records: 500 });
   });
 
   it('db dump | head -3 ends quietly with status 0', () => {

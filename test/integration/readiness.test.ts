@@ -112,9 +112,16 @@ describe('a queue server', () => {
     const closing = running.close();
     socket.write(Buffer.concat([claimBody.subarray(10), Buffer.from('GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n')]));
     await closing;
-    socket.destroy();
     // The claim is sent away (`wait`, not a schedule); the readiness probe behind it hears "draining".
-    expect(received).toContain('{"kind":"wait"}');
-    expect(received).toMatch(/HTTP\/1\.1 503[^]*\{"ready":false,"reason":"draining"\}/);
+    // Both answers were written before the close finished, but may still be on their way through the
+    // socket on a loaded machine: read them before the socket goes.
+    await vi.waitFor(
+      () => {
+        expect(received).toContain('{"kind":"wait"}');
+        expect(received).toMatch(/HTTP\/1\.1 503[^]*\{"ready":false,"reason":"draining"\}/);
+      },
+      { timeout: 10_000, interval: 10 },
+    );
+    socket.destroy();
   });
 });

@@ -19,6 +19,7 @@ import type { PageRecord } from '../../queue-server/crawl/outcome.js';
 import { readPageArchive } from '../../queue-server/crawl/page-archive.js';
 import { CommitFailure } from '../../queue-server/crawl/storage-error.js';
 import { decodeCrawlDbRecord, newCrawlDbRecord } from '../../queue-server/crawldb/record.js';
+import { CrawlDbReader } from '../../queue-server/crawldb/crawl-db-reader.js';
 import { openStores } from '../../queue-server/daemon.js';
 import { loadOrCreateToken } from '../../queue-server/auth/tokens.js';
 import { writeFileAtomic } from '../../queue-server/storage/atomic-file.js';
@@ -46,6 +47,8 @@ function tempDir(): string {
 
 function storeOf(op: FileOp): Store | null {
   for (const store of STORES) if (op.path.includes(`/${store}`)) return store;
+  // The crawl database's insert log (new URLs' records) is part of its commit.
+  if (op.path.includes('/crawldb.inserts-')) return 'crawldb.btree';
   return null;
 }
 
@@ -109,11 +112,22 @@ async function onDisk(dir: string): Promise<Record<Store, string[]>> {
     'pages.jsonl': archived,
     'robots.btree': robots.sort(),
     'cache.btree': treeUrls(DATA_FILES.cache, (bytes) => `cached ${decodeCacheRecord(bytes).etag}`).sort(),
-    'crawldb.btree': treeUrls(DATA_FILES.crawlDb, (bytes) => decodeCrawlDbRecord(bytes).url).sort(),
+    'crawldb.btree': crawlDbUrls(join(dir, DATA_FILES.crawlDb)),
   };
 }
 
 const BATCH = 40;
+
+/** The crawl database's URLs as a reader sees them: its tree (checked) and its insert log. */
+function crawlDbUrls(path: string): string[] {
+  const reader = CrawlDbReader.open(path);
+  try {
+    expect(reader.tree.check().faults).toEqual([]);
+    return [...reader.entries()].map(([, value]) => decodeCrawlDbRecord(value).url).sort();
+  } finally {
+    reader.close();
+  }
+}
 
 /** What each store holds after batch a only, and after a and b. */
 function expected(batches: string[]): Record<Store, string[]> {
