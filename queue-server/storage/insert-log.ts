@@ -27,7 +27,7 @@
  * Nothing is ever deleted from the crawl database, so a key absent from the tree and present here
  * is the record as first stored.
  *
- * Memory: UrlHashMap, about 21 bytes per record in the log, at most `maxEntries` (beyond it new keys
+ * Memory: UrlHashMap, 15 bytes a slot at most 70 % full (31 MiB for the default 1,048,576), at most `maxEntries` (beyond it new keys
  * go to the tree as before), the records of one commit window not yet appended, and while a file is
  * swept its keys (8 bytes each, sorted).
  */
@@ -45,12 +45,12 @@ const FRAME_HEAD_BYTES = 8;
 const KEY_BYTES = 8;
 /** Longer values can not be logged (UrlHashMap keeps lengths in 16 bits); the crawl database's are at most 4,082. */
 export const MAX_LOGGED_VALUE_BYTES = 65_535;
-/** A sweep slice rewrites about this many tree leaves (16 MiB of 16 KiB pages) in one commit. */
-export const SWEEP_SLICE_LEAVES = 1024;
+/** A sweep slice rewrites about this many tree leaves (4 MiB of 16 KiB pages) in one commit: the write volume of a whole sweep is the same however it is sliced, smaller slices only keep less memory per commit. */
+export const SWEEP_SLICE_LEAVES = 256;
 /** ...and merges at least this many keys, so that a sweep of a small file takes few commits... */
 const SWEEP_SLICE_MIN_KEYS = 2048;
-/** ...and at most this many (about 7 MiB of records, some 500 new leaves), however small the tree still is. */
-const SWEEP_SLICE_MAX_KEYS = 32_768;
+/** ...and at most this many (about 2 MiB of records, some 130 new leaves), however small the tree still is. */
+const SWEEP_SLICE_MAX_KEYS = 8192;
 export const DEFAULT_INSERT_LOG_ENTRIES = 1 << 20;
 
 export class InsertLogError extends Error {

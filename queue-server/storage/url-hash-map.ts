@@ -25,11 +25,7 @@ export class UrlHashMap {
   constructor(initialCapacity = 1024) {
     let slots = 16;
     while (slots * 0.7 < initialCapacity) slots *= 2;
-    this.#hi = new Uint32Array(slots);
-    this.#lo = new Uint32Array(slots);
-    this.#offset = new Uint32Array(slots);
-    this.#length = new Uint16Array(slots);
-    this.#generation = new Uint8Array(slots);
+    [this.#hi, this.#lo, this.#offset, this.#length, this.#generation] = tables(slots);
     this.#mask = slots - 1;
   }
 
@@ -153,11 +149,7 @@ export class UrlHashMap {
   #grow(): void {
     const old = { hi: this.#hi, lo: this.#lo, offset: this.#offset, length: this.#length, generation: this.#generation };
     const slots = old.hi.length * 2;
-    this.#hi = new Uint32Array(slots);
-    this.#lo = new Uint32Array(slots);
-    this.#offset = new Uint32Array(slots);
-    this.#length = new Uint16Array(slots);
-    this.#generation = new Uint8Array(slots);
+    [this.#hi, this.#lo, this.#offset, this.#length, this.#generation] = tables(slots);
     this.#mask = slots - 1;
     for (let i = 0; i < old.hi.length; i++) {
       const hi = old.hi[i]!;
@@ -172,4 +164,9 @@ export class UrlHashMap {
       this.#generation[slot] = old.generation[i]!;
     }
   }
+}
+
+/** The parallel arrays of `slots` slots: hash high and low halves, offset, length, generation. */
+function tables(slots: number): [Uint32Array, Uint32Array, Uint32Array, Uint16Array, Uint8Array] {
+  return [new Uint32Array(slots), new Uint32Array(slots), new Uint32Array(slots), new Uint16Array(slots), new Uint8Array(slots)];
 }
