@@ -27,6 +27,23 @@ export function urlHashHex(hash: UrlHash | Uint8Array): string {
   return Buffer.from(hash.buffer, hash.byteOffset, 8).toString('hex');
 }
 
+/** The hash's high and low 32 bits, unsigned (for in-memory tables keyed by two u32 halves). */
+export function urlHashHigh(hash: Uint8Array): number {
+  return ((hash[0]! << 24) | (hash[1]! << 16) | (hash[2]! << 8) | hash[3]!) >>> 0;
+}
+
+export function urlHashLow(hash: Uint8Array): number {
+  return ((hash[4]! << 24) | (hash[5]! << 16) | (hash[6]! << 8) | hash[7]!) >>> 0;
+}
+
+/** The hash of the two halves urlHashHigh and urlHashLow gave. */
+export function urlHashFromHalves(hi: number, lo: number): UrlHash {
+  const bytes = Buffer.allocUnsafe(8);
+  bytes.writeUInt32BE(hi >>> 0, 0);
+  bytes.writeUInt32BE(lo >>> 0, 4);
+  return bytes as unknown as UrlHash;
+}
+
 export function urlHashFromHex(hex: string): UrlHash {
   if (!/^[0-9a-f]{16}$/.test(hex)) throw new Error(`not a 16-digit lowercase hex URL hash: ${JSON.stringify(hex)}`);
   return Buffer.from(hex, 'hex') as unknown as UrlHash;

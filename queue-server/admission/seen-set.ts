@@ -14,7 +14,7 @@
  *
  * Memory: the Bloom filter only, about 1.8 MB per million URLs at p = 0.001 (bloom-filter.ts).
  */
-import type { UrlHash } from '../../shared/url-hash.js';
+import { urlHashFromHalves, urlHashHigh, urlHashLow, type UrlHash } from '../../shared/url-hash.js';
 import type { CrawlDb } from '../crawldb/crawl-db.js';
 import { ScalableBloomFilter, type BloomFilterOptions } from './bloom-filter.js';
 import { UrlHashSet } from './url-hash-set.js';
@@ -69,7 +69,7 @@ export class SeenSet {
     const maybe: number[] = [];
     for (let i = 0; i < hashes.length; i++) {
       const hash = hashes[i]!;
-      if (this.#bloom.mightContain(readUint32(hash, 0), readUint32(hash, 4))) maybe.push(i);
+      if (this.#bloom.mightContain(urlHashHigh(hash), urlHashLow(hash))) maybe.push(i);
     }
     if (maybe.length === 0) return seen;
     this.#exactLookups += maybe.length;
@@ -85,16 +85,16 @@ export class SeenSet {
 
   /** Records a URL the caller found new (`seenAmong`); its exact entry is the crawl database record the caller stages. */
   addNew(hash: UrlHash): void {
-    const hi = readUint32(hash, 0);
-    const lo = readUint32(hash, 4);
+    const hi = urlHashHigh(hash);
+    const lo = urlHashLow(hash);
     this.#bloom.add(hi, lo);
     this.#exact.add(hi, lo);
   }
 
   /** A URL known from the exact store (the crawl database on start): into the filter, once. */
   markKnown(hash: UrlHash): void {
-    const hi = readUint32(hash, 0);
-    const lo = readUint32(hash, 4);
+    const hi = urlHashHigh(hash);
+    const lo = urlHashLow(hash);
     if (!this.#bloom.mightContain(hi, lo)) this.#bloom.add(hi, lo);
     this.#exact.add(hi, lo);
   }
@@ -122,14 +122,14 @@ export class SeenSet {
 
   #confirm(sorted: readonly UrlHash[]): boolean[] {
     if (this.#exact.hasSorted !== undefined) return this.#exact.hasSorted(sorted);
-    return sorted.map((hash) => this.#exact.has(readUint32(hash, 0), readUint32(hash, 4)));
+    return sorted.map((hash) => this.#exact.has(urlHashHigh(hash), urlHashLow(hash)));
   }
 }
 
 /** The crawl database as the seen-set's exact store: a URL is seen when it has a record, staged or committed. */
 export function crawlDbExactStore(crawlDb: CrawlDb): ExactUrlStore {
   return {
-    has: (hi, lo) => crawlDb.hasSorted([hashOf(hi, lo)])[0]!,
+    has: (hi, lo) => crawlDb.hasSorted([urlHashFromHalves(hi, lo)])[0]!,
     // The record admission stages right after is the entry.
     add: () => true,
     get size() {
@@ -139,13 +139,3 @@ export function crawlDbExactStore(crawlDb: CrawlDb): ExactUrlStore {
   };
 }
 
-function hashOf(hi: number, lo: number): UrlHash {
-  const bytes = Buffer.allocUnsafe(8);
-  bytes.writeUInt32BE(hi >>> 0, 0);
-  bytes.writeUInt32BE(lo >>> 0, 4);
-  return bytes as unknown as UrlHash;
-}
-
-function readUint32(bytes: Uint8Array, offset: number): number {
-  return ((bytes[offset]! << 24) | (bytes[offset + 1]! << 16) | (bytes[offset + 2]! << 8) | bytes[offset + 3]!) >>> 0;
-}

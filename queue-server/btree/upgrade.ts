@@ -18,7 +18,7 @@
 import { crc32 } from 'node:zlib';
 import { dirname } from 'node:path';
 import { crc32c } from '../storage/crc32c.js';
-import { fsyncDir, nodeFileOps, writeFully, type FileOps } from '../storage/file-ops.js';
+import { fsyncDir, nodeFileOps, readFully, writeFully, type FileOps } from '../storage/file-ops.js';
 import { BTreeError } from './errors.js';
 import { FORMAT_VERSION, MAX_PAGE_SIZE, META_PROBE_BYTES, MIN_PAGE_SIZE, UPGRADABLE_VERSION, isValidPageSize, probeMetaVersion, setU32, u32 } from './page-codec.js';
 
@@ -99,7 +99,7 @@ export function upgradeBtreeFile(path: string, io: FileOps = nodeFileOps): Upgra
       const chunk = new Uint8Array(pageSize * CHUNK_PAGES);
       for (let offset = 0; offset < size; offset += chunk.length) {
         const length = Math.min(chunk.length, size - offset);
-        readFully(io, fd, chunk, length, offset);
+        readWhole(io, fd, chunk, length, offset);
         const whole = Math.floor(length / pageSize);
         for (let p = 0; p < whole; p++) if (!resealFormat1Page(chunk.subarray(p * pageSize, (p + 1) * pageSize))) unreadablePages++;
         // A partial page at the end (a crash while the file grew) is copied as it is; no commit points at it.
@@ -148,11 +148,7 @@ function keysOf(path: string): number {
   }
 }
 
-function readFully(io: FileOps, fd: number, into: Uint8Array, length: number, position: number): void {
-  let done = 0;
-  while (done < length) {
-    const n = io.read(fd, into, done, length - done, position + done);
-    if (n === 0) throw new BTreeError('BTREE_CORRUPT', `the file ended at ${position + done} bytes while it was read`);
-    done += n;
-  }
+function readWhole(io: FileOps, fd: number, into: Uint8Array, length: number, position: number): void {
+  const read = readFully(io, fd, into.subarray(0, length), position);
+  if (read < length) throw new BTreeError('BTREE_CORRUPT', `the file ended at ${position + read} bytes while it was read`);
 }

@@ -135,7 +135,7 @@ export class CrawlDb {
   commit(): void {
     this.#duplicates?.commitSome();
     this.#log.append();
-    const slice = this.#log.sweepSlice(this.#tree.stats().pages);
+    const slice = this.#log.sweepSlice(() => this.#tree.stats().pages);
     if (slice === null) this.#tree.commit();
     else {
       this.#tree.commit((batch) => {

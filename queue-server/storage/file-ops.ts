@@ -60,6 +60,17 @@ export function writeFully(io: FileOps, fd: number, bytes: Uint8Array, position:
   while (done < bytes.length) done += io.write(fd, bytes, done, bytes.length - done, position + done);
 }
 
+/** Reads `into` whole from `position`, however many calls it takes; returns the bytes read, fewer only at the end of the file. */
+export function readFully(io: FileOps, fd: number, into: Uint8Array, position: number): number {
+  let done = 0;
+  while (done < into.length) {
+    const read = io.read(fd, into, done, into.length - done, position + done);
+    if (read === 0) break;
+    done += read;
+  }
+  return done;
+}
+
 /**
  * Makes a directory's entries durable: after creating, renaming or linking a file, the new name is
  * only on disk once its directory is fsynced (POSIX fsync(2); ext4 and XFS lose a fresh rename or

@@ -34,8 +34,8 @@
 import { crc32 } from 'node:zlib';
 import { basename, dirname, join } from 'node:path';
 import { readdirSync } from 'node:fs';
-import type { UrlHash } from '../../shared/url-hash.js';
-import { fsyncDir, nodeFileOps, writeFully, type FileOps } from './file-ops.js';
+import { urlHashFromHalves, urlHashHigh, urlHashLow, type UrlHash } from '../../shared/url-hash.js';
+import { fsyncDir, nodeFileOps, readFully, writeFully, type FileOps } from './file-ops.js';
 import { UrlHashMap } from './url-hash-map.js';
 
 const MAGIC = Buffer.from('PETRELIL', 'latin1');
@@ -139,19 +139,19 @@ export class InsertLog {
   }
 
   has(hash: UrlHash, hex: string): boolean {
-    return this.#pending.has(hex) || this.#index.has(hiOf(hash), loOf(hash));
+    return this.#pending.has(hex) || this.#index.has(urlHashHigh(hash), urlHashLow(hash));
   }
 
   /** The logged record of `hash` (its value bytes), or null. Callers ask the tree first. */
   read(hash: UrlHash, hex: string): Uint8Array | null {
     const pending = this.#pending.get(hex);
     if (pending !== undefined) return pending[1];
-    const span = this.#index.get(hiOf(hash), loOf(hash));
+    const span = this.#index.get(urlHashHigh(hash), urlHashLow(hash));
     if (span === null) return null;
     const file = this.#fileOf(span.generation);
     if (file === undefined) return null;
     const value = Buffer.allocUnsafe(span.length);
-    readFully(this.#io, file.fd, value, span.offset, file.path);
+    readRecord(this.#io, file.fd, value, span.offset, file.path);
     return value;
   }
 
@@ -167,12 +167,12 @@ export class InsertLog {
    */
   supersede(hash: UrlHash, hex: string, forgetAfterCommit: UrlHash[]): void {
     if (this.#pending.delete(hex)) return;
-    if (this.#index.has(hiOf(hash), loOf(hash))) forgetAfterCommit.push(hash);
+    if (this.#index.has(urlHashHigh(hash), urlHashLow(hash))) forgetAfterCommit.push(hash);
   }
 
   /** Forgets logged keys whose newer records are now in the tree. */
   forget(hashes: readonly UrlHash[]): void {
-    for (const hash of hashes) this.#index.delete(hiOf(hash), loOf(hash));
+    for (const hash of hashes) this.#index.delete(urlHashHigh(hash), urlHashLow(hash));
   }
 
   /** Writes this window's records and fsyncs; on failure nothing is kept of the attempt and they stay pending. */
@@ -206,17 +206,17 @@ export class InsertLog {
     }
     file.end += total;
     const generation = file.generation & 0xff;
-    for (const [hash, offset, length] of spans) this.#index.set(hiOf(hash), loOf(hash), { generation, offset, length });
+    for (const [hash, offset, length] of spans) this.#index.set(urlHashHigh(hash), urlHashLow(hash), { generation, offset, length });
     this.#pending.clear();
   }
 
   /**
    * The next keys to merge into the tree, in key order, with their records, or null when there is
    * nothing to sweep. Starts a sweep (a new file to append to, the old one to sweep) when the log is
-   * half full. `leafPages`: the tree's pages now, to size the slice. Keys the tree may hold (a changed
+   * half full. `treePages`: the tree's pages now, to size the slice (asked only while a sweep runs). Keys the tree may hold (a changed
    * record: see the crash model) are included: the caller puts a record only where the tree has none.
    */
-  sweepSlice(leafPages: number): SweepSlice | null {
+  sweepSlice(treePages: () => number): SweepSlice | null {
     if (this.#readOnly) return null;
     if (this.#sweep === null) {
       const oldest = this.#files[0];
@@ -231,7 +231,7 @@ export class InsertLog {
     }
     const sweep = this.#sweep;
     const generation = sweep.file.generation & 0xff;
-    const wanted = this.#sliceKeys ?? Math.min(SWEEP_SLICE_MAX_KEYS, Math.max(SWEEP_SLICE_MIN_KEYS, Math.ceil((sweep.keys.length * SWEEP_SLICE_LEAVES) / Math.max(1, leafPages))));
+    const wanted = this.#sliceKeys ?? Math.min(SWEEP_SLICE_MAX_KEYS, Math.max(SWEEP_SLICE_MIN_KEYS, Math.ceil((sweep.keys.length * SWEEP_SLICE_LEAVES) / Math.max(1, treePages()))));
     const end = Math.min(sweep.keys.length, sweep.next + wanted);
     const entries: Array<readonly [UrlHash, Uint8Array]> = [];
     for (let i = sweep.next; i < end; i++) {
@@ -241,8 +241,8 @@ export class InsertLog {
       const span = this.#index.get(hi, lo);
       if (span === null || span.generation !== generation) continue;
       const value = Buffer.allocUnsafe(span.length);
-      readFully(this.#io, sweep.file.fd, value, span.offset, sweep.file.path);
-      entries.push([hashOf(hi, lo), value]);
+      readRecord(this.#io, sweep.file.fd, value, span.offset, sweep.file.path);
+      entries.push([urlHashFromHalves(hi, lo), value]);
     }
     return { entries, next: end };
   }
@@ -253,8 +253,8 @@ export class InsertLog {
     if (sweep === null) return;
     const generation = sweep.file.generation & 0xff;
     for (const [hash] of slice.entries) {
-      const span = this.#index.get(hiOf(hash), loOf(hash));
-      if (span !== null && span.generation === generation) this.#index.delete(hiOf(hash), loOf(hash));
+      const span = this.#index.get(urlHashHigh(hash), urlHashLow(hash));
+      if (span !== null && span.generation === generation) this.#index.delete(urlHashHigh(hash), urlHashLow(hash));
     }
     sweep.next = slice.next;
     if (sweep.next < sweep.keys.length) return;
@@ -281,7 +281,7 @@ export class InsertLog {
     for (const key of keys) {
       const hi = Number(key >> 32n);
       const lo = Number(key & 0xffffffffn);
-      const hash = hashOf(hi, lo);
+      const hash = urlHashFromHalves(hi, lo);
       const value = this.read(hash, '');
       if (value !== null) yield [hash, value];
     }
@@ -318,16 +318,12 @@ export class InsertLog {
 
   #sweepOf(file: LogFile): { file: LogFile; keys: BigUint64Array; next: number } {
     const generation = file.generation & 0xff;
-    let count = 0;
-    this.#index.forEach((_hi, _lo, span) => {
-      if (span.generation === generation) count++;
-    });
-    const keys = new BigUint64Array(count);
+    const all = new BigUint64Array(this.#index.size);
     let n = 0;
     this.#index.forEach((hi, lo, span) => {
-      if (span.generation === generation) keys[n++] = (BigInt(hi) << 32n) | BigInt(lo);
+      if (span.generation === generation) all[n++] = (BigInt(hi) << 32n) | BigInt(lo);
     });
-    keys.sort();
+    const keys = all.subarray(0, n).sort();
     return { file, keys, next: 0 };
   }
 
@@ -353,12 +349,8 @@ export class InsertLog {
   #startFile(generation: number): void {
     const path = join(this.#dir, `${this.#prefix}${generation}`);
     const fd = this.#io.open(path, 'w+', 0o600);
-    const header = Buffer.alloc(HEADER_BYTES);
-    MAGIC.copy(header, 0);
-    header.writeUInt32LE(VERSION, 8);
-    header.writeUInt32LE(generation >>> 0, 12);
     try {
-      writeFully(this.#io, fd, header, 0);
+      writeFully(this.#io, fd, headerOf(generation), 0);
       this.#io.fsync(fd);
       fsyncDir(this.#io, this.#dir);
     } catch (error) {
@@ -384,8 +376,8 @@ export class InsertLog {
       return;
     }
     const header = Buffer.alloc(HEADER_BYTES);
-    readFully(this.#io, fd, header, 0, path);
-    if (!header.subarray(0, 8).equals(MAGIC) || header.readUInt32LE(8) !== VERSION || header.readUInt32LE(12) !== generation >>> 0) {
+    readRecord(this.#io, fd, header, 0, path);
+    if (!header.equals(headerOf(generation))) {
       throw new InsertLogError(`${path}: not an insert log of this version (header ${header.toString('hex')})`);
     }
     const generationByte = generation & 0xff;
@@ -399,7 +391,7 @@ export class InsertLog {
         chunkStart = offset;
         chunkLength = Math.min(chunk.length, size - offset);
         if (length > chunkLength) return null;
-        readFully(this.#io, fd, chunk.subarray(0, chunkLength), offset, path);
+        readRecord(this.#io, fd, chunk.subarray(0, chunkLength), offset, path);
       }
       return chunk.subarray(offset - chunkStart, offset - chunkStart + length);
     };
@@ -427,37 +419,25 @@ export class InsertLog {
   }
 
   #rewriteHeader(file: LogFile): void {
-    const header = Buffer.alloc(HEADER_BYTES);
-    MAGIC.copy(header, 0);
-    header.writeUInt32LE(VERSION, 8);
-    header.writeUInt32LE(file.generation >>> 0, 12);
     this.#io.ftruncate(file.fd, 0);
-    writeFully(this.#io, file.fd, header, 0);
+    writeFully(this.#io, file.fd, headerOf(file.generation), 0);
     this.#io.fsync(file.fd);
     file.end = HEADER_BYTES;
   }
 }
 
-function hiOf(hash: Uint8Array): number {
-  return ((hash[0]! << 24) | (hash[1]! << 16) | (hash[2]! << 8) | hash[3]!) >>> 0;
+
+
+
+function readRecord(io: FileOps, fd: number, into: Uint8Array, position: number, path: string): void {
+  const read = readFully(io, fd, into, position);
+  if (read < into.length) throw new InsertLogError(`${path}: ended at ${position + read}, ${into.length - read} bytes short of a record`);
 }
 
-function loOf(hash: Uint8Array): number {
-  return ((hash[4]! << 24) | (hash[5]! << 16) | (hash[6]! << 8) | hash[7]!) >>> 0;
-}
-
-function hashOf(hi: number, lo: number): UrlHash {
-  const bytes = Buffer.allocUnsafe(8);
-  bytes.writeUInt32BE(hi >>> 0, 0);
-  bytes.writeUInt32BE(lo >>> 0, 4);
-  return bytes as unknown as UrlHash;
-}
-
-function readFully(io: FileOps, fd: number, into: Uint8Array, position: number, path: string): void {
-  let done = 0;
-  while (done < into.length) {
-    const read = io.read(fd, into, done, into.length - done, position + done);
-    if (read === 0) throw new InsertLogError(`${path}: ended at ${position + done}, ${into.length - done} bytes short of a record`);
-    done += read;
-  }
+function headerOf(generation: number): Buffer {
+  const header = Buffer.alloc(HEADER_BYTES);
+  MAGIC.copy(header, 0);
+  header.writeUInt32LE(VERSION, 8);
+  header.writeUInt32LE(generation >>> 0, 12);
+  return header;
 }

@@ -33,6 +33,18 @@ function tempDir(): string {
   return dir;
 }
 
+/** A crawl database in a fresh directory. */
+function freshDb(options: Parameters<typeof CrawlDb.open>[1] = {}): { dir: string; path: string; db: CrawlDb } {
+  const dir = tempDir();
+  const path = join(dir, 'crawldb.btree');
+  return { dir, path, db: CrawlDb.open(path, options) };
+}
+
+/** Stages new records for URLs from..to-1 (none known yet). */
+function putNew(db: CrawlDb, from: number, to: number): void {
+  for (let n = from; n < to; n++) db.put(urlHash(urlOf(n)), recordOf(n, 0), null);
+}
+
 function urlOf(n: number): string {
   return `http://127.0.0.${1 + (n % 7)}/page/${n}`;
 }
@@ -155,14 +167,12 @@ describe('CrawlDb with an insert log', () => {
   });
 
   it('puts new URLs in the log, not the tree, and sweeps them into the tree once the log is half full', () => {
-    const dir = tempDir();
-    const path = join(dir, 'crawldb.btree');
-    const db = CrawlDb.open(path, { logEntries: 1000 });
-    for (let n = 0; n < 400; n++) db.put(urlHash(urlOf(n)), recordOf(n, 0), null);
+    const { dir, db } = freshDb({ logEntries: 1000 });
+    putNew(db, 0, 400);
     db.commit();
     expect(db.stats().keys).toBe(0);
     expect(db.logStats().entries).toBe(400);
-    for (let n = 400; n < 600; n++) db.put(urlHash(urlOf(n)), recordOf(n, 0), null);
+    putNew(db, 400, 600);
     db.commit(); // 600 logged: a new file, and the old one's first slice (all 600: at least 2,048 a slice)
     expect(db.stats().keys).toBe(600);
     expect(db.logStats()).toMatchObject({ entries: 0, files: 1, sweepLeft: 0 });
@@ -215,10 +225,8 @@ describe('CrawlDb with an insert log', () => {
   });
 
   it('cuts a torn last frame on open and keeps every record before it', () => {
-    const dir = tempDir();
-    const path = join(dir, 'crawldb.btree');
-    const db = CrawlDb.open(path);
-    for (let n = 0; n < 50; n++) db.put(urlHash(urlOf(n)), recordOf(n, 0), null);
+    const { dir, path, db } = freshDb();
+    putNew(db, 0, 50);
     db.commit();
     const log = join(dir, 'crawldb.inserts-1');
     const whole = statSync(log).size;
@@ -236,10 +244,8 @@ describe('CrawlDb with an insert log', () => {
   });
 
   it('with logEntries 0 writes every record to the tree at once, as before the log', () => {
-    const dir = tempDir();
-    const path = join(dir, 'crawldb.btree');
-    const db = CrawlDb.open(path, { logEntries: 0 });
-    for (let n = 0; n < 20; n++) db.put(urlHash(urlOf(n)), recordOf(n, 0), null);
+    const { dir, db } = freshDb({ logEntries: 0 });
+    putNew(db, 0, 20);
     db.commit();
     expect(db.stats().keys).toBe(20);
     expect(readdirSync(dir).some((name) => name.startsWith('crawldb.inserts-'))).toBe(false);
