@@ -725,16 +725,19 @@ export class SearchIndex {
   }
 
   /**
-   * Stops merging (a merge in flight is abandoned: its file is removed at the next open), checkpoints
-   * what the log holds (its segments merged into a segment file on this thread, so the next open
-   * replays nothing; skipped when the index failed, and then the log is replayed) and closes the files.
-   * Staged, uncommitted changes are dropped.
+   * Stops merging (a merge in flight is abandoned: its file is removed at the next open) and closes
+   * the files. Staged, uncommitted changes are dropped. The log stays as it is: the next open finds
+   * its commits where they lie, as after a crash (reading a log of 19 MB took 54 ms against 50 ms for
+   * its checkpointed segment), and the next writer's worker checkpoints it once it passes `logBytes`.
+   * With `checkpoint: true` the log's segments are first merged into a segment file on this thread,
+   * so that the next open replays nothing; that merge is what a shutdown would wait for (0.8 s for a
+   * 1,200-page crawl's log), which is why the queue server does not ask for it.
    */
-  async close(): Promise<void> {
+  async close(options: { readonly checkpoint?: boolean } = {}): Promise<void> {
     if (this.#closed) return;
     await this.#runner?.close();
     this.#merging = null;
-    if (!this.#readOnly && this.#broken === null && this.#log !== null && this.#log.bytes > 0) {
+    if (options.checkpoint === true && !this.#readOnly && this.#broken === null && this.#log !== null && this.#log.bytes > 0) {
       try {
         this.#checkpointNow();
       } catch {

@@ -31,7 +31,8 @@ beforeAll(async () => {
     index.stage({ kind: 'page', url, fetchedAt: 1_764_000_000_000, data: buildIndexData({ title, headings: [], bodyText: text, language: 'en', anchors: [] }) });
   }
   index.commit();
-  await index.close();
+  // Checkpointed, so that the damage test below has a segment file to damage.
+  await index.close({ checkpoint: true });
   // The crawl database gives http://a.test/two a far higher OPIC score.
   const tree = BTree.open(path.join(data, 'crawldb.btree'), { pageSize: 16384 });
   tree.write((batch) => {

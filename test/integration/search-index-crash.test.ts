@@ -195,11 +195,11 @@ describe('search index crash safety (real process, SIGKILL)', () => {
       const report = checkIndex(dir);
       expect(report.faults).toEqual([]);
       expect(report.livePages).toBe(crash.pages.size);
-      // A writer replays the log, cuts any torn tail, and its clean close checkpoints it into a segment file.
+      // A writer replays the log, cuts any torn tail, and a close that checkpoints merges it into a segment file.
       const writer = SearchIndex.open(dir, { merges: 'off' });
       expect(writer.stats().commits).toBe(commits);
       crash.expectSearchable(writer);
-      await writer.close();
+      await writer.close({ checkpoint: true });
       expect(checkIndex(dir)).toMatchObject({ faults: [], logSegments: 0, logTailBytes: 0, livePages: crash.pages.size });
       durable = commits;
     }

@@ -148,7 +148,13 @@ describe('search index commit log', () => {
     expect(index.stats().commits).toBe(60);
     expect(urls(index, 'via59')).toEqual(['http://log.example/p0']);
     await index.close();
-    // A clean close checkpoints what the log held: nothing to replay.
+    // A plain close leaves the log to the next open, which finds every commit in it.
+    expect(checkIndex(dir).logSegments).toBeGreaterThan(0);
+    index = SearchIndex.open(dir, { merges: 'off' });
+    expect(index.stats().livePages).toBe(60);
+    expect(urls(index, 'via59')).toEqual(['http://log.example/p0']);
+    // A close asked to checkpoint merges what the log held into a segment file: nothing to replay.
+    await index.close({ checkpoint: true });
     expect(checkIndex(dir)).toMatchObject({ faults: [], livePages: 60, logSegments: 0 });
   });
 });
