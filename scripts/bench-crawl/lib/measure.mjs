@@ -91,6 +91,8 @@ export async function measure(run) {
     cpuS: time.userS + time.sysS,
     largestProcessRssKb: time.maxRssKb,
     processes,
+    /** The largest Pss sum of the crawler's processes at one sample (proc-tree.mjs), kB. */
+    peakTreePssKb: sampler.peakTreePssKb,
     /** pid of the time wrapper: the crawler's own main process is its child. */
     wrapperPid: child.pid,
     loadBefore,

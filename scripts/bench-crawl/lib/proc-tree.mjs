@@ -10,6 +10,13 @@
  * before it exits is under-reported by that growth; a process that lives less than one interval may be
  * missed entirely. Both are rare for crawlers that run for seconds.
  *
+ * It also sums the tree's proportional set size (Pss of /proc/<pid>/smaps_rollup: each page shared by
+ * N processes counted 1/N in each) at every sample and keeps the largest sum: the memory the whole tree
+ * held at its peak. A plain sum of each process's peak RSS counts pages the processes share (the node
+ * binary's ~45 MB of mapped code, for one) once per process, so it overstates a crawler made of several
+ * processes against one made of one. The root (the caller's wrapper) is left out of the sum. The sum
+ * is only as good as the sampling: a peak between two samples is missed.
+ *
  * Memory: one small record per process ever seen in the tree.
  */
 import { readFileSync, readdirSync } from 'node:fs';
@@ -18,12 +25,15 @@ import { readFileSync, readdirSync } from 'node:fs';
 export function sampleProcessTree(rootPid, intervalMs = 100) {
   /** pid → { pid, ppid, argv, peakKb, samples } */
   const seen = new Map();
+  let peakTreePssKb = 0;
   const sample = () => {
     const stack = [{ pid: rootPid, ppid: null }];
+    let treePssKb = 0;
     while (stack.length > 0) {
       const { pid, ppid } = stack.pop();
       const hwm = readVmHwmKb(pid);
       if (hwm === null) continue; // gone (or a zombie, which has no memory left to report)
+      if (pid !== rootPid) treePssKb += readPssKb(pid) ?? 0;
       let record = seen.get(pid);
       if (record === undefined) {
         record = { pid, ppid, argv: [], peakKb: 0, cpuS: 0, samples: 0 };
@@ -36,6 +46,7 @@ export function sampleProcessTree(rootPid, intervalMs = 100) {
       record.samples++;
       for (const child of readChildren(pid)) stack.push({ pid: child, ppid: pid });
     }
+    peakTreePssKb = Math.max(peakTreePssKb, treePssKb);
   };
   sample();
   const timer = setInterval(sample, intervalMs);
@@ -46,6 +57,10 @@ export function sampleProcessTree(rootPid, intervalMs = 100) {
       clearInterval(timer);
       sample();
       return [...seen.values()];
+    },
+    /** The largest sum of the tree's Pss seen in one sample, root left out (kB). */
+    get peakTreePssKb() {
+      return peakTreePssKb;
     },
   };
 }
@@ -59,6 +74,15 @@ function readVmHwmKb(pid) {
   }
   const match = /^VmHWM:\s+(\d+) kB$/m.exec(status);
   return match === null ? null : Number(match[1]);
+}
+
+function readPssKb(pid) {
+  try {
+    const match = /^Pss:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'latin1'));
+    return match === null ? null : Number(match[1]);
+  } catch {
+    return null;
+  }
 }
 
 /** user + sys CPU seconds so far, from /proc/<pid>/stat (fields 14 and 15, in clock ticks of 1/100 s). */

@@ -81,6 +81,8 @@ export function resultRow(peer, own, tally, measured, expected, { capped = false
     transientProcesses: { count: transient.length, largestPeakRssMb: transientPeakMb, commands: [...new Set(transient.map((p) => p.role))].slice(0, 5) },
     peakRssSumMb: processes.reduce((sum, p) => sum + p.peakRssMb, 0) + transientPeakMb,
     peakRssMaxMb: Math.max(0, ...processes.map((p) => p.peakRssMb)),
+    /** The largest Pss sum of the crawler's processes at one sample: shared pages counted once (proc-tree.mjs). */
+    peakPssSumMb: (measured.peakTreePssKb ?? 0) / 1024,
     cpuSplit: cpuSplit(all, measured.cpuS, pages),
     /** Where the wall time went: spawn → first request, first request → last response, → exit. */
     timeline:
@@ -132,6 +134,7 @@ export function ratios(rows) {
       pagesPerOwnSecond: petrel.ownElapsedS === null || row.ownElapsedS === null ? null : row.ownElapsedS / petrel.ownElapsedS,
       cpuMsPerPage: petrel.cpuMsPerPage / row.cpuMsPerPage,
       peakRssSum: petrel.peakRssSumMb / row.peakRssSumMb,
+      peakPssSum: petrel.peakPssSumMb / row.peakPssSumMb,
       /** Per HTTP request instead of per distinct page: what remains if duplicate fetches are forgiven. */
       requestsPerSecond: petrel.requestsPerSecond / row.requestsPerSecond,
       cpuMsPerRequest: petrel.cpuMsPerRequest / row.cpuMsPerRequest,
@@ -141,7 +144,7 @@ export function ratios(rows) {
 }
 
 export function formatTable(rows) {
-  const header = ['crawler', 'pages', 'own count', 'dup', 'requests', 'wall s', 'own s', 'pages/s', 'CPU s', 'CPU ms/page', 'cores', 'RSS sum MB', 'RSS max MB', 'web CPU s', 'other CPU s'];
+  const header = ['crawler', 'pages', 'own count', 'dup', 'requests', 'wall s', 'own s', 'pages/s', 'CPU s', 'CPU ms/page', 'cores', 'RSS sum MB', 'RSS max MB', 'PSS peak MB', 'web CPU s', 'other CPU s'];
   const body = rows.map((row) => [
     row.label,
     String(row.distinctPages),
@@ -156,6 +159,7 @@ export function formatTable(rows) {
     row.coresUsed.toFixed(2),
     row.peakRssSumMb.toFixed(0),
     row.peakRssMaxMb.toFixed(0),
+    row.peakPssSumMb.toFixed(0),
     row.serverCpuS.toFixed(2),
     row.otherCpuS.toFixed(2),
   ]);
@@ -189,7 +193,7 @@ export function formatRatios(table) {
     .map(([pair, r]) => {
       const own = r.pagesPerOwnSecond === null ? '' : ` (×${r.pagesPerOwnSecond.toFixed(2)} on own durations)`;
       const perRequest = `per request: req/s ×${r.requestsPerSecond.toFixed(2)}, CPU ms/request ×${r.cpuMsPerRequest.toFixed(2)}`;
-      return `  ${pair}: pages/s ×${r.pagesPerSecond.toFixed(2)}${own}, CPU ms/page ×${r.cpuMsPerPage.toFixed(2)}, summed peak RSS ×${r.peakRssSum.toFixed(2)}; ${perRequest}`;
+      return `  ${pair}: pages/s ×${r.pagesPerSecond.toFixed(2)}${own}, CPU ms/page ×${r.cpuMsPerPage.toFixed(2)}, summed peak RSS ×${r.peakRssSum.toFixed(2)}, peak PSS of all processes ×${r.peakPssSum.toFixed(2)}; ${perRequest}`;
     })
     .join('\n');
 }
