@@ -180,25 +180,36 @@ export function buildIndexData(input: IndexDataInput): IndexData {
   };
 }
 
-/** Terms in order of first appearance with frequency and delta-encoded positions. */
+/** Last position kept per entry of `fieldEntries` (scratch, grown as needed: the fetcher builds one field at a time). */
+let lastPositions = new Int32Array(1024);
+
+/**
+ * Terms in order of first appearance with frequency and delta-encoded positions. The entries are
+ * built in place (the output's own arrays, the last position of each in a reused typed array):
+ * no object per term besides the entry itself.
+ */
 function fieldEntries(terms: readonly string[], positions: readonly number[] | null): TermEntry[] {
-  const byTerm = new Map<string, { frequency: number; deltas: number[]; last: number }>();
+  const indexOf = new Map<string, number>();
+  const out: TermEntry[] = [];
+  if (lastPositions.length < terms.length) lastPositions = new Int32Array(Math.max(terms.length, 2 * lastPositions.length));
+  const last = lastPositions;
   for (let i = 0; i < terms.length; i++) {
     const t = terms[i]!;
     const position = positions === null ? i : positions[i]!;
-    const entry = byTerm.get(t);
-    if (entry === undefined) {
-      byTerm.set(t, { frequency: 1, deltas: [position], last: position });
+    const k = indexOf.get(t);
+    if (k === undefined) {
+      indexOf.set(t, out.length);
+      last[out.length] = position;
+      out.push([t, 1, [position]]);
       continue;
     }
-    entry.frequency++;
-    if (entry.deltas.length < INDEX_LIMITS.positionsPerTerm) {
-      entry.deltas.push(position - entry.last);
-      entry.last = position;
+    const entry = out[k]!;
+    entry[1]++;
+    if (entry[2].length < INDEX_LIMITS.positionsPerTerm) {
+      entry[2].push(position - last[k]!);
+      last[k] = position;
     }
   }
-  const out: TermEntry[] = [];
-  for (const [t, entry] of byTerm) out.push([t, entry.frequency, entry.deltas]);
   return out;
 }
 
