@@ -52,7 +52,7 @@ import { planMerge } from './merge-policy.js';
 import { inlineRunner, workerAvailable, workerRunner, type MergeMode, type MergeRunner } from './merge-runner.js';
 import { pageMetaTerms } from './meta-terms.js';
 import { parseQuery, type ParsedQuery } from './query-parser.js';
-import { AUTHORITY_WINDOW, withAuthority } from './ranking.js';
+import { tieKey } from './ranking.js';
 import { PostingPool } from './posting-pool.js';
 import { SegmentBuilder, type StagedAnchor } from './segment-builder.js';
 import { buildSnippet } from './snippet.js';
@@ -637,26 +637,38 @@ export class SearchIndex {
     const parsed = typeof query === 'string' ? parseQuery(query) : query;
     const matches = evaluate(this.#view(), parsed);
     const groups = this.#groups;
-    // Without authority only the page asked for needs ordering; with it, the rescoring window.
     // Ties are broken by URL hash here as in the order below, so that pages of results neither repeat nor skip a tied match.
-    const before = (a: Match, b: Match): boolean => a.bm25f > b.bm25f || (a.bm25f === b.bm25f && (groups.hashHi[a.group]! - groups.hashHi[b.group]! || groups.hashLo[a.group]! - groups.hashLo[b.group]!) < 0);
-    const window = topByScore(matches, options.authorityOf === undefined ? offset + limit : Math.max(AUTHORITY_WINDOW, offset + limit), before);
-    let scores = window.map((m) => m.bm25f);
-    if (options.authorityOf !== undefined) {
-      const cash = window.map((m) => Math.max(0, options.authorityOf!(hashHex(groups.hashHi[m.group]!, groups.hashLo[m.group]!)) || 0));
-      const max = Math.max(0, ...cash);
-      scores = window.map((m, i) => withAuthority(m.bm25f, cash[i]!, max));
+    const byHash = (a: Match, b: Match): number => groups.hashHi[a.group]! - groups.hashHi[b.group]! || groups.hashLo[a.group]! - groups.hashLo[b.group]!;
+    const before = (a: Match, b: Match): boolean => a.bm25f > b.bm25f || (a.bm25f === b.bm25f && byHash(a, b) < 0);
+    const k = offset + limit;
+    let window = topByScore(matches, k, before);
+    let order: Match[];
+    if (options.authorityOf === undefined || window.length === 0) {
+      order = window.sort((a, b) => b.bm25f - a.bm25f || byHash(a, b));
+    } else {
+      // Authority orders only pages whose scores tie (ranking.ts says why), so the page asked for
+      // needs every match tied with its last one, some of which topByScore may have left out.
+      const edge = tieKey(Math.min(...window.map((m) => m.bm25f)));
+      if (matches.length > window.length) {
+        const inWindow = new Set(window.map((m) => m.group));
+        window = window.concat(matches.filter((m) => tieKey(m.bm25f) === edge && !inWindow.has(m.group)));
+      }
+      window.sort((a, b) => tieKey(b.bm25f) - tieKey(a.bm25f) || b.bm25f - a.bm25f || byHash(a, b));
+      // A crawl database read per page, and only for pages in a tie.
+      const cash = new Map<number, number>();
+      for (let i = 0; i < window.length; i++) {
+        const key = tieKey(window[i]!.bm25f);
+        if ((i > 0 && tieKey(window[i - 1]!.bm25f) === key) || (i + 1 < window.length && tieKey(window[i + 1]!.bm25f) === key)) {
+          const g = window[i]!.group;
+          cash.set(g, Math.max(0, options.authorityOf(hashHex(groups.hashHi[g]!, groups.hashLo[g]!)) || 0));
+        }
+      }
+      order = window.sort((a, b) => tieKey(b.bm25f) - tieKey(a.bm25f) || (cash.get(b.group) ?? 0) - (cash.get(a.group) ?? 0) || b.bm25f - a.bm25f || byHash(a, b));
     }
-    const order = window.map((_, i) => i).sort((a, b) => {
-      if (scores[b] !== scores[a]) return scores[b]! - scores[a]!;
-      const ga = window[a]!.group;
-      const gb = window[b]!.group;
-      return groups.hashHi[ga]! - groups.hashHi[gb]! || groups.hashLo[ga]! - groups.hashLo[gb]!;
-    });
     const byId = this.#segmentsById();
     const results: SearchResult[] = [];
-    for (const i of order.slice(offset, offset + limit)) {
-      const group = window[i]!.group;
+    for (const match of order.slice(offset, offset + limit)) {
+      const group = match.group;
       const segment = byId.get(groups.entrySegment[group]!)!;
       const page = segment.pageOf(groups.entryIndex[group]!);
       const head = segment.reader.head(page);
@@ -665,7 +677,7 @@ export class SearchIndex {
         url: head.url,
         title: head.title,
         snippet: options.snippets === false ? '' : buildSnippet(segment.reader.text(page), parsed.highlight, stemmerFor(language)),
-        score: Math.round(scores[i]! * 1e4) / 1e4,
+        score: Math.round(match.bm25f * 1e4) / 1e4,
         fetchedAt: head.fetchedAt,
         language,
         urlHash: hashHex(groups.hashHi[group]!, groups.hashLo[group]!),

@@ -128,6 +128,24 @@ describe('search index', () => {
     const second = index.search('egret').results[1]!.urlHash;
     const boosted = index.search('egret', { authorityOf: (hex) => (hex === second ? 50 : 1) }).results;
     expect(boosted[0]!.urlHash).toBe(second);
+    // A page of one result holds the tied page with more authority, the next page the other.
+    const byCash = { authorityOf: (hex: string) => (hex === second ? 50 : 1), limit: 1 };
+    expect(index.search('egret', byCash).results[0]!.urlHash).toBe(second);
+    expect(index.search('egret', { ...byCash, offset: 1 }).results[0]!.urlHash).not.toBe(second);
+    await index.close();
+  });
+
+  it('lets authority order only tied scores, never lift a weaker text match', async () => {
+    const dir = tempDir();
+    const index = SearchIndex.open(dir, { merges: 'inline' });
+    // Both have the word once in their body, the leaf's shorter: a text score a sixth higher.
+    index.stage(page('http://a.example/leaf', { title: 'Falcons', bodyText: 'kestrel hovering' }));
+    index.stage(page('http://a.example/hub', { title: 'Birds', bodyText: 'kestrel owls gulls' }));
+    index.commit();
+    const hub = index.search('kestrel', { limit: 2 }).results.find((r) => r.url === 'http://a.example/hub')!.urlHash;
+    // The hub's cash is a thousand times the leaf's (a table of contents near the seed).
+    const results = index.search('kestrel', { authorityOf: (hex) => (hex === hub ? 1 : 0.001) }).results;
+    expect(results.map((r) => r.url)).toEqual(['http://a.example/leaf', 'http://a.example/hub']);
     await index.close();
   });
 
