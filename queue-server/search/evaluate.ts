@@ -45,7 +45,10 @@ export class Scratch {
   clause = new Int32Array(0);
   score = new Float64Array(0);
   tf = new Float64Array(0);
+  /** Per clause: the last clause that counted the group in its document frequency. */
+  counted = new Uint32Array(0);
   #query = 0;
+  #clause = 0;
 
   begin(groups: number): number {
     if (this.stamp.length < groups) {
@@ -55,7 +58,9 @@ export class Scratch {
       this.clause = new Int32Array(n).fill(-1);
       this.score = new Float64Array(n);
       this.tf = new Float64Array(n);
+      this.counted = new Uint32Array(n);
       this.#query = 0;
+      this.#clause = 0;
     }
     this.#query++;
     if (this.#query >= 0xffffffff) {
@@ -63,6 +68,16 @@ export class Scratch {
       this.#query = 1;
     }
     return this.#query;
+  }
+
+  /** A fresh mark for one clause's document frequency count (compared with `counted`). */
+  nextClause(): number {
+    this.#clause++;
+    if (this.#clause >= 0xffffffff) {
+      this.counted.fill(0);
+      this.#clause = 1;
+    }
+    return this.#clause;
   }
 }
 
@@ -134,7 +149,7 @@ export function evaluate(view: IndexView, query: ParsedQuery): Match[] {
     body: stats.livePages > 0 ? stats.bodyTokens / stats.livePages : 1,
     anchor: stats.livePages > 0 ? stats.anchorTokens / stats.livePages : 1,
   };
-  const context: Context = { view, q, lookups, avg, prevBits: 0, clauseIndex: 0, touched: [], prune: false, removing: false, phraseMatches: 0 };
+  const context: Context = { view, q, lookups, avg, prevBits: 0, clauseIndex: 0, touched: [], prune: false, removing: false, dfMark: 0, df: 0 };
 
   let survivors: number[] = [];
   let bits = 0;
@@ -144,11 +159,11 @@ export function evaluate(view: IndexView, query: ParsedQuery): Match[] {
     context.prune = c > 0;
     context.prevBits = bits;
     context.touched = [];
-    context.phraseMatches = 0;
+    context.dfMark = scratch.nextClause();
+    context.df = 0;
     accumulateClause(context, clause);
     const bit = c === 31 ? 0x80000000 : 1 << c;
-    const isPhrase = clause.alternatives.some((a) => a.length > 1);
-    const weight = clause.scored ? idf(stats.livePages, isPhrase ? context.phraseMatches : clause.df) : 0;
+    const weight = clause.scored ? idf(stats.livePages, context.df) : 0;
     for (const g of context.touched) {
       if (clause.scored) scratch.score[g] = scratch.score[g]! + weight * saturate(scratch.tf[g]!);
       scratch.mask[g] = (scratch.mask[g]! | bit) >>> 0;
@@ -192,7 +207,9 @@ interface Context {
   prune: boolean;
   /** Excluded clauses: only mark groups (no scoring), no pruning. */
   removing: boolean;
-  phraseMatches: number;
+  /** The clause's document frequency: live groups with a posting of it, each counted once (`dfMark`). */
+  dfMark: number;
+  df: number;
 }
 
 /** Adds one doc's contribution to group g (tf~ for this clause), marking g as touched by the clause. */
@@ -204,6 +221,10 @@ function credit(ctx: Context, g: number, tf: number): void {
       ctx.touched.push(g);
     }
     return;
+  }
+  if (s.counted[g] !== ctx.dfMark) {
+    s.counted[g] = ctx.dfMark;
+    if (ctx.view.groups.entrySegment[g]! >= 0) ctx.df++;
   }
   if (ctx.prune) {
     if (s.stamp[g] !== ctx.q || (s.mask[g]! & ctx.prevBits) !== ctx.prevBits) return;
@@ -473,7 +494,6 @@ function accumulatePhrase(ctx: Context, segment: LiveSegment, terms: readonly st
       const fh = phraseCount(lists, 1);
       const fb = phraseCount(lists, 2);
       if (ft + fh + fb === 0) return;
-      ctx.phraseMatches++;
       let tf = 0;
       if (ft > 0) tf += (FIELD_WEIGHTS.title * ft) / (1 - FIELD_B.title + (FIELD_B.title * cols.pageTitleLength[doc]!) / avg.title);
       if (fh > 0) tf += (FIELD_WEIGHTS.heading * fh) / (1 - FIELD_B.heading + (FIELD_B.heading * cols.pageHeadingLength[doc]!) / avg.heading);
@@ -490,7 +510,6 @@ function accumulatePhrase(ctx: Context, segment: LiveSegment, terms: readonly st
       if (segment.anchorDeleted[doc] === 1) return;
       const f = phraseCount(lists, 2);
       if (f === 0) return;
-      ctx.phraseMatches++;
       const g = groups.canonical(segment.anchorTarget[doc]!);
       credit(ctx, g, (FIELD_WEIGHTS.anchor * f) / (1 - FIELD_B.anchor + (FIELD_B.anchor * groups.groupAnchorLength[g]!) / avg.anchor));
     });

@@ -6,10 +6,16 @@
  * Per query term t and result group g (a page plus the anchor text of its inlinks):
  *   tf~(t, g) = sum over fields f of  weight_f * tf_f(t, g) / (1 - b_f + b_f * length_f(g) / avgLength_f)
  *   score(g)  = sum over t of  idf(t) * tf~ * (k1 + 1) / (k1 + tf~)
- *   idf(t)    = ln(1 + (N - df + 0.5) / (df + 0.5))      N: live pages; df: docs with t, counted per
- *                                                       segment, deleted ones included, as Lucene does
+ *   idf(t)    = ln(1 + (N - df + 0.5) / (df + 0.5))      N: live pages; df: live groups with t in any
+ *                                                       field, each counted once
  * A phrase counts as one term whose frequency is its number of occurrences. site: and lang: only
  * filter. The anchor field's length is all anchor text that counts for the group.
+ *
+ * df is BM25F's: the group is the document, anchor text one of its fields. Counting anchor docs (one
+ * per linking page) as documents, as this did before, made a word common in link text look common on
+ * the site: "section" was in 548 of the PostgreSQL manual's 1,169 pages and in 998 links, so its
+ * df passed N and its idf fell to zero. It is counted while the clause's postings are read (a mark
+ * per group), so it costs no extra pass; clauses are still ordered by the dictionary's counts.
  *
  * Field weights: title 4, anchor text 3, headings 2, body 1 (a title or the words other pages use to
  * link to a page say more about it than a word in its body; Yioop and Nutch weight them alike).

@@ -149,6 +149,22 @@ describe('search index', () => {
     await index.close();
   });
 
+  it('counts a word\'s document frequency in pages, not in the links whose anchor text has it', async () => {
+    const dir = tempDir();
+    const index = SearchIndex.open(dir, { merges: 'inline' });
+    // walrus: in two pages and in the anchor text of twenty links to a third; tusk: in seven pages.
+    index.stage(page('http://w.example/x', { title: 'X', bodyText: 'walrus walrus tusk' }));
+    index.stage(page('http://w.example/y', { title: 'Y', bodyText: 'walrus tusk tusk' }));
+    for (let i = 0; i < 5; i++) index.stage(page(`http://w.example/tusk${i}`, { title: 'T', bodyText: 'tusk' }));
+    index.stage(page('http://w.example/z', { title: 'Z', bodyText: 'the linked page' }));
+    for (let i = 0; i < 20; i++) index.stage(page(`http://w.example/source${i}`, { title: 'S', bodyText: 'links', anchors: [{ url: 'http://w.example/z', text: 'walrus' }] }));
+    index.commit();
+    // walrus is in 3 of 28 pages (x, y and z by its anchor text), tusk in 7: walrus is the rarer word,
+    // so the page with it twice comes first (counting the 20 links, walrus would seem the commoner).
+    expect(index.search('walrus tusk').results.map((r) => r.url)).toEqual(['http://w.example/x', 'http://w.example/y']);
+    await index.close();
+  });
+
   it('installs a finished merge at the next commit, with no turn of the event loop in between', async () => {
     const dir = tempDir();
     // logBytes 1: each commit's log is checkpointed into a segment file (in the runner, installed at
