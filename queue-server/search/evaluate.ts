@@ -18,6 +18,8 @@ import type { LiveSegment } from './live-segment.js';
 import { langTerm, siteTerm } from './meta-terms.js';
 import type { Clause, ParsedQuery } from './query-parser.js';
 import { FIELD_B, FIELD_WEIGHTS, idf, saturate } from './ranking.js';
+import { PostingCursor } from './posting-cursor.js';
+import type { ProximityWord } from './proximity.js';
 import { FIELD_BODY, FIELD_HEADING, FIELD_TITLE, MAX_POSITIONS } from './segment-format.js';
 import type { TermInfo } from './segment-reader.js';
 import type { UrlGroups } from './url-groups.js';
@@ -121,8 +123,11 @@ class Lookups {
   }
 }
 
-/** Matching groups with live pages and their BM25F scores (unordered), and the count. */
-export function evaluate(view: IndexView, query: ParsedQuery): Match[] {
+/**
+ * Matching groups with live pages and their BM25F scores (unordered). `words`, when given, receives
+ * each required word (not phrase) with its terms and idf, for proximity (proximity.ts).
+ */
+export function evaluate(view: IndexView, query: ParsedQuery, words?: ProximityWord[]): Match[] {
   const { segments, groups, stats, scratch } = view;
   const q = scratch.begin(groups.size);
   const lookups = new Lookups();
@@ -164,6 +169,7 @@ export function evaluate(view: IndexView, query: ParsedQuery): Match[] {
     accumulateClause(context, clause);
     const bit = c === 31 ? 0x80000000 : 1 << c;
     const weight = clause.scored ? idf(stats.livePages, context.df) : 0;
+    if (words !== undefined && clause.scored && clause.alternatives.every((a) => a.length === 1)) words.push({ terms: clause.alternatives.map((a) => a[0]!), idf: weight });
     for (const g of context.touched) {
       if (clause.scored) scratch.score[g] = scratch.score[g]! + weight * saturate(scratch.tf[g]!);
       scratch.mask[g] = (scratch.mask[g]! | bit) >>> 0;
@@ -307,111 +313,12 @@ function nextVarint(bytes: Uint8Array): number {
   return value;
 }
 
-/**
- * A cursor over a term's postings for phrase matching: the doc stream is decoded one posting at a
- * time as the intersection advances (nothing is materialized), the position stream is read forward
- * only for the docs every word of the phrase has; skipping positions is a scan for varint
- * terminators, without decoding numbers.
- */
-class PhraseList {
-  doc = -1;
-  /** Kept positions of title, heading, body of the current posting (0: field absent). */
-  readonly counts = new Int32Array(3);
-  readonly #docs: Uint8Array;
-  readonly #positions: Uint8Array;
-  readonly #df: number;
-  readonly #anchor: boolean;
-  #i = 0;
-  #docAt = 0;
-  /** Varint index in the position stream where the current posting's positions start. */
-  #start = 0;
-  #next = 0;
-  /** Read position in the position stream: byte offset and varint index. */
-  #byte = 0;
-  #index = 0;
-
-  constructor(docBytes: Uint8Array, positions: Uint8Array, df: number, anchor: boolean) {
-    this.#docs = docBytes;
-    this.#positions = positions;
-    this.#df = df;
-    this.#anchor = anchor;
-  }
-
-  #varint(): number {
-    const bytes = this.#docs;
-    let b = bytes[this.#docAt++]!;
-    let value = b & 0x7f;
-    for (let scale = 0x80; b >= 0x80; scale *= 0x80) {
-      b = bytes[this.#docAt++]!;
-      value += (b & 0x7f) * scale;
-    }
-    return value;
-  }
-
-  /** Moves to the next posting; false (doc = +Infinity) when there is none. */
-  next(): boolean {
-    if (this.#i >= this.#df) {
-      this.doc = Number.POSITIVE_INFINITY;
-      return false;
-    }
-    this.#i++;
-    this.#start = this.#next;
-    const c = this.counts;
-    if (this.#anchor) {
-      this.doc += this.#varint();
-      c[0] = 0;
-      c[1] = 0;
-      c[2] = Math.min(this.#varint(), MAX_POSITIONS);
-    } else {
-      const head = this.#varint();
-      this.doc += Math.floor(head / 16);
-      c[0] = head & FIELD_TITLE ? Math.min(this.#varint(), MAX_POSITIONS) : 0;
-      c[1] = head & FIELD_HEADING ? Math.min(this.#varint(), MAX_POSITIONS) : 0;
-      c[2] = head & FIELD_BODY ? Math.min(this.#varint(), MAX_POSITIONS) : 0;
-    }
-    this.#next = this.#start + c[0]! + c[1]! + c[2]!;
-    return true;
-  }
-
-  /** Moves to the first posting with doc >= target. */
-  advanceTo(target: number): boolean {
-    while (this.doc < target) if (!this.next()) return false;
-    return true;
-  }
-
-  /** Decodes the current posting's positions in field slot f (0 title, 1 heading, 2 body) into `out`; returns how many. Fields must be asked in ascending order. */
-  positions(f: number, out: Int32Array): number {
-    const c = this.counts;
-    const n = c[f]!;
-    if (n === 0) return 0;
-    let target = this.#start;
-    for (let k = 0; k < f; k++) target += c[k]!;
-    const bytes = this.#positions;
-    let at = this.#byte;
-    for (let skip = target - this.#index; skip > 0; at++) if (bytes[at]! < 0x80) skip--;
-    let position = 0;
-    for (let k = 0; k < n; k++) {
-      let b = bytes[at++]!;
-      let value = b & 0x7f;
-      for (let scale = 0x80; b >= 0x80; scale *= 0x80) {
-        b = bytes[at++]!;
-        value += (b & 0x7f) * scale;
-      }
-      position = k === 0 ? value : position + value;
-      out[k] = position;
-    }
-    this.#byte = at;
-    this.#index = target + n;
-    return n;
-  }
-}
-
 const phraseScratch = Array.from({ length: 32 }, () => new Int32Array(MAX_POSITIONS));
 const phraseLengths = new Int32Array(32);
 const phraseCursors = new Int32Array(32);
 
 /** Occurrences of the phrase in field f of the current doc: positions p of word 0 with word w at p + w. */
-function phraseCount(lists: readonly PhraseList[], f: number): number {
+function phraseCount(lists: readonly PostingCursor[], f: number): number {
   const words = lists.length;
   for (let w = 0; w < words; w++) if (lists[w]!.counts[f] === 0) return 0;
   // A word repeated in the phrase ("new new york") shares its list: decode its positions once.
@@ -443,7 +350,7 @@ function phraseCount(lists: readonly PhraseList[], f: number): number {
 }
 
 /** Docs every list has (leapfrog over the distinct cursors): calls visit(doc) with each cursor on it. */
-function intersect(lists: readonly PhraseList[], visit: (doc: number) => void): void {
+function intersect(lists: readonly PostingCursor[], visit: (doc: number) => void): void {
   const cursors = [...new Set(lists)];
   for (const c of cursors) if (!c.next()) return;
   for (;;) {
@@ -460,9 +367,9 @@ function intersect(lists: readonly PhraseList[], visit: (doc: number) => void): 
   }
 }
 
-/** One PhraseList per distinct term of the phrase (the same object where a word repeats). */
-function sharedLists(infos: readonly TermInfo[], make: (info: TermInfo) => PhraseList): PhraseList[] {
-  const byTerm = new Map<string, PhraseList>();
+/** One PostingCursor per distinct term of the phrase (the same object where a word repeats). */
+function sharedLists(infos: readonly TermInfo[], make: (info: TermInfo) => PostingCursor): PostingCursor[] {
+  const byTerm = new Map<string, PostingCursor>();
   return infos.map((info) => {
     let list = byTerm.get(info.term);
     if (list === undefined) {
@@ -486,7 +393,7 @@ function accumulatePhrase(ctx: Context, segment: LiveSegment, terms: readonly st
   if (infos.every((i) => i.pageDf > 0)) {
     const lists = sharedLists(infos, (info) => {
       const p = segment.reader.postings(info);
-      return new PhraseList(p.pageDocs, p.pagePositions, p.pageDf, false);
+      return new PostingCursor(p.pageDocs, p.pagePositions, p.pageDf, false);
     });
     intersect(lists, (doc) => {
       if (segment.pageDeleted[doc] === 1) return;
@@ -504,7 +411,7 @@ function accumulatePhrase(ctx: Context, segment: LiveSegment, terms: readonly st
   if (infos.every((i) => i.anchorDf > 0)) {
     const lists = sharedLists(infos, (info) => {
       const p = segment.reader.postings(info);
-      return new PhraseList(p.anchorDocs, p.anchorPositions, p.anchorDf, true);
+      return new PostingCursor(p.anchorDocs, p.anchorPositions, p.anchorDf, true);
     });
     intersect(lists, (doc) => {
       if (segment.anchorDeleted[doc] === 1) return;

@@ -1,7 +1,7 @@
 /**
  * Ranking, as constants and pure functions: BM25F (Robertson, Zaragoza and Taylor, "Simple BM25
- * extension to multiple weighted fields", CIKM 2004) over title, headings, body and anchor text; the
- * page's link authority breaks ties.
+ * extension to multiple weighted fields", CIKM 2004) over title, headings, body and anchor text, plus
+ * the proximity of the query's words in the best results; the page's link authority breaks ties.
  *
  * Per query term t and result group g (a page plus the anchor text of its inlinks):
  *   tf~(t, g) = sum over fields f of  weight_f * tf_f(t, g) / (1 - b_f + b_f * length_f(g) / avgLength_f)
@@ -16,6 +16,23 @@
  * the site: "section" was in 548 of the PostgreSQL manual's 1,169 pages and in 998 links, so its
  * df passed N and its idf fell to zero. It is counted while the clause's postings are read (a mark
  * per group), so it costs no extra pass; clauses are still ordered by the dictionary's counts.
+ *
+ * Term proximity (Büttcher, Clarke and Lushman, "Term proximity scoring for ad-hoc retrieval on very
+ * large text collections", SIGIR 2006), added to the BM25F score of the best PROXIMITY_WINDOW (100)
+ * results of a query of two words or more (phrases aside: they are adjacent by definition):
+ *   occurrences of the query's words in each page field (title, headings, body; never across two),
+ *   in position order; for each two neighbours of different words v, w at distance d:
+ *     acc(v) += idf(w) / d^2,   acc(w) += idf(v) / d^2
+ *   prox(g)  = sum over words w of  min(1, idf(w)) * acc(w) * (k1 + 1) / (acc(w) + K),
+ *   K        = k1 * (1 - b_body + b_body * bodyLength / avgBodyLength)
+ * so words next to each other count as much as a further occurrence of a word, saturating as BM25
+ * does, and a word between two others separates them. Why: a known-item query names a page's topic
+ * in a few words, and the page that is about it has them in one sentence or heading, where another
+ * page mentions them in different places; BM25F sees only counts. It needs only the positions the
+ * index keeps for phrases. Measured alone (README): the held-out Python set 0.923 -> 0.981, the
+ * PostgreSQL set 0.845 -> 0.827 (two queries up, three down). Tao and Zhai's MinDist (SIGIR 2007),
+ * also tried, moved no query on either: in pages this long some two query words are almost always
+ * adjacent somewhere.
  *
  * Field weights: title 4, anchor text 3, headings 2, body 1 (a title or the words other pages use to
  * link to a page say more about it than a word in its body; Yioop and Nutch weight them alike).
@@ -59,4 +76,21 @@ export function saturate(tf: number): number {
  */
 export function tieKey(score: number): number {
   return Math.round(score * 1e4);
+}
+
+/** How many of the best results by BM25F get a proximity score. */
+export const PROXIMITY_WINDOW = 100;
+
+/**
+ * Büttcher et al.'s proximity score: acc[w] is the sum, over each pair of neighbouring occurrences of
+ * word w and another word v (nothing of the query between them), of idf(v) / distance^2.
+ */
+export function proximityScore(idfs: Float64Array, acc: Float64Array, bodyLength: number, avgBodyLength: number): number {
+  const k = K1 * (1 - FIELD_B.body + (FIELD_B.body * bodyLength) / Math.max(avgBodyLength, 1));
+  let score = 0;
+  for (let w = 0; w < acc.length; w++) {
+    const a = acc[w]!;
+    if (a > 0) score += (Math.min(1, idfs[w]!) * a * (K1 + 1)) / (a + k);
+  }
+  return score;
 }

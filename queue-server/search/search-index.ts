@@ -52,7 +52,8 @@ import { planMerge } from './merge-policy.js';
 import { inlineRunner, workerAvailable, workerRunner, type MergeMode, type MergeRunner } from './merge-runner.js';
 import { pageMetaTerms } from './meta-terms.js';
 import { parseQuery, type ParsedQuery } from './query-parser.js';
-import { tieKey } from './ranking.js';
+import { PROXIMITY_WINDOW, tieKey } from './ranking.js';
+import { proximityScores, type ProximityWord } from './proximity.js';
 import { PostingPool } from './posting-pool.js';
 import { SegmentBuilder, type StagedAnchor } from './segment-builder.js';
 import { buildSnippet } from './snippet.js';
@@ -635,35 +636,48 @@ export class SearchIndex {
     if (!Number.isInteger(limit) || limit < 1 || limit > SEARCH_LIMITS.limit) throw new IndexError('QUERY_INVALID', `limit must be a whole number from 1 to ${SEARCH_LIMITS.limit}, got ${limit}`);
     if (!Number.isInteger(offset) || offset < 0 || offset > SEARCH_LIMITS.offset) throw new IndexError('QUERY_INVALID', `offset must be a whole number from 0 to ${SEARCH_LIMITS.offset}, got ${offset}`);
     const parsed = typeof query === 'string' ? parseQuery(query) : query;
-    const matches = evaluate(this.#view(), parsed);
+    const view = this.#view();
+    const words: ProximityWord[] = [];
+    const matches = evaluate(view, parsed, words);
     const groups = this.#groups;
     // Ties are broken by URL hash here as in the order below, so that pages of results neither repeat nor skip a tied match.
     const byHash = (a: Match, b: Match): number => groups.hashHi[a.group]! - groups.hashHi[b.group]! || groups.hashLo[a.group]! - groups.hashLo[b.group]!;
     const before = (a: Match, b: Match): boolean => a.bm25f > b.bm25f || (a.bm25f === b.bm25f && byHash(a, b) < 0);
     const k = offset + limit;
-    let window = topByScore(matches, k, before);
-    let order: Match[];
-    if (options.authorityOf === undefined || window.length === 0) {
-      order = window.sort((a, b) => b.bm25f - a.bm25f || byHash(a, b));
+    // The best PROXIMITY_WINDOW by BM25F get their proximity score added; the rest keep BM25F, which
+    // is no more than any of theirs, so the first k by BM25F hold the first k by final score.
+    const proximity = words.length >= 2;
+    const ranked: Ranked[] = topByScore(matches, proximity ? Math.max(k, PROXIMITY_WINDOW) : k, before)
+      .sort((a, b) => b.bm25f - a.bm25f || byHash(a, b))
+      .map((m) => ({ group: m.group, bm25f: m.bm25f, score: m.bm25f }));
+    if (proximity) {
+      const scored = ranked.slice(0, PROXIMITY_WINDOW);
+      const bonus = proximityScores({ segments: view.segments, groups, avgBodyLength: view.stats.livePages > 0 ? view.stats.bodyTokens / view.stats.livePages : 1 }, words, scored.map((r) => r.group));
+      scored.forEach((r, i) => (r.score = r.bm25f + bonus[i]!));
+    }
+    let order: Ranked[];
+    if (options.authorityOf === undefined || ranked.length === 0) {
+      order = ranked.sort((a, b) => b.score - a.score || byHash(a, b));
     } else {
       // Authority orders only pages whose scores tie (ranking.ts says why), so the page asked for
       // needs every match tied with its last one, some of which topByScore may have left out.
-      const edge = tieKey(Math.min(...window.map((m) => m.bm25f)));
-      if (matches.length > window.length) {
-        const inWindow = new Set(window.map((m) => m.group));
-        window = window.concat(matches.filter((m) => tieKey(m.bm25f) === edge && !inWindow.has(m.group)));
+      ranked.sort((a, b) => tieKey(b.score) - tieKey(a.score) || b.score - a.score || byHash(a, b));
+      const edge = tieKey(ranked[Math.min(k, ranked.length) - 1]!.score);
+      if (matches.length > ranked.length) {
+        const inWindow = new Set(ranked.map((m) => m.group));
+        for (const m of matches) if (tieKey(m.bm25f) === edge && !inWindow.has(m.group)) ranked.push({ group: m.group, bm25f: m.bm25f, score: m.bm25f });
+        ranked.sort((a, b) => tieKey(b.score) - tieKey(a.score) || b.score - a.score || byHash(a, b));
       }
-      window.sort((a, b) => tieKey(b.bm25f) - tieKey(a.bm25f) || b.bm25f - a.bm25f || byHash(a, b));
       // A crawl database read per page, and only for pages in a tie.
       const cash = new Map<number, number>();
-      for (let i = 0; i < window.length; i++) {
-        const key = tieKey(window[i]!.bm25f);
-        if ((i > 0 && tieKey(window[i - 1]!.bm25f) === key) || (i + 1 < window.length && tieKey(window[i + 1]!.bm25f) === key)) {
-          const g = window[i]!.group;
+      for (let i = 0; i < ranked.length; i++) {
+        const key = tieKey(ranked[i]!.score);
+        if ((i > 0 && tieKey(ranked[i - 1]!.score) === key) || (i + 1 < ranked.length && tieKey(ranked[i + 1]!.score) === key)) {
+          const g = ranked[i]!.group;
           cash.set(g, Math.max(0, options.authorityOf(hashHex(groups.hashHi[g]!, groups.hashLo[g]!)) || 0));
         }
       }
-      order = window.sort((a, b) => tieKey(b.bm25f) - tieKey(a.bm25f) || (cash.get(b.group) ?? 0) - (cash.get(a.group) ?? 0) || b.bm25f - a.bm25f || byHash(a, b));
+      order = ranked.sort((a, b) => tieKey(b.score) - tieKey(a.score) || (cash.get(b.group) ?? 0) - (cash.get(a.group) ?? 0) || b.score - a.score || byHash(a, b));
     }
     const byId = this.#segmentsById();
     const results: SearchResult[] = [];
@@ -677,7 +691,7 @@ export class SearchIndex {
         url: head.url,
         title: head.title,
         snippet: options.snippets === false ? '' : buildSnippet(segment.reader.text(page), parsed.highlight, stemmerFor(language)),
-        score: Math.round(match.bm25f * 1e4) / 1e4,
+        score: Math.round(match.score * 1e4) / 1e4,
         fetchedAt: head.fetchedAt,
         language,
         urlHash: hashHex(groups.hashHi[group]!, groups.hashLo[group]!),
@@ -831,6 +845,13 @@ function wholeSegment(segment: LiveSegment): boolean {
 }
 
 /** The `k` best matches by `before` (unordered beyond that), in O(n log k). */
+/** A result being ranked: its BM25F score and its final score (BM25F plus proximity). */
+interface Ranked {
+  readonly group: number;
+  readonly bm25f: number;
+  score: number;
+}
+
 function topByScore(matches: readonly Match[], k: number, before: (a: Match, b: Match) => boolean): Match[] {
   if (matches.length <= k) return [...matches];
   // Min-heap of the best k seen.

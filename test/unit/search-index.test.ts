@@ -165,6 +165,18 @@ describe('search index', () => {
     await index.close();
   });
 
+  it('ranks a page with the words close together above one with them far apart', async () => {
+    const dir = tempDir();
+    const index = SearchIndex.open(dir, { merges: 'inline' });
+    // The far page's body is a word shorter, so BM25F alone puts it first.
+    index.stage(page('http://p.example/near', { title: 'Near', bodyText: 'lunar eclipse tonight seen from the hills' }));
+    index.stage(page('http://p.example/far', { title: 'Far', bodyText: 'lunar maps and one eclipse' }));
+    for (let i = 0; i < 10; i++) index.stage(page(`http://p.example/other${i}`, { title: 'Other', bodyText: 'nothing of the kind here' }));
+    index.commit();
+    expect(index.search('eclipse lunar').results.map((r) => r.url)).toEqual(['http://p.example/near', 'http://p.example/far']);
+    await index.close();
+  });
+
   it('installs a finished merge at the next commit, with no turn of the event loop in between', async () => {
     const dir = tempDir();
     // logBytes 1: each commit's log is checkpointed into a segment file (in the runner, installed at
