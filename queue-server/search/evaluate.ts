@@ -6,7 +6,8 @@
  * of its inlinks, and those live in different docs and often different segments, so matching "all
  * words" means all words somewhere in the group. After the first clause only groups that matched
  * every earlier clause are looked at. Phrases are verified per segment doc at a time (positions of
- * the words in one field of one doc), then accumulated like a term. Excluded clauses remove groups;
+ * the words in one field of one doc), then accumulated like a term. A clause's document frequency (for
+ * its idf) is counted as its postings are read: live groups, each once. Excluded clauses remove groups;
  * a group is a result only if its page doc is live (not gone, not a duplicate, not noindex).
  *
  * Cost: the postings of the query's terms, decoded once (doc streams only for words; positions only
@@ -47,7 +48,7 @@ export class Scratch {
   clause = new Int32Array(0);
   score = new Float64Array(0);
   tf = new Float64Array(0);
-  /** Per clause: the last clause that counted the group in its document frequency. */
+  /** Per group: the mark of the last clause that counted it in its document frequency (nextClause). */
   counted = new Uint32Array(0);
   #query = 0;
   #clause = 0;
@@ -169,7 +170,9 @@ export function evaluate(view: IndexView, query: ParsedQuery, words?: ProximityW
     accumulateClause(context, clause);
     const bit = c === 31 ? 0x80000000 : 1 << c;
     const weight = clause.scored ? idf(stats.livePages, context.df) : 0;
-    if (words !== undefined && clause.scored && clause.alternatives.every((a) => a.length === 1)) words.push({ terms: clause.alternatives.map((a) => a[0]!), idf: weight });
+    if (words !== undefined && clause.scored && clause.alternatives.every((a) => a.length === 1)) {
+      words.push({ terms: clause.alternatives.map((a) => a[0]!), idf: weight });
+    }
     for (const g of context.touched) {
       if (clause.scored) scratch.score[g] = scratch.score[g]! + weight * saturate(scratch.tf[g]!);
       scratch.mask[g] = (scratch.mask[g]! | bit) >>> 0;

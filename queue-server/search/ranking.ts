@@ -81,9 +81,9 @@ export function tieKey(score: number): number {
 /**
  * How many of the best results by BM25F get a proximity score: two pages of ten, so a page can move
  * up from the second page. Windows of 10, 20, 30, 50 and 100 gave the same MRR@10 on both measured
- * query sets; the cost grows with it (more segments' postings walked further): two- and three-word
- * queries' p95 on the benchmark's 100,000 documents was 11.4 / 8.9 ms at 10, 14.3 / 10.3 at 20 and
- * 22.3 / 12.2 at 100 (without proximity 15.5-16.6 / 7.4-8.2, in runs on a loaded machine).
+ * query sets. 100 cost most (two- and three-word p95 on the benchmark's 100,000 documents 22.3 / 12.2
+ * ms against 14.3 / 10.3 at 20, one series); 10 and 20 were within noise of each other, since either
+ * way nearly every segment holds a candidate and each word's postings are walked in each.
  */
 export const PROXIMITY_WINDOW = 20;
 

@@ -86,7 +86,7 @@ export interface SearchOptions {
   readonly limit?: number;
   /** Results skipped, 0 to 10,000 (default 0). */
   readonly offset?: number;
-  /** The URL's link authority (OPIC cash), given its 16-hex URL hash; default: none. */
+  /** The URL's link authority (OPIC cash), given its 16-hex URL hash, read only for results whose scores tie; default: none. */
   readonly authorityOf?: (urlHashHex: string) => number;
   /** Build snippets (default true); the benchmark ranks without them. */
   readonly snippets?: boolean;
