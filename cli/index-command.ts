@@ -46,7 +46,7 @@ export function indexCommand(): Command {
 
 export function searchCommand(): Command {
   return new Command('search')
-    .description('search the crawl\'s index: words (all must match), "exact phrases", -excluded, site:host, lang:xx; ranked by BM25F over title, anchor text, headings and body, with the OPIC score of the crawl database as link authority')
+    .description('search the crawl\'s index: words (all must match), "exact phrases", -excluded, site:host, lang:xx; ranked by BM25F over title, anchor text, headings and body and by the proximity of the words, ties broken by the OPIC score of the crawl database (link authority)')
     .option(DATA_OPTION.flags, 'data directory', DATA_OPTION.default)
     .option('--limit <n>', `results to print, 1 to ${SEARCH_LIMITS.limit}`, integerOption('--limit', 1, SEARCH_LIMITS.limit), 10)
     .option('--offset <n>', `results to skip, 0 to ${SEARCH_LIMITS.offset}`, integerOption('--offset', 0, SEARCH_LIMITS.offset), 0)

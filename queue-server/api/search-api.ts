@@ -21,8 +21,8 @@
  * before they are sent as they are, and escaped whole otherwise. The page carries no script, and the
  * admin page's headers (admin/security.ts: a CSP without inline script or style) forbid any.
  *
- * Ranking authority: the URL's OPIC cash from the crawl database (`score` of its record), see
- * search/ranking.ts and README "Search". tookMs is measured here with the monotonic clock.
+ * Ranking authority: the URL's OPIC cash from the crawl database (`score` of its record), which
+ * breaks ties between equal scores, see search/ranking.ts and README "Search". tookMs is measured here with the monotonic clock.
  */
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { urlHashFromHex } from '../../shared/url-hash.js';

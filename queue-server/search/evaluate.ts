@@ -6,7 +6,8 @@
  * of its inlinks, and those live in different docs and often different segments, so matching "all
  * words" means all words somewhere in the group. After the first clause only groups that matched
  * every earlier clause are looked at. Phrases are verified per segment doc at a time (positions of
- * the words in one field of one doc), then accumulated like a term. Excluded clauses remove groups;
+ * the words in one field of one doc), then accumulated like a term. A clause's document frequency (for
+ * its idf) is counted as its postings are read: live groups, each once. Excluded clauses remove groups;
  * a group is a result only if its page doc is live (not gone, not a duplicate, not noindex).
  *
  * Cost: the postings of the query's terms, decoded once (doc streams only for words; positions only
@@ -18,6 +19,8 @@ import type { LiveSegment } from './live-segment.js';
 import { langTerm, siteTerm } from './meta-terms.js';
 import type { Clause, ParsedQuery } from './query-parser.js';
 import { FIELD_B, FIELD_WEIGHTS, idf, saturate } from './ranking.js';
+import { PostingCursor } from './posting-cursor.js';
+import type { ProximityWord } from './proximity.js';
 import { FIELD_BODY, FIELD_HEADING, FIELD_TITLE, MAX_POSITIONS } from './segment-format.js';
 import type { TermInfo } from './segment-reader.js';
 import type { UrlGroups } from './url-groups.js';
@@ -45,7 +48,10 @@ export class Scratch {
   clause = new Int32Array(0);
   score = new Float64Array(0);
   tf = new Float64Array(0);
+  /** Per group: the mark of the last clause that counted it in its document frequency (nextClause). */
+  counted = new Uint32Array(0);
   #query = 0;
+  #clause = 0;
 
   begin(groups: number): number {
     if (this.stamp.length < groups) {
@@ -55,7 +61,9 @@ export class Scratch {
       this.clause = new Int32Array(n).fill(-1);
       this.score = new Float64Array(n);
       this.tf = new Float64Array(n);
+      this.counted = new Uint32Array(n);
       this.#query = 0;
+      this.#clause = 0;
     }
     this.#query++;
     if (this.#query >= 0xffffffff) {
@@ -63,6 +71,16 @@ export class Scratch {
       this.#query = 1;
     }
     return this.#query;
+  }
+
+  /** A fresh mark for one clause's document frequency count (compared with `counted`). */
+  nextClause(): number {
+    this.#clause++;
+    if (this.#clause >= 0xffffffff) {
+      this.counted.fill(0);
+      this.#clause = 1;
+    }
+    return this.#clause;
   }
 }
 
@@ -106,8 +124,11 @@ class Lookups {
   }
 }
 
-/** Matching groups with live pages and their BM25F scores (unordered), and the count. */
-export function evaluate(view: IndexView, query: ParsedQuery): Match[] {
+/**
+ * Matching groups with live pages and their BM25F scores (unordered). `words`, when given, receives
+ * each required word (not phrase) with its terms and idf, for proximity (proximity.ts).
+ */
+export function evaluate(view: IndexView, query: ParsedQuery, words?: ProximityWord[]): Match[] {
   const { segments, groups, stats, scratch } = view;
   const q = scratch.begin(groups.size);
   const lookups = new Lookups();
@@ -134,7 +155,7 @@ export function evaluate(view: IndexView, query: ParsedQuery): Match[] {
     body: stats.livePages > 0 ? stats.bodyTokens / stats.livePages : 1,
     anchor: stats.livePages > 0 ? stats.anchorTokens / stats.livePages : 1,
   };
-  const context: Context = { view, q, lookups, avg, prevBits: 0, clauseIndex: 0, touched: [], prune: false, removing: false, phraseMatches: 0 };
+  const context: Context = { view, q, lookups, avg, prevBits: 0, clauseIndex: 0, touched: [], prune: false, removing: false, dfMark: 0, df: 0 };
 
   let survivors: number[] = [];
   let bits = 0;
@@ -144,11 +165,14 @@ export function evaluate(view: IndexView, query: ParsedQuery): Match[] {
     context.prune = c > 0;
     context.prevBits = bits;
     context.touched = [];
-    context.phraseMatches = 0;
+    context.dfMark = scratch.nextClause();
+    context.df = 0;
     accumulateClause(context, clause);
     const bit = c === 31 ? 0x80000000 : 1 << c;
-    const isPhrase = clause.alternatives.some((a) => a.length > 1);
-    const weight = clause.scored ? idf(stats.livePages, isPhrase ? context.phraseMatches : clause.df) : 0;
+    const weight = clause.scored ? idf(stats.livePages, context.df) : 0;
+    if (words !== undefined && clause.scored && clause.alternatives.every((a) => a.length === 1)) {
+      words.push({ terms: clause.alternatives.map((a) => a[0]!), idf: weight });
+    }
     for (const g of context.touched) {
       if (clause.scored) scratch.score[g] = scratch.score[g]! + weight * saturate(scratch.tf[g]!);
       scratch.mask[g] = (scratch.mask[g]! | bit) >>> 0;
@@ -192,7 +216,9 @@ interface Context {
   prune: boolean;
   /** Excluded clauses: only mark groups (no scoring), no pruning. */
   removing: boolean;
-  phraseMatches: number;
+  /** The clause's document frequency: live groups with a posting of it, each counted once (`dfMark`). */
+  dfMark: number;
+  df: number;
 }
 
 /** Adds one doc's contribution to group g (tf~ for this clause), marking g as touched by the clause. */
@@ -204,6 +230,10 @@ function credit(ctx: Context, g: number, tf: number): void {
       ctx.touched.push(g);
     }
     return;
+  }
+  if (s.counted[g] !== ctx.dfMark) {
+    s.counted[g] = ctx.dfMark;
+    if (ctx.view.groups.entrySegment[g]! >= 0) ctx.df++;
   }
   if (ctx.prune) {
     if (s.stamp[g] !== ctx.q || (s.mask[g]! & ctx.prevBits) !== ctx.prevBits) return;
@@ -286,111 +316,12 @@ function nextVarint(bytes: Uint8Array): number {
   return value;
 }
 
-/**
- * A cursor over a term's postings for phrase matching: the doc stream is decoded one posting at a
- * time as the intersection advances (nothing is materialized), the position stream is read forward
- * only for the docs every word of the phrase has; skipping positions is a scan for varint
- * terminators, without decoding numbers.
- */
-class PhraseList {
-  doc = -1;
-  /** Kept positions of title, heading, body of the current posting (0: field absent). */
-  readonly counts = new Int32Array(3);
-  readonly #docs: Uint8Array;
-  readonly #positions: Uint8Array;
-  readonly #df: number;
-  readonly #anchor: boolean;
-  #i = 0;
-  #docAt = 0;
-  /** Varint index in the position stream where the current posting's positions start. */
-  #start = 0;
-  #next = 0;
-  /** Read position in the position stream: byte offset and varint index. */
-  #byte = 0;
-  #index = 0;
-
-  constructor(docBytes: Uint8Array, positions: Uint8Array, df: number, anchor: boolean) {
-    this.#docs = docBytes;
-    this.#positions = positions;
-    this.#df = df;
-    this.#anchor = anchor;
-  }
-
-  #varint(): number {
-    const bytes = this.#docs;
-    let b = bytes[this.#docAt++]!;
-    let value = b & 0x7f;
-    for (let scale = 0x80; b >= 0x80; scale *= 0x80) {
-      b = bytes[this.#docAt++]!;
-      value += (b & 0x7f) * scale;
-    }
-    return value;
-  }
-
-  /** Moves to the next posting; false (doc = +Infinity) when there is none. */
-  next(): boolean {
-    if (this.#i >= this.#df) {
-      this.doc = Number.POSITIVE_INFINITY;
-      return false;
-    }
-    this.#i++;
-    this.#start = this.#next;
-    const c = this.counts;
-    if (this.#anchor) {
-      this.doc += this.#varint();
-      c[0] = 0;
-      c[1] = 0;
-      c[2] = Math.min(this.#varint(), MAX_POSITIONS);
-    } else {
-      const head = this.#varint();
-      this.doc += Math.floor(head / 16);
-      c[0] = head & FIELD_TITLE ? Math.min(this.#varint(), MAX_POSITIONS) : 0;
-      c[1] = head & FIELD_HEADING ? Math.min(this.#varint(), MAX_POSITIONS) : 0;
-      c[2] = head & FIELD_BODY ? Math.min(this.#varint(), MAX_POSITIONS) : 0;
-    }
-    this.#next = this.#start + c[0]! + c[1]! + c[2]!;
-    return true;
-  }
-
-  /** Moves to the first posting with doc >= target. */
-  advanceTo(target: number): boolean {
-    while (this.doc < target) if (!this.next()) return false;
-    return true;
-  }
-
-  /** Decodes the current posting's positions in field slot f (0 title, 1 heading, 2 body) into `out`; returns how many. Fields must be asked in ascending order. */
-  positions(f: number, out: Int32Array): number {
-    const c = this.counts;
-    const n = c[f]!;
-    if (n === 0) return 0;
-    let target = this.#start;
-    for (let k = 0; k < f; k++) target += c[k]!;
-    const bytes = this.#positions;
-    let at = this.#byte;
-    for (let skip = target - this.#index; skip > 0; at++) if (bytes[at]! < 0x80) skip--;
-    let position = 0;
-    for (let k = 0; k < n; k++) {
-      let b = bytes[at++]!;
-      let value = b & 0x7f;
-      for (let scale = 0x80; b >= 0x80; scale *= 0x80) {
-        b = bytes[at++]!;
-        value += (b & 0x7f) * scale;
-      }
-      position = k === 0 ? value : position + value;
-      out[k] = position;
-    }
-    this.#byte = at;
-    this.#index = target + n;
-    return n;
-  }
-}
-
 const phraseScratch = Array.from({ length: 32 }, () => new Int32Array(MAX_POSITIONS));
 const phraseLengths = new Int32Array(32);
 const phraseCursors = new Int32Array(32);
 
 /** Occurrences of the phrase in field f of the current doc: positions p of word 0 with word w at p + w. */
-function phraseCount(lists: readonly PhraseList[], f: number): number {
+function phraseCount(lists: readonly PostingCursor[], f: number): number {
   const words = lists.length;
   for (let w = 0; w < words; w++) if (lists[w]!.counts[f] === 0) return 0;
   // A word repeated in the phrase ("new new york") shares its list: decode its positions once.
@@ -422,7 +353,7 @@ function phraseCount(lists: readonly PhraseList[], f: number): number {
 }
 
 /** Docs every list has (leapfrog over the distinct cursors): calls visit(doc) with each cursor on it. */
-function intersect(lists: readonly PhraseList[], visit: (doc: number) => void): void {
+function intersect(lists: readonly PostingCursor[], visit: (doc: number) => void): void {
   const cursors = [...new Set(lists)];
   for (const c of cursors) if (!c.next()) return;
   for (;;) {
@@ -439,9 +370,9 @@ function intersect(lists: readonly PhraseList[], visit: (doc: number) => void): 
   }
 }
 
-/** One PhraseList per distinct term of the phrase (the same object where a word repeats). */
-function sharedLists(infos: readonly TermInfo[], make: (info: TermInfo) => PhraseList): PhraseList[] {
-  const byTerm = new Map<string, PhraseList>();
+/** One PostingCursor per distinct term of the phrase (the same object where a word repeats). */
+function sharedLists(infos: readonly TermInfo[], make: (info: TermInfo) => PostingCursor): PostingCursor[] {
+  const byTerm = new Map<string, PostingCursor>();
   return infos.map((info) => {
     let list = byTerm.get(info.term);
     if (list === undefined) {
@@ -465,7 +396,7 @@ function accumulatePhrase(ctx: Context, segment: LiveSegment, terms: readonly st
   if (infos.every((i) => i.pageDf > 0)) {
     const lists = sharedLists(infos, (info) => {
       const p = segment.reader.postings(info);
-      return new PhraseList(p.pageDocs, p.pagePositions, p.pageDf, false);
+      return new PostingCursor(p.pageDocs, p.pagePositions, p.pageDf, false);
     });
     intersect(lists, (doc) => {
       if (segment.pageDeleted[doc] === 1) return;
@@ -473,7 +404,6 @@ function accumulatePhrase(ctx: Context, segment: LiveSegment, terms: readonly st
       const fh = phraseCount(lists, 1);
       const fb = phraseCount(lists, 2);
       if (ft + fh + fb === 0) return;
-      ctx.phraseMatches++;
       let tf = 0;
       if (ft > 0) tf += (FIELD_WEIGHTS.title * ft) / (1 - FIELD_B.title + (FIELD_B.title * cols.pageTitleLength[doc]!) / avg.title);
       if (fh > 0) tf += (FIELD_WEIGHTS.heading * fh) / (1 - FIELD_B.heading + (FIELD_B.heading * cols.pageHeadingLength[doc]!) / avg.heading);
@@ -484,13 +414,12 @@ function accumulatePhrase(ctx: Context, segment: LiveSegment, terms: readonly st
   if (infos.every((i) => i.anchorDf > 0)) {
     const lists = sharedLists(infos, (info) => {
       const p = segment.reader.postings(info);
-      return new PhraseList(p.anchorDocs, p.anchorPositions, p.anchorDf, true);
+      return new PostingCursor(p.anchorDocs, p.anchorPositions, p.anchorDf, true);
     });
     intersect(lists, (doc) => {
       if (segment.anchorDeleted[doc] === 1) return;
       const f = phraseCount(lists, 2);
       if (f === 0) return;
-      ctx.phraseMatches++;
       const g = groups.canonical(segment.anchorTarget[doc]!);
       credit(ctx, g, (FIELD_WEIGHTS.anchor * f) / (1 - FIELD_B.anchor + (FIELD_B.anchor * groups.groupAnchorLength[g]!) / avg.anchor));
     });

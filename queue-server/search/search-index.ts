@@ -52,7 +52,8 @@ import { planMerge } from './merge-policy.js';
 import { inlineRunner, workerAvailable, workerRunner, type MergeMode, type MergeRunner } from './merge-runner.js';
 import { pageMetaTerms } from './meta-terms.js';
 import { parseQuery, type ParsedQuery } from './query-parser.js';
-import { AUTHORITY_WINDOW, withAuthority } from './ranking.js';
+import { PROXIMITY_WINDOW, tieKey } from './ranking.js';
+import { proximityScores, type ProximityWord } from './proximity.js';
 import { PostingPool } from './posting-pool.js';
 import { SegmentBuilder, type StagedAnchor } from './segment-builder.js';
 import { buildSnippet } from './snippet.js';
@@ -85,7 +86,7 @@ export interface SearchOptions {
   readonly limit?: number;
   /** Results skipped, 0 to 10,000 (default 0). */
   readonly offset?: number;
-  /** The URL's link authority (OPIC cash), given its 16-hex URL hash; default: none. */
+  /** The URL's link authority (OPIC cash), given its 16-hex URL hash, read only for results whose scores tie; default: none. */
   readonly authorityOf?: (urlHashHex: string) => number;
   /** Build snippets (default true); the benchmark ranks without them. */
   readonly snippets?: boolean;
@@ -635,28 +636,53 @@ export class SearchIndex {
     if (!Number.isInteger(limit) || limit < 1 || limit > SEARCH_LIMITS.limit) throw new IndexError('QUERY_INVALID', `limit must be a whole number from 1 to ${SEARCH_LIMITS.limit}, got ${limit}`);
     if (!Number.isInteger(offset) || offset < 0 || offset > SEARCH_LIMITS.offset) throw new IndexError('QUERY_INVALID', `offset must be a whole number from 0 to ${SEARCH_LIMITS.offset}, got ${offset}`);
     const parsed = typeof query === 'string' ? parseQuery(query) : query;
-    const matches = evaluate(this.#view(), parsed);
+    const view = this.#view();
+    const words: ProximityWord[] = [];
+    const matches = evaluate(view, parsed, words);
     const groups = this.#groups;
-    // Without authority only the page asked for needs ordering; with it, the rescoring window.
     // Ties are broken by URL hash here as in the order below, so that pages of results neither repeat nor skip a tied match.
-    const before = (a: Match, b: Match): boolean => a.bm25f > b.bm25f || (a.bm25f === b.bm25f && (groups.hashHi[a.group]! - groups.hashHi[b.group]! || groups.hashLo[a.group]! - groups.hashLo[b.group]!) < 0);
-    const window = topByScore(matches, options.authorityOf === undefined ? offset + limit : Math.max(AUTHORITY_WINDOW, offset + limit), before);
-    let scores = window.map((m) => m.bm25f);
-    if (options.authorityOf !== undefined) {
-      const cash = window.map((m) => Math.max(0, options.authorityOf!(hashHex(groups.hashHi[m.group]!, groups.hashLo[m.group]!)) || 0));
-      const max = Math.max(0, ...cash);
-      scores = window.map((m, i) => withAuthority(m.bm25f, cash[i]!, max));
+    const byHash = (a: Match, b: Match): number => groups.hashHi[a.group]! - groups.hashHi[b.group]! || groups.hashLo[a.group]! - groups.hashLo[b.group]!;
+    const before = (a: Match, b: Match): boolean => a.bm25f > b.bm25f || (a.bm25f === b.bm25f && byHash(a, b) < 0);
+    const k = offset + limit;
+    // The best PROXIMITY_WINDOW by BM25F get their proximity score added; the rest keep BM25F, which
+    // is no more than any of theirs, so the first k by BM25F hold the first k by final score.
+    const proximity = words.length >= 2;
+    const ranked: Ranked[] = topByScore(matches, proximity ? Math.max(k, PROXIMITY_WINDOW) : k, before)
+      .sort((a, b) => b.bm25f - a.bm25f || byHash(a, b))
+      .map((m) => ({ group: m.group, bm25f: m.bm25f, score: m.bm25f }));
+    if (proximity) {
+      const scored = ranked.slice(0, PROXIMITY_WINDOW);
+      const bonus = proximityScores({ segments: view.segments, groups, avgBodyLength: view.stats.livePages > 0 ? view.stats.bodyTokens / view.stats.livePages : 1 }, words, scored.map((r) => r.group));
+      scored.forEach((r, i) => (r.score = r.bm25f + bonus[i]!));
     }
-    const order = window.map((_, i) => i).sort((a, b) => {
-      if (scores[b] !== scores[a]) return scores[b]! - scores[a]!;
-      const ga = window[a]!.group;
-      const gb = window[b]!.group;
-      return groups.hashHi[ga]! - groups.hashHi[gb]! || groups.hashLo[ga]! - groups.hashLo[gb]!;
-    });
+    let order: Ranked[];
+    if (options.authorityOf === undefined || ranked.length === 0) {
+      order = ranked.sort((a, b) => b.score - a.score || byHash(a, b));
+    } else {
+      // Authority orders only pages whose scores tie (ranking.ts says why), so the page asked for
+      // needs every match tied with its last one, some of which topByScore may have left out.
+      ranked.sort((a, b) => tieKey(b.score) - tieKey(a.score) || b.score - a.score || byHash(a, b));
+      const edge = tieKey(ranked[Math.min(k, ranked.length) - 1]!.score);
+      if (matches.length > ranked.length) {
+        const inWindow = new Set(ranked.map((m) => m.group));
+        for (const m of matches) if (tieKey(m.bm25f) === edge && !inWindow.has(m.group)) ranked.push({ group: m.group, bm25f: m.bm25f, score: m.bm25f });
+        ranked.sort((a, b) => tieKey(b.score) - tieKey(a.score) || b.score - a.score || byHash(a, b));
+      }
+      // A crawl database read per page, and only for pages in a tie.
+      const cash = new Map<number, number>();
+      for (let i = 0; i < ranked.length; i++) {
+        const key = tieKey(ranked[i]!.score);
+        if ((i > 0 && tieKey(ranked[i - 1]!.score) === key) || (i + 1 < ranked.length && tieKey(ranked[i + 1]!.score) === key)) {
+          const g = ranked[i]!.group;
+          cash.set(g, Math.max(0, options.authorityOf(hashHex(groups.hashHi[g]!, groups.hashLo[g]!)) || 0));
+        }
+      }
+      order = ranked.sort((a, b) => tieKey(b.score) - tieKey(a.score) || (cash.get(b.group) ?? 0) - (cash.get(a.group) ?? 0) || b.score - a.score || byHash(a, b));
+    }
     const byId = this.#segmentsById();
     const results: SearchResult[] = [];
-    for (const i of order.slice(offset, offset + limit)) {
-      const group = window[i]!.group;
+    for (const match of order.slice(offset, offset + limit)) {
+      const group = match.group;
       const segment = byId.get(groups.entrySegment[group]!)!;
       const page = segment.pageOf(groups.entryIndex[group]!);
       const head = segment.reader.head(page);
@@ -665,7 +691,7 @@ export class SearchIndex {
         url: head.url,
         title: head.title,
         snippet: options.snippets === false ? '' : buildSnippet(segment.reader.text(page), parsed.highlight, stemmerFor(language)),
-        score: Math.round(scores[i]! * 1e4) / 1e4,
+        score: Math.round(match.score * 1e4) / 1e4,
         fetchedAt: head.fetchedAt,
         language,
         urlHash: hashHex(groups.hashHi[group]!, groups.hashLo[group]!),
@@ -822,6 +848,13 @@ function wholeSegment(segment: LiveSegment): boolean {
 }
 
 /** The `k` best matches by `before` (unordered beyond that), in O(n log k). */
+/** A result being ranked: its BM25F score and its final score (BM25F plus proximity). */
+interface Ranked {
+  readonly group: number;
+  readonly bm25f: number;
+  score: number;
+}
+
 function topByScore(matches: readonly Match[], k: number, before: (a: Match, b: Match) => boolean): Match[] {
   if (matches.length <= k) return [...matches];
   // Min-heap of the best k seen.

@@ -6,9 +6,12 @@
  * (fetcher/html-extract.ts): title, headings, visible text and the anchor text of each outlink. Each
  * page's link authority is its OPIC cash in the crawl database (the `score` the search ranks with).
  *
- *   npm run build && node scripts/bench-index/crawl-pages.mjs [--corpus small] [--out DIR]
+ *   npm run build && node scripts/bench-index/crawl-pages.mjs [--corpus small] [--order bfs|opic] [--out DIR]
  *
- * Writes DIR/pages.jsonl and DIR/authority.json (default DIR: out/crawl-pages-CORPUS), the inputs of
+ * `--order` is the crawl's (`petrel crawl --order`, default bfs): with bfs a URL's cash is the share of the
+ * page that found it first, with opic it also gets a share from every page that links to it later.
+ * Writes DIR/pages.jsonl and DIR/authority.json (default DIR: out/crawl-pages-CORPUS, out/crawl-pages-CORPUS-opic
+ * with --order opic), the inputs of
  *   node scripts/bench-index/quality.mjs --pages DIR/pages.jsonl --authority DIR/authority.json --queries queries/postgresql-15.json
  * Nothing is fetched beyond loopback: nginx listens on the corpus's 127.x address and the crawl's scope is
  * that host.
@@ -42,7 +45,12 @@ if (!existsSync(corpus.root)) {
   process.stderr.write(`crawl-pages: ${corpus.root} is missing: apt-get install -y ${corpus.debianPackage}\n`);
   process.exit(1);
 }
-const out = resolve(option('out', join(fileURLToPath(new URL('.', import.meta.url)), 'out', `crawl-pages-${corpus.name}`)));
+const order = option('order', 'bfs');
+if (order !== 'bfs' && order !== 'opic') {
+  process.stderr.write(`crawl-pages: --order is bfs or opic, got ${order}\n`);
+  process.exit(2);
+}
+const out = resolve(option('out', join(fileURLToPath(new URL('.', import.meta.url)), 'out', `crawl-pages-${corpus.name}${order === 'bfs' ? '' : `-${order}`}`)));
 rmSync(out, { recursive: true, force: true });
 mkdirSync(out, { recursive: true });
 const dataDir = join(out, 'data');
@@ -51,7 +59,7 @@ const petrel = join(root, 'dist/cli/petrel.js');
 const nginx = await startNginx({ root: corpus.root, ip: corpus.ip, dir: join(out, 'nginx'), expiresS: 0 });
 try {
   const started = Date.now();
-  await run([petrel, 'crawl', '--seed', `${nginx.origin}/index.html`, '--data', dataDir, '--scope', 'host', '--delay-ms', '0', '--host-concurrency', '16', '--no-progress'], null);
+  await run([petrel, 'crawl', '--seed', `${nginx.origin}/index.html`, '--data', dataDir, '--scope', 'host', '--delay-ms', '0', '--host-concurrency', '16', '--order', order, '--no-progress'], null);
   process.stderr.write(`crawl-pages: crawled ${nginx.origin} in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
 } finally {
   await nginx.stop();

@@ -128,6 +128,52 @@ describe('search index', () => {
     const second = index.search('egret').results[1]!.urlHash;
     const boosted = index.search('egret', { authorityOf: (hex) => (hex === second ? 50 : 1) }).results;
     expect(boosted[0]!.urlHash).toBe(second);
+    // A page of one result holds the tied page with more authority, the next page the other.
+    const byCash = { authorityOf: (hex: string) => (hex === second ? 50 : 1), limit: 1 };
+    expect(index.search('egret', byCash).results[0]!.urlHash).toBe(second);
+    expect(index.search('egret', { ...byCash, offset: 1 }).results[0]!.urlHash).not.toBe(second);
+    await index.close();
+  });
+
+  it('lets authority order only tied scores, never lift a weaker text match', async () => {
+    const dir = tempDir();
+    const index = SearchIndex.open(dir, { merges: 'inline' });
+    // Both have the word once in their body, the leaf's shorter: a text score a sixth higher.
+    index.stage(page('http://a.example/leaf', { title: 'Falcons', bodyText: 'kestrel hovering' }));
+    index.stage(page('http://a.example/hub', { title: 'Birds', bodyText: 'kestrel owls gulls' }));
+    index.commit();
+    const hub = index.search('kestrel', { limit: 2 }).results.find((r) => r.url === 'http://a.example/hub')!.urlHash;
+    // The hub's cash is a thousand times the leaf's (a table of contents near the seed).
+    const results = index.search('kestrel', { authorityOf: (hex) => (hex === hub ? 1 : 0.001) }).results;
+    expect(results.map((r) => r.url)).toEqual(['http://a.example/leaf', 'http://a.example/hub']);
+    await index.close();
+  });
+
+  it('counts a word\'s document frequency in pages, not in the links whose anchor text has it', async () => {
+    const dir = tempDir();
+    const index = SearchIndex.open(dir, { merges: 'inline' });
+    // walrus: in two pages and in the anchor text of twenty links to a third; tusk: in seven pages.
+    index.stage(page('http://w.example/x', { title: 'X', bodyText: 'walrus walrus tusk' }));
+    index.stage(page('http://w.example/y', { title: 'Y', bodyText: 'walrus tusk tusk' }));
+    for (let i = 0; i < 5; i++) index.stage(page(`http://w.example/tusk${i}`, { title: 'T', bodyText: 'tusk' }));
+    index.stage(page('http://w.example/z', { title: 'Z', bodyText: 'the linked page' }));
+    for (let i = 0; i < 20; i++) index.stage(page(`http://w.example/source${i}`, { title: 'S', bodyText: 'links', anchors: [{ url: 'http://w.example/z', text: 'walrus' }] }));
+    index.commit();
+    // walrus is in 3 of 28 pages (x, y and z by its anchor text), tusk in 7: walrus is the rarer word,
+    // so the page with it twice comes first (counting the 20 links, walrus would seem the commoner).
+    expect(index.search('walrus tusk').results.map((r) => r.url)).toEqual(['http://w.example/x', 'http://w.example/y']);
+    await index.close();
+  });
+
+  it('ranks a page with the words close together above one with them far apart', async () => {
+    const dir = tempDir();
+    const index = SearchIndex.open(dir, { merges: 'inline' });
+    // The far page's body is a word shorter, so BM25F alone puts it first.
+    index.stage(page('http://p.example/near', { title: 'Near', bodyText: 'lunar eclipse tonight seen from the hills' }));
+    index.stage(page('http://p.example/far', { title: 'Far', bodyText: 'lunar maps and one eclipse' }));
+    for (let i = 0; i < 10; i++) index.stage(page(`http://p.example/other${i}`, { title: 'Other', bodyText: 'nothing of the kind here' }));
+    index.commit();
+    expect(index.search('eclipse lunar').results.map((r) => r.url)).toEqual(['http://p.example/near', 'http://p.example/far']);
     await index.close();
   });
 
