@@ -150,7 +150,9 @@ export class CrawlService extends EventEmitter<{
    */
   #durable(): Promise<void> {
     if (this.#pendingCommit !== null) return this.#pendingCommit.done;
-    const wait = Math.max(0, this.#lastCommitAt + this.#commitIntervalMs - this.#clock());
+    // A one-shot crawl these results finished has no more posts to share the commit with: commit
+    // now rather than hold the last acknowledgement (and the exit) for the rest of the window.
+    const wait = this.#crawl.finished() ? 0 : Math.max(0, this.#lastCommitAt + this.#commitIntervalMs - this.#clock());
     let settle!: { resolve: () => void; reject: (error: unknown) => void };
     const done = new Promise<void>((resolve, reject) => (settle = { resolve, reject }));
     const commitNow = () => {
