@@ -39,7 +39,7 @@ export function gzipMember(parts: readonly Uint8Array[], level: number): Buffer 
     crc = crc32(part, crc);
     size += part.length;
   }
-  const deflated = deflateRawSync(parts.length === 1 ? parts[0]! : Buffer.concat(parts, size), { level });
+  const deflated = deflateRawSync(parts.length === 1 ? parts[0]! : Buffer.concat(parts, size), { level, ...windowFor(size) });
   const member = Buffer.allocUnsafe(MEMBER_HEADER_BYTES + deflated.length + TRAILER_BYTES);
   member[0] = 0x1f;
   member[1] = 0x8b;
@@ -57,6 +57,19 @@ export function gzipMember(parts: readonly Uint8Array[], level: number): Buffer 
   member.writeUInt32LE(crc >>> 0, member.length - 8);
   member.writeUInt32LE(size >>> 0, member.length - 4);
   return member;
+}
+
+/**
+ * zlib's window and hash sizes for `size` bytes of input: a window no larger than the input needs (a
+ * match can reach back no further than the input's start anyway), and a hash table to match. zlib
+ * allocates and clears both for every member; at its defaults (a 32 KiB window, memLevel 8) that was
+ * 13 % of the instructions of building a page's two records, most of it for a request record of a
+ * few hundred bytes (callgrind over 1,600 captures of the PostgreSQL manual's pages). Raw deflate
+ * takes windowBits 9 to 15.
+ */
+export function windowFor(size: number): { windowBits: number; memLevel: number } {
+  const windowBits = Math.min(15, Math.max(9, Math.ceil(Math.log2(size + 1))));
+  return { windowBits, memLevel: Math.max(1, windowBits - 7) };
 }
 
 /**
