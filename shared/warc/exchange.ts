@@ -83,6 +83,9 @@ const MAX_URL_CHARS = 8192;
  */
 export const DEFAULT_GZIP_LEVEL = 6;
 
+/** The payload digest of a request record: a GET has no body, so it is the SHA-1 of nothing (a test checks it). */
+export const EMPTY_PAYLOAD_DIGEST = 'sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ';
+
 export interface CaptureOptions {
   /** Body bytes stored at most; the fetcher's --max-body-bytes. */
   readonly maxBodyBytes: number;
@@ -114,7 +117,7 @@ export function buildCapture(exchange: Exchange, options: CaptureOptions): Captu
   const common = { date: exchange.startedAt, targetUri: url, ipAddress };
   const requestRecord = gzipMember(
     recordParts(
-      { ...common, type: 'request', recordId: requestId, concurrentTo: responseId, contentType: 'application/http;msgtype=request', payloadDigest: sha1Digest([]) },
+      { ...common, type: 'request', recordId: requestId, concurrentTo: responseId, contentType: 'application/http;msgtype=request', payloadDigest: EMPTY_PAYLOAD_DIGEST },
       [exchange.requestHead],
     ),
     level,

@@ -10,10 +10,10 @@ import { gunzipSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { captureFromWire, captureToWire, captureWireSchema } from '../../shared/warc/capture-wire.js';
 import { WarcError } from '../../shared/warc/errors.js';
-import { buildCapture, buildRevisitRecord, buildWarcinfoRecord, MAX_HEAD_BYTES, type Capture, type Exchange } from '../../shared/warc/exchange.js';
+import { buildCapture, buildRevisitRecord, buildWarcinfoRecord, EMPTY_PAYLOAD_DIGEST, MAX_HEAD_BYTES, type Capture, type Exchange } from '../../shared/warc/exchange.js';
 import { memberLength } from '../../shared/warc/gzip-member.js';
 import { responseHead } from '../../shared/warc/http-head.js';
-import { warcDate } from '../../shared/warc/record.js';
+import { sha1Digest, warcDate } from '../../shared/warc/record.js';
 import { checkWarcFile, fetchExchange, sha1Base32 } from '../support/warc-exchange.js';
 
 const HTML = `<!doctype html><html><head><title>Page</title></head><body>${'<p>Some text of a page, repeated. </p>'.repeat(200)}</body></html>`;
@@ -183,6 +183,12 @@ describe('WARC records of real exchanges', () => {
       expect((caught as WarcError).code).toBe('WARC_EXCHANGE_INVALID');
       expect((caught as WarcError).disposition).toBe('skip');
     }
+  });
+});
+
+describe('the request record of a GET', () => {
+  it('states the payload digest of an empty payload, the SHA-1 of nothing', () => {
+    expect(EMPTY_PAYLOAD_DIGEST).toBe(sha1Digest([]));
   });
 });
 
