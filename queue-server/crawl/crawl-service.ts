@@ -116,6 +116,10 @@ export class CrawlService extends EventEmitter<{
         return { kind: 'schedule', schedule };
       }
       this.#afterChange(false);
+      // This claim's own look may have ended the crawl (its last URLs given up): #afterChange woke the
+      // waiters then, before this one waits, and will not again. Without this check it would wait out
+      // its whole waitMs, and a one-shot crawl would close before telling the fetcher `done`.
+      if (this.#crawl.finished() && this.#storageError === null) continue;
       const remaining = deadline - this.#clock();
       if (remaining <= 0 || signal?.aborted) return { kind: 'wait' };
       if (!(await this.#workAvailable.wait(remaining, signal))) return { kind: 'wait' };
