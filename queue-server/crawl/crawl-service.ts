@@ -33,11 +33,13 @@ export type DisplayState = 'running' | 'idle' | 'paused' | 'stopped' | 'done';
 /**
  * Events: `change` (anything the status shows), `finished` (a one-shot crawl ended), `settings` (the
  * crawl's settings or its stopped state changed: the daemon saves them), `storage-error` and
- * `storage-recovered` (commits failing, and working again).
+ * `storage-recovered` (commits failing, and working again), `closed` (the daemon is shutting down:
+ * status streams end, so they do not hold the drain).
  */
 export class CrawlService extends EventEmitter<{
   change: [];
   finished: [];
+  closed: [];
   settings: [config: CrawlConfig, stopped: boolean];
   /** A commit failed (first failure, and every failed retry after it). */
   'storage-error': [StorageErrorState];
@@ -406,6 +408,7 @@ export class CrawlService extends EventEmitter<{
     if (this.#storageRetry !== null) clearTimeout(this.#storageRetry);
     this.#storageRetry = null;
     this.#workAvailable.notifyAll();
+    this.emit('closed');
   }
 
   #afterChange(mayHaveWork: boolean): void {
