@@ -94,8 +94,25 @@ function hostOf(origin: string): string {
   }
 }
 
-export function followProgress(serverUrl: string, token: string, out: NodeJS.WriteStream): () => void {
+export interface Progress {
+  /** Ends the stream (and the line, on a terminal). */
+  stop(): void;
+  /**
+   * Resolves once progress has shown a status of the crawl at its end (a one-shot crawl's `idle`: no
+   * robots.txt attempt or URL left, so every line it has to say is said), once the stream is over, or
+   * after `timeoutMs` (a stream that never opens must not hold up the end of the crawl).
+   */
+  shownEnd(timeoutMs: number): Promise<void>;
+}
+
+export function followProgress(serverUrl: string, token: string, out: NodeJS.WriteStream): Progress {
   const controller = new AbortController();
+  let endShown = false;
+  const endWaiters: (() => void)[] = [];
+  const onEndShown = () => {
+    endShown = true;
+    for (const wake of endWaiters.splice(0)) wake();
+  };
   const tty = out.isTTY === true;
   let lastPrinted = 0;
   let latest: string | null = null;
@@ -126,6 +143,7 @@ export function followProgress(serverUrl: string, token: string, out: NodeJS.Wri
       say(`petrel crawl: ${formatBackedOffHost(host, serverNow)}`);
     }
     show(formatProgress(status));
+    if (status.state === 'idle') onEndShown();
   };
   void (async () => {
     // The client retries until the stream begins (a queue server still starting); the stream then
@@ -146,11 +164,24 @@ export function followProgress(serverUrl: string, token: string, out: NodeJS.Wri
     } catch {
       // Stopped, or the queue server went away.
     } finally {
+      onEndShown();
       await client.close().catch(() => undefined);
     }
   })();
-  return () => {
-    controller.abort();
-    if (tty && latest !== null) out.write('\n');
+  return {
+    stop: () => {
+      controller.abort();
+      if (tty && latest !== null) out.write('\n');
+    },
+    shownEnd: (timeoutMs) =>
+      endShown
+        ? Promise.resolve()
+        : new Promise((resolve) => {
+            const timer = setTimeout(resolve, timeoutMs);
+            endWaiters.push(() => {
+              clearTimeout(timer);
+              resolve();
+            });
+          }),
   };
 }
