@@ -7,6 +7,11 @@
  * they hold (each then says "queue server unreachable"), and results would be lost. So a supervised
  * child (PETREL_SUPERVISED=1 in its environment) leaves SIGINT to its supervisor, which stops the
  * fetchers first (SIGTERM: they finish and deliver their slots) and the queue server last.
+ *
+ * The same order holds when a one-shot crawl ends by itself: a supervised `queue-server --once` says
+ * `crawl-over` on stdout and keeps answering (every claim is told `done`) until its supervisor, once
+ * the fetchers are gone, sends SIGTERM. A fetcher that started late, after the crawl was over, then
+ * hears `done` instead of finding the port closed.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
@@ -21,14 +26,18 @@ export function spawnPetrel(args: string[], inherit: readonly number[] = []): Ch
   return spawn(process.execPath, [PETREL, ...args], { stdio: ['ignore', 'pipe', 'pipe', ...inherit], env: { ...process.env, [SUPERVISED]: '1' } });
 }
 
+/** Whether `petrel crawl` or `petrel start` started this process (spawnPetrel). */
+export function isSupervised(): boolean {
+  return process.env[SUPERVISED] === '1';
+}
+
 /**
  * Signal handling of a command that a supervisor may have started: SIGTERM always calls
  * `onTerminate`; SIGINT calls `onInterrupt`, unless a supervisor started this process (it sends
  * SIGTERM when it is this process's turn to stop).
  */
 export function supervisedSignals(handlers: { onInterrupt: () => void; onTerminate: () => void }): void {
-  const supervised = process.env[SUPERVISED] === '1';
-  process.on('SIGINT', supervised ? () => undefined : handlers.onInterrupt);
+  process.on('SIGINT', isSupervised() ? () => undefined : handlers.onInterrupt);
   process.on('SIGTERM', handlers.onTerminate);
 }
 

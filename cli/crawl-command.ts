@@ -8,9 +8,10 @@
  * and options are checked (nothing is created for refused input); the listening socket is opened
  * here and the queue server inherits it, so the first fetcher starts at the same time and waits in its
  * backlog, the others once the queue server listens (where the socket cannot be handed on, all start
- * then). Ctrl-C
- * stops the fetchers first (they deliver what they hold), then the queue server, and running the same
- * command again resumes the pass.
+ * then). When the crawl is over, the queue server says so (`crawl-over`) and keeps answering until
+ * the fetchers are gone and progress has shown the end; then it is told to exit and writes the summary.
+ * Ctrl-C stops the fetchers first (they deliver what they hold), then the queue server, and running the
+ * same command again resumes the pass.
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -40,6 +41,13 @@ interface CrawlValues extends CrawlOptionValues, LocalFetcherValues {
 
 /** A fetcher that fails is started again at most this many times. */
 const FETCHER_RESTARTS = 3;
+/**
+ * Once the crawl is over, how long the fetchers may take to exit by themselves (told `done`) before they
+ * are stopped (quietly: the queue server still answers), ms; and how long progress may take to show the
+ * end, ms: seconds under load, so this only keeps a stream that never opened from holding the crawl up.
+ */
+const FETCHERS_EXIT_MS = 2000;
+const PROGRESS_END_MS = 10_000;
 
 const NAME = 'crawl';
 
@@ -157,10 +165,13 @@ async function runCrawl(values: CrawlValues, settingsArgs: string[]): Promise<Cr
   // The child has its own copy now; this process must never accept on it.
   await socket.close();
   let summary: CrawlSummary | null = null;
+  let onCrawlOver!: () => void;
+  const crawlOver = new Promise<void>((resolveOver) => (onCrawlOver = resolveOver));
   const listening = new Promise<ListeningEvent>((resolveListening) => {
     eachLine(server.stdout, (line) => {
       const event = parseEvent(line);
       if (event?.event === 'listening') resolveListening(event as unknown as ListeningEvent);
+      if (event?.event === 'crawl-over') onCrawlOver();
       if (event?.event === 'finished' || event?.event === 'stopped') summary = event.summary as CrawlSummary;
     });
   });
@@ -218,12 +229,18 @@ async function runCrawl(values: CrawlValues, settingsArgs: string[]): Promise<Cr
 
   // Loaded once the children run: progress.ts polls through the fetcher's QueueClient, whose undici
   // is about 1 MB of the bundle that this process would otherwise compile before spawning anything.
-  const stopProgress = values.progress ? (await import('./progress.js')).followProgress(started.url, readFileSync(started.tokenFile, 'utf8').trim(), process.stderr) : () => undefined;
+  const progress = values.progress ? (await import('./progress.js')).followProgress(started.url, readFileSync(started.tokenFile, 'utf8').trim(), process.stderr) : null;
+  // The crawl is over and the queue server still answers, until it is told to go (children.ts): first
+  // the fetchers go (those told `done` exit by themselves; one that has not claimed yet is told `done`
+  // when it does, or stopped) and progress shows the end (the last robots.txt lines), then the queue
+  // server writes the summary and exits. So no fetcher finds its queue server missing.
+  void crawlOver.then(async () => {
+    await Promise.all([fetchers?.stop({ waitForExitMs: FETCHERS_EXIT_MS }), progress?.shownEnd(PROGRESS_END_MS)]);
+    server.kill('SIGTERM');
+  });
   const serverStatus = await serverExit;
-  stopProgress();
-  // The crawl is over, or the queue server gone: nothing is leased, so the fetchers hold nothing.
-  // Those told `done` are exiting already; one that was not (it had not claimed yet) is stopped now,
-  // before it finds the queue server missing.
+  progress?.stop();
+  // The queue server gone otherwise (interrupted, or it failed): the fetchers are stopped if they are not yet.
   await fetchers?.stop();
   if (summary === null || (serverStatus !== 0 && !interrupted)) fail(`the queue server exited with status ${serverStatus} before the crawl finished`, { command: NAME });
   return { summary, interrupted };

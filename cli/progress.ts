@@ -52,12 +52,32 @@ export function formatTimeLeft(timeLeft: TimeLeft | null, config: { delayMs: num
 }
 
 /** One line per robots.txt trouble: `robots.txt of http://h:1 unreachable (connection-refused), retry 2 of 3 in 60s`. */
-export function formatRobotsTrouble(trouble: RobotsTrouble, serverNow: number): string {
+export function formatRobotsTrouble(trouble: Omit<RobotsTrouble, 'earlier'>, serverNow: number): string {
   const head = `robots.txt of ${trouble.origin} unreachable (${trouble.code})`;
   if (trouble.retryAt === null) {
     return `${head} ${trouble.attempt} time${trouble.attempt === 1 ? '' : 's'} in a row: its URLs are given up as robots-unreachable (errors); --robots-attempts and --robots-retry-ms set how hard it is tried`;
   }
   return `${head}, retry ${trouble.attempt + 1} of ${trouble.attempts} in ${formatApproxDuration(Math.max(0, trouble.retryAt - serverNow))}; its URLs wait for it`;
+}
+
+/**
+ * The lines for the robots.txt attempts in `troubles` (a status's robotsTrouble, newest host first)
+ * that are not in `told` yet, oldest first, each added to `told`: every attempt is told once, also
+ * those that a status seen late only lists as `earlier` (said with the wait they had: `in 300ms`).
+ */
+export function robotsTroubleLines(troubles: readonly RobotsTrouble[], told: Set<string>, serverNow: number): string[] {
+  const lines: string[] = [];
+  const tell = (trouble: Omit<RobotsTrouble, 'earlier'>, now: number) => {
+    const key = `${trouble.origin} ${trouble.attempt} ${trouble.retryAt === null}`;
+    if (told.has(key)) return;
+    told.add(key);
+    lines.push(formatRobotsTrouble(trouble, now));
+  };
+  for (const trouble of [...troubles].reverse()) {
+    for (const earlier of trouble.earlier) tell({ ...trouble, ...earlier }, earlier.at);
+    tell(trouble, serverNow);
+  }
+  return lines;
 }
 
 export function formatBackedOffHost(host: HostHealth, serverNow: number): string {
@@ -74,8 +94,25 @@ function hostOf(origin: string): string {
   }
 }
 
-export function followProgress(serverUrl: string, token: string, out: NodeJS.WriteStream): () => void {
+export interface Progress {
+  /** Ends the stream (and the line, on a terminal). */
+  stop(): void;
+  /**
+   * Resolves once progress has shown a status of the crawl at its end (a one-shot crawl's `idle`: no
+   * robots.txt attempt or URL left, so every line it has to say is said), once the stream is over, or
+   * after `timeoutMs` (a stream that never opens must not hold up the end of the crawl).
+   */
+  shownEnd(timeoutMs: number): Promise<void>;
+}
+
+export function followProgress(serverUrl: string, token: string, out: NodeJS.WriteStream): Progress {
   const controller = new AbortController();
+  let endShown = false;
+  const endWaiters: (() => void)[] = [];
+  const onEndShown = () => {
+    endShown = true;
+    for (const wake of endWaiters.splice(0)) wake();
+  };
   const tty = out.isTTY === true;
   let lastPrinted = 0;
   let latest: string | null = null;
@@ -97,12 +134,7 @@ export function followProgress(serverUrl: string, token: string, out: NodeJS.Wri
   const told = new Set<string>();
   const onStatus = (status: CrawlStatus) => {
     const serverNow = Date.now();
-    for (const trouble of [...(status.robotsTrouble ?? [])].reverse()) {
-      const key = `${trouble.origin} ${trouble.attempt} ${trouble.retryAt === null}`;
-      if (told.has(key)) continue;
-      told.add(key);
-      say(`petrel crawl: ${formatRobotsTrouble(trouble, serverNow)}`);
-    }
+    for (const line of robotsTroubleLines(status.robotsTrouble ?? [], told, serverNow)) say(`petrel crawl: ${line}`);
     for (const host of [...(status.backedOffHosts ?? [])].reverse()) {
       // Said once when a host is backed off, once more if it is given up.
       const key = `backoff ${host.origin} ${host.since} ${host.gaveUp}`;
@@ -111,6 +143,7 @@ export function followProgress(serverUrl: string, token: string, out: NodeJS.Wri
       say(`petrel crawl: ${formatBackedOffHost(host, serverNow)}`);
     }
     show(formatProgress(status));
+    if (status.state === 'idle') onEndShown();
   };
   void (async () => {
     // The client retries until the stream begins (a queue server still starting); the stream then
@@ -131,11 +164,24 @@ export function followProgress(serverUrl: string, token: string, out: NodeJS.Wri
     } catch {
       // Stopped, or the queue server went away.
     } finally {
+      onEndShown();
       await client.close().catch(() => undefined);
     }
   })();
-  return () => {
-    controller.abort();
-    if (tty && latest !== null) out.write('\n');
+  return {
+    stop: () => {
+      controller.abort();
+      if (tty && latest !== null) out.write('\n');
+    },
+    shownEnd: (timeoutMs) =>
+      endShown
+        ? Promise.resolve()
+        : new Promise((resolve) => {
+            const timer = setTimeout(resolve, timeoutMs);
+            endWaiters.push(() => {
+              clearTimeout(timer);
+              resolve();
+            });
+          }),
   };
 }

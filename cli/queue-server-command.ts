@@ -1,6 +1,7 @@
 /**
  * `petrel queue-server`: runs the daemon. Events for programs go to stdout as JSON lines
- * (`listening`, `finished`, `stopped`); messages for people go to stderr.
+ * (`listening`, `finished`, `stopped`, and `crawl-over` from a supervised one-shot crawl: see
+ * children.ts); messages for people go to stderr.
  *
  * The crawl's settings are those saved in the data directory by the last run (crawl.json), with the
  * options given here on top; they are checked before anything is created or started.
@@ -14,7 +15,7 @@ import { dataPath } from '../queue-server/storage/data-dir.js';
 import { addCrawlOptions, crawlSettingsFor, explicitCrawlSettings } from './crawl-options.js';
 import { EXIT, exitCodesHelp } from './exit-codes.js';
 import { checkWritableDataDir, DATA_OPTION, describeError, fail, integerOption, readTlsFiles } from './options.js';
-import { supervisedSignals } from './children.js';
+import { isSupervised, supervisedSignals } from './children.js';
 import { applyDaemonOptions, readConfigFile, type ConfigFile } from './config-file.js';
 import { parseRedisTarget, readRedisPassword } from '../shared/redis-url.js';
 import { MAX_PARTITIONS } from '../queue-server/cluster/partition.js';
@@ -42,6 +43,12 @@ interface QueueServerValues {
   redisCluster?: boolean;
   clusterBloom: boolean;
 }
+
+/**
+ * How long a supervised one-shot queue server waits for its supervisor's SIGTERM after the crawl is over,
+ * ms: `petrel crawl` sends it within seconds (fetchers.stop's wait and grace, and progress catching up).
+ */
+const SUPERVISOR_GONE_MS = 60_000;
 
 export function queueServerCommand(): Command {
   const command = addQueueServerOptions(new Command('queue-server').description('run the queue server: frontier, schedules, robots.txt, results; fetchers connect to it over HTTP'));
@@ -90,6 +97,8 @@ export function queueServerCommand(): Command {
     const running = server;
     const start = { loaded: running.loaded, pass: running.pass };
     let stopping = false;
+    /** A supervised one-shot crawl that is over, waiting for its supervisor's SIGTERM. */
+    let over = false;
     const stop = async (reason: 'stopped' | 'finished', status: number) => {
       if (stopping) return;
       stopping = true;
@@ -102,7 +111,7 @@ export function queueServerCommand(): Command {
       process.exit(status);
     };
     // A one-shot crawl stopped before its end was interrupted; a daemon stopped is a daemon done.
-    const stopped = () => void stop('stopped', once ? EXIT.interrupted : EXIT.ok);
+    const stopped = () => void (over ? stop('finished', EXIT.ok) : stop('stopped', once ? EXIT.interrupted : EXIT.ok));
     supervisedSignals({ onInterrupt: stopped, onTerminate: stopped });
     // Announced only now that SIGTERM has its handler: a supervisor that stops the queue server as soon as
     // it hears `listening` must get a drain, not the default action of the signal (killed at once).
@@ -110,6 +119,14 @@ export function queueServerCommand(): Command {
     logger.info({ event: 'listening', say: true, url: running.url, config: file?.path ?? null }, `petrel queue-server listening on ${running.url} (fetcher token in ${running.tokenFile})`);
     if (once) {
       await running.finished;
+      if (isSupervised()) {
+        // The supervisor knows the fetchers it started, also those that have not asked yet: it stops
+        // them, then this process (children.ts). The timer only guards against a supervisor gone.
+        over = true;
+        process.stdout.write(`${JSON.stringify({ event: 'crawl-over' })}\n`);
+        setTimeout(() => void stop('finished', EXIT.ok), SUPERVISOR_GONE_MS).unref();
+        return;
+      }
       // Let every fetcher hear `done` before the port closes (at most 1.5 s for one that stays silent).
       await running.service.allFetchersTold(1500);
       void stop('finished', EXIT.ok);

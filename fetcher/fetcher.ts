@@ -109,6 +109,7 @@ export class Fetcher {
         if (what === 'claim') this.#shrinkClaim?.();
         this.#unreachable(attempt, error);
       },
+      maxRetryWaitMs: () => Math.max(0, this.#dueAt - performance.now()),
     });
     this.#agent = createCrawlAgent({ ...options.download, connectionsPerOrigin: Math.max(1, options.concurrency), addressPolicy: options.addressPolicy });
   }
@@ -150,6 +151,14 @@ export class Fetcher {
   /** When the last "waiting for the queue server" line went out (performance.now), or null. */
   #lastNotice: number | null = null;
 
+  /**
+   * When the next notice or the give-up is due (performance.now), while the queue server is away:
+   * retries wait no longer (maxRetryWaitMs). Both are decided when a retry fails, and a backoff (up to
+   * 2 s while refused, 10 s otherwise) would put them off: with --give-up-after 3s, the notice due
+   * every second could come never, and the give-up seconds late.
+   */
+  #dueAt = Number.POSITIVE_INFINITY;
+
   /** A request to the queue server failed (it is retried): say so now and then, and give up when told to. */
   #unreachable(attempt: number, error: unknown): void {
     const now = performance.now();
@@ -165,6 +174,7 @@ export class Fetcher {
       this.abort();
       return;
     }
+    this.#dueAt = giveUp === null ? Number.POSITIVE_INFINITY : this.#unreachableSince + giveUp;
     // One failure is no news (a connection the queue server closed, a restart): say so from the second.
     if (this.#lastNotice === null && attempt < 2) return;
     // A 5xx answer (busy, storage unavailable) is a queue server that is there but cannot take work now.
@@ -177,6 +187,7 @@ export class Fetcher {
       this.#options.log(`still waiting for the queue server at ${server}: ${answering ? 'refusing work' : 'no answer'} for ${formatApproxDuration(away)} (${why})${giveUp === null ? '' : `; giving up after ${formatDuration(giveUp)}`}`);
       this.#lastNotice = now;
     }
+    this.#dueAt = Math.min(this.#dueAt, this.#lastNotice + every);
   }
 
   /** The queue server answered. */
@@ -184,6 +195,7 @@ export class Fetcher {
     if (this.#lastNotice !== null) this.#options.log(`the queue server at ${this.#options.serverUrl} answers again`);
     this.#unreachableSince = null;
     this.#lastNotice = null;
+    this.#dueAt = Number.POSITIVE_INFINITY;
   }
   /** A results post had to be retried: deliver what is held before claiming more (the queue server was away). */
   #deliveryTrouble = false;

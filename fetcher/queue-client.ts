@@ -87,6 +87,11 @@ export interface QueueClientOptions {
   readonly compress?: boolean;
   /** Called before each retry with the failure, for the log. */
   readonly onRetry?: (what: string, attempt: number, error: unknown) => void;
+  /**
+   * Asked after onRetry: the longest wait before the retry, ms (the caller has something due then: a
+   * notice, a deadline). The backoff is cut to it, though never below a Retry-After.
+   */
+  readonly maxRetryWaitMs?: () => number;
 }
 
 function isLoopback(hostname: string): boolean {
@@ -242,7 +247,8 @@ export class QueueClient {
         // connection (the queue server closes it without reading the body: EPIPE here): ask again.
         if (!(error instanceof QueueServerError)) this.#instance = null;
         this.#options.onRetry?.(request.what, attempt, error);
-        await backoff(attempt, signal, retryAfterMs, refused(error) ? REFUSED_BACKOFF_CAP_MS : BACKOFF_CAP_MS);
+        const atMostMs = this.#options.maxRetryWaitMs?.() ?? Number.POSITIVE_INFINITY;
+        await backoff(attempt, signal, { atLeastMs: retryAfterMs, atMostMs, capMs: refused(error) ? REFUSED_BACKOFF_CAP_MS : BACKOFF_CAP_MS });
       }
     }
   }
@@ -381,11 +387,15 @@ function refused(error: unknown): boolean {
   return code === 'ECONNREFUSED';
 }
 
-/** 250 ms doubling to `capMs`, with jitter; at least `atLeastMs` (a Retry-After). Rejects when the signal aborts. */
-function backoff(attempt: number, signal: AbortSignal, atLeastMs: number, capMs: number): Promise<void> {
+/**
+ * 250 ms doubling to `capMs`, with jitter; at most `atMostMs` (the caller's next notice or deadline),
+ * but at least `atLeastMs` (a Retry-After). Rejects when the signal aborts.
+ */
+function backoff(attempt: number, signal: AbortSignal, { atLeastMs, atMostMs, capMs }: { atLeastMs: number; atMostMs: number; capMs: number }): Promise<void> {
   const cap = Math.min(capMs, 250 * 2 ** Math.min(attempt - 1, 10));
   // A Retry-After is spread over half its length again, so fetchers told the same do not return at once.
-  const delay = atLeastMs > 0 ? Math.round(atLeastMs + Math.random() * (atLeastMs / 2)) : Math.round(cap / 2 + Math.random() * (cap / 2));
+  const jittered = atLeastMs > 0 ? Math.round(atLeastMs + Math.random() * (atLeastMs / 2)) : Math.round(cap / 2 + Math.random() * (cap / 2));
+  const delay = Math.max(Math.min(jittered, Math.round(atMostMs)), atLeastMs);
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       signal.removeEventListener('abort', onAbort);

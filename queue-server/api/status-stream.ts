@@ -3,7 +3,8 @@
  * JSON whenever the crawl changes, at most four a second, and `event: finished` when a one-shot crawl
  * ends. Used by GET /api/status/stream (signed request or admin bearer token) and the admin page's
  * stream (session cookie). A comment line (or a `ping` event) every 15 s keeps proxies from closing
- * an idle stream. The first event is always a status snapshot.
+ * an idle stream. The first event is always a status snapshot; when the queue server shuts down, a
+ * last snapshot goes out and the stream ends.
  *
  * Back-pressure: a client that reads slower than the crawl changes must not make the queue server
  * buffer snapshot after snapshot for it. Once `res.write` says the socket needs draining, nothing more
@@ -124,13 +125,22 @@ export function streamStatus(service: CrawlService, req: Request, res: Response,
     res.off('drain', onDrain);
     service.off('change', onChange);
     service.off('finished', onFinished);
+    service.off('closed', onClosed);
   };
   const end = () => {
     cleanUp();
     res.end();
   };
+  // The queue server is shutting down: the last status goes out, and the stream ends (it is not a
+  // request in flight that the drain should wait for).
+  const onClosed = () => {
+    if (pending !== null) clearTimeout(pending);
+    send();
+    end();
+  };
   service.on('change', onChange);
   service.on('finished', onFinished);
+  service.on('closed', onClosed);
   send();
   if (options.retryMs !== undefined && allowed() && !congested) write(`retry: ${options.retryMs}\n\n`);
   req.on('close', cleanUp);

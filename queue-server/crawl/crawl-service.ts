@@ -33,11 +33,13 @@ export type DisplayState = 'running' | 'idle' | 'paused' | 'stopped' | 'done';
 /**
  * Events: `change` (anything the status shows), `finished` (a one-shot crawl ended), `settings` (the
  * crawl's settings or its stopped state changed: the daemon saves them), `storage-error` and
- * `storage-recovered` (commits failing, and working again).
+ * `storage-recovered` (commits failing, and working again), `closed` (the daemon is shutting down:
+ * status streams end, so they do not hold the drain).
  */
 export class CrawlService extends EventEmitter<{
   change: [];
   finished: [];
+  closed: [];
   settings: [config: CrawlConfig, stopped: boolean];
   /** A commit failed (first failure, and every failed retry after it). */
   'storage-error': [StorageErrorState];
@@ -116,6 +118,10 @@ export class CrawlService extends EventEmitter<{
         return { kind: 'schedule', schedule };
       }
       this.#afterChange(false);
+      // This claim's own look may have ended the crawl (its last URLs given up): #afterChange woke the
+      // waiters then, before this one waits, and will not again. Without this check it would wait out
+      // its whole waitMs, and a one-shot crawl would close before telling the fetcher `done`.
+      if (this.#crawl.finished() && this.#storageError === null) continue;
       const remaining = deadline - this.#clock();
       if (remaining <= 0 || signal?.aborted) return { kind: 'wait' };
       if (!(await this.#workAvailable.wait(remaining, signal))) return { kind: 'wait' };
@@ -404,6 +410,7 @@ export class CrawlService extends EventEmitter<{
     if (this.#storageRetry !== null) clearTimeout(this.#storageRetry);
     this.#storageRetry = null;
     this.#workAvailable.notifyAll();
+    this.emit('closed');
   }
 
   #afterChange(mayHaveWork: boolean): void {

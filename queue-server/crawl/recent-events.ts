@@ -39,10 +39,28 @@ export interface RobotsTrouble {
   readonly retryAt: number | null;
   /** ms since epoch of the last attempt. */
   readonly at: number;
+  /**
+   * The failed attempts of this run of failures before the last one, oldest first, at most
+   * MAX_EARLIER_ATTEMPTS. Readers of the status look now and then (the progress of `petrel crawl`
+   * connects after the first fetcher starts and samples at most four times a second; the ops log every
+   * few seconds): with these they tell every attempt, not only the ones they happened to see.
+   */
+  readonly earlier: readonly EarlierRobotsAttempt[];
+}
+
+/** A failed robots.txt attempt that a later one followed. */
+export interface EarlierRobotsAttempt {
+  readonly attempt: number;
+  readonly code: string;
+  /** ms since epoch of the attempt, and of the next one it scheduled. */
+  readonly at: number;
+  readonly retryAt: number;
 }
 
 /** Hosts with robots.txt trouble kept for the status, at most. */
 const MAX_ROBOTS_TROUBLE = 50;
+/** Earlier attempts kept per host, at most (the default is 3 attempts; a status holds at most 50 x 10 of them). */
+const MAX_EARLIER_ATTEMPTS = 10;
 
 class Ring<T> {
   readonly #items: T[] = [];
@@ -88,10 +106,19 @@ export class RecentEvents {
     this.#robotsTrouble = new Map();
   }
 
-  /** A robots.txt attempt failed (see RobotsTrouble); the oldest host is forgotten past the bound. */
-  robotsUnreachable(trouble: RobotsTrouble): void {
+  /**
+   * A robots.txt attempt failed (see RobotsTrouble); the oldest host is forgotten past the bound. The
+   * attempt before it, if it was one of the same run (a lower number, not yet given up), becomes the
+   * newest of `earlier`.
+   */
+  robotsUnreachable(trouble: Omit<RobotsTrouble, 'earlier'>): void {
+    const before = this.#robotsTrouble.get(trouble.origin);
+    let earlier: EarlierRobotsAttempt[] = [];
+    if (before !== undefined && before.retryAt !== null && before.attempt < trouble.attempt) {
+      earlier = [...before.earlier, { attempt: before.attempt, code: before.code, at: before.at, retryAt: before.retryAt }].slice(-MAX_EARLIER_ATTEMPTS);
+    }
     this.#robotsTrouble.delete(trouble.origin);
-    this.#robotsTrouble.set(trouble.origin, trouble);
+    this.#robotsTrouble.set(trouble.origin, { ...trouble, earlier });
     if (this.#robotsTrouble.size > MAX_ROBOTS_TROUBLE) this.#robotsTrouble.delete(this.#robotsTrouble.keys().next().value!);
   }
 

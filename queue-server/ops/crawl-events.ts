@@ -48,11 +48,16 @@ export function logCrawlEvents(service: CrawlService, logger: Logger, clock: () 
       alive.delete(id);
       logger.warn({ event: 'fetcher-lost', fetcherId: id, fetcherName: name }, `fetcher ${name} not heard from for two lease times`);
     }
-    for (const trouble of status.robotsTrouble) {
-      if (robotsSeen.get(trouble.origin) === trouble.attempt) continue;
-      robotsSeen.set(trouble.origin, trouble.attempt);
-      const { origin, code, attempt, attempts, retryAt } = trouble;
-      logger.warn({ event: 'robots-unreachable', origin, code, attempt, attempts, givenUp: retryAt === null }, `robots.txt of ${origin} unreachable (${code}), attempt ${attempt} of ${attempts}`);
+    for (const trouble of [...status.robotsTrouble].reverse()) {
+      const { origin, attempts } = trouble;
+      const seen = robotsSeen.get(origin) ?? 0;
+      if (seen === trouble.attempt) continue;
+      robotsSeen.set(origin, trouble.attempt);
+      // Attempts made between two looks are in `earlier`: each is logged, oldest first (a lower attempt than seen is a new run of failures).
+      const since = trouble.attempt < seen ? 0 : seen;
+      for (const { code, attempt, retryAt } of [...trouble.earlier.filter((earlier) => earlier.attempt > since), trouble]) {
+        logger.warn({ event: 'robots-unreachable', origin, code, attempt, attempts, givenUp: retryAt === null }, `robots.txt of ${origin} unreachable (${code}), attempt ${attempt} of ${attempts}`);
+      }
     }
     if (robotsSeen.size > 1000) robotsSeen.clear();
   };

@@ -11,7 +11,9 @@
  * a group is a result only if its page doc is live (not gone, not a duplicate, not noindex).
  *
  * Cost: the postings of the query's terms, decoded once (doc streams only for words; positions only
- * for phrases), plus a few typed-array operations per posting. No allocation per posting.
+ * for phrases), plus a few typed-array operations per posting. No allocation per posting. For a query
+ * of two words or more, each word's doc streams are kept with a skip point every SKIP_EVERY postings,
+ * for proximity (proximity.ts).
  */
 import { termOf } from '../../shared/tokenize.js';
 import { ByteReader } from './bytes.js';
@@ -19,8 +21,8 @@ import type { LiveSegment } from './live-segment.js';
 import { langTerm, siteTerm } from './meta-terms.js';
 import type { Clause, ParsedQuery } from './query-parser.js';
 import { FIELD_B, FIELD_WEIGHTS, idf, saturate } from './ranking.js';
-import { PostingCursor } from './posting-cursor.js';
-import type { ProximityWord } from './proximity.js';
+import { PostingCursor, SKIP_EVERY } from './posting-cursor.js';
+import type { ProximityWord, WordPostings } from './proximity.js';
 import { FIELD_BODY, FIELD_HEADING, FIELD_TITLE, MAX_POSITIONS } from './segment-format.js';
 import type { TermInfo } from './segment-reader.js';
 import type { UrlGroups } from './url-groups.js';
@@ -126,7 +128,8 @@ class Lookups {
 
 /**
  * Matching groups with live pages and their BM25F scores (unordered). `words`, when given, receives
- * each required word (not phrase) with its terms and idf, for proximity (proximity.ts).
+ * each required word (not phrase) with its idf and the page postings it read (each segment's term
+ * info and doc stream), for proximity (proximity.ts), which then reads only their positions.
  */
 export function evaluate(view: IndexView, query: ParsedQuery, words?: ProximityWord[]): Match[] {
   const { segments, groups, stats, scratch } = view;
@@ -149,13 +152,16 @@ export function evaluate(view: IndexView, query: ParsedQuery, words?: ProximityW
     return { alternatives, scored: clause.kind === 'word' || clause.kind === 'phrase', df };
   };
   const required = query.required.map(resolve).sort((a, b) => a.df - b.df);
+  const isWord = (clause: ResolvedClause) => clause.scored && clause.alternatives.every((a) => a.length === 1);
+  // Proximity needs two words or more (search-index.ts): only then are their postings kept for it.
+  const forProximity = words !== undefined && required.filter(isWord).length >= 2;
   const avg = {
     title: stats.livePages > 0 ? stats.titleTokens / stats.livePages : 1,
     heading: stats.livePages > 0 ? stats.headingTokens / stats.livePages : 1,
     body: stats.livePages > 0 ? stats.bodyTokens / stats.livePages : 1,
     anchor: stats.livePages > 0 ? stats.anchorTokens / stats.livePages : 1,
   };
-  const context: Context = { view, q, lookups, avg, prevBits: 0, clauseIndex: 0, touched: [], prune: false, removing: false, dfMark: 0, df: 0 };
+  const context: Context = { view, q, lookups, avg, prevBits: 0, clauseIndex: 0, touched: [], prune: false, removing: false, dfMark: 0, df: 0, read: null };
 
   let survivors: number[] = [];
   let bits = 0;
@@ -167,12 +173,12 @@ export function evaluate(view: IndexView, query: ParsedQuery, words?: ProximityW
     context.touched = [];
     context.dfMark = scratch.nextClause();
     context.df = 0;
+    context.read = forProximity && isWord(clause) ? [] : null;
     accumulateClause(context, clause);
     const bit = c === 31 ? 0x80000000 : 1 << c;
     const weight = clause.scored ? idf(stats.livePages, context.df) : 0;
-    if (words !== undefined && clause.scored && clause.alternatives.every((a) => a.length === 1)) {
-      words.push({ terms: clause.alternatives.map((a) => a[0]!), idf: weight });
-    }
+    if (words !== undefined && isWord(clause)) words.push({ idf: weight, postings: context.read ?? [] });
+    context.read = null;
     for (const g of context.touched) {
       if (clause.scored) scratch.score[g] = scratch.score[g]! + weight * saturate(scratch.tf[g]!);
       scratch.mask[g] = (scratch.mask[g]! | bit) >>> 0;
@@ -219,6 +225,8 @@ interface Context {
   /** The clause's document frequency: live groups with a posting of it, each counted once (`dfMark`). */
   dfMark: number;
   df: number;
+  /** Where a word's page postings go as they are read, for proximity; null when not asked for. */
+  read: WordPostings[] | null;
 }
 
 /** Adds one doc's contribution to group g (tf~ for this clause), marking g as touched by the clause. */
@@ -268,17 +276,29 @@ function accumulateTerm(ctx: Context, segment: LiveSegment, term: string): void 
   const cols = segment.reader.columns;
   if (info.pageDf > 0) {
     const bytes = segment.reader.pageDocs(info);
+    // For proximity: the doc stream, and a skip point every SKIP_EVERY postings (skips in
+    // posting-cursor.ts), so that it reaches its few docs without decoding every posting again.
+    const skips: number[] | null = ctx.read === null ? null : [];
+    if (skips !== null) ctx.read!.push({ segment, info, docs: bytes, skips });
+    /** Varint index in the position stream where the next posting's positions start. */
+    let positionsAt = 0;
     const deleted = segment.pageDeleted;
     const pageGroup = segment.pageGroup;
     cursor = 0;
     let doc = -1;
     for (let i = 0; i < info.pageDf; i++) {
+      if (skips !== null && i % SKIP_EVERY === 0 && i > 0) skips.push(doc, cursor, positionsAt, i);
       const head = nextVarint(bytes);
       doc += Math.floor(head / 16);
       const mask = head & 15;
       const ft = mask & FIELD_TITLE ? nextVarint(bytes) : 0;
       const fh = mask & FIELD_HEADING ? nextVarint(bytes) : 0;
       const fb = mask & FIELD_BODY ? nextVarint(bytes) : 0;
+      if (skips !== null) {
+        // Each field keeps at most MAX_POSITIONS positions (its frequency counts them all).
+        const kept = ft + fh + fb;
+        positionsAt += kept <= MAX_POSITIONS ? kept : Math.min(ft, MAX_POSITIONS) + Math.min(fh, MAX_POSITIONS) + Math.min(fb, MAX_POSITIONS);
+      }
       if (deleted[doc] === 1) continue;
       let tf = 0;
       if (ft > 0) tf += (FIELD_WEIGHTS.title * ft) / (1 - FIELD_B.title + (FIELD_B.title * cols.pageTitleLength[doc]!) / avg.title);

@@ -622,10 +622,13 @@ export class SearchIndex {
     return this.#viewCache!.byId;
   }
 
-  /** The matching groups and their BM25F scores, unordered (search without ranking: the model tests). */
-  matches(query: string | ParsedQuery): Match[] {
+  /**
+   * The matching groups and their BM25F scores, unordered (search without ranking: the model tests);
+   * `words`, when given, receives what proximity reads of each word (the proximity test).
+   */
+  matches(query: string | ParsedQuery, words?: ProximityWord[]): Match[] {
     this.#open();
-    return evaluate(this.#view(), typeof query === 'string' ? parseQuery(query) : query);
+    return evaluate(this.#view(), typeof query === 'string' ? parseQuery(query) : query, words);
   }
 
   /** Searches the last commit. Throws QUERY_INVALID on a query or limits it refuses. */

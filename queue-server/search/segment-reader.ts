@@ -217,6 +217,11 @@ export class SegmentReader {
     return this.read(info.pageDocsAt, info.pageDocsLength);
   }
 
+  /** Only the page position stream (proximity, which has the doc stream from scoring). */
+  pagePositions(info: TermInfo): Uint8Array {
+    return this.read(info.pageDocsAt + info.pageDocsLength, info.pagePositionsLength);
+  }
+
   anchorDocs(info: TermInfo): Uint8Array {
     return this.read(info.anchorDocsAt, info.anchorDocsLength);
   }

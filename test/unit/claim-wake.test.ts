@@ -171,6 +171,24 @@ describe('CrawlService, parked claims', () => {
     robotsSlotOf(claim.value, ORIGIN_B);
   });
 
+  it('tells a parked claim `done` at once when a one-shot crawl ends, also when that claim\'s own look ended it', async () => {
+    // A dead seed host: its robots.txt fails once (--robots-attempts 1), and its URL is given up as
+    // robots-unreachable when the frontier is next looked at: by a claim.
+    const crawl = tempCrawlService('claim-done', { seeds: [`${ORIGIN_SEED}/index.html`], scope: 'any', delayMs: 0, leaseMs: 600_000, bloomCapacity: 1000, sitemaps: false, once: true, robotsAttempts: 1 }, () => Date.now());
+    cleanups.push(() => crawl.close());
+    const { service } = crawl;
+    const first = await service.claim(claimOf('f1', 0), '127.0.0.1');
+    robotsSlotOf(first, ORIGIN_SEED);
+    if (first.kind !== 'schedule') throw new Error('unreachable');
+    const parked = track(service.claim(claimOf('f2'), '127.0.0.1'));
+    await settle();
+    expect(parked.value).toBe('pending');
+    void service.results({ protocolVersion: PROTOCOL_VERSION, fetcherId: 'f1', scheduleId: first.schedule.id, results: [{ ...robotsResult(`${ORIGIN_SEED}/robots.txt`), status: null, error: { code: 'connection-refused', message: 'refused' } }] });
+    await settle();
+    await settle();
+    expect(parked.value).toEqual({ kind: 'done' });
+  });
+
   it('releases every parked claim with wait when it closes', async () => {
     const service = await idleService();
     const claims = [track(service.claim(claimOf('f1'), '127.0.0.1')), track(service.claim(claimOf('f2'), '127.0.0.1'))];
