@@ -60,6 +60,37 @@ export function lookupSorted(root: PageId | null, keys: readonly Uint8Array[], r
   return found;
 }
 
+/**
+ * Every entry of the tree at `root` in key order, handed to `visit` as views into its page (valid only
+ * during the call: copy what is kept); returns how many. A full pass without the cursor's copies of
+ * every key and value (the crawl database's load on start). Each page is read again by its id at every
+ * step, as the cursor does, since reads the visitor makes may evict it and reuse its buffer; the tree
+ * must not be written meanwhile (BTree.forEachEntry refuses that).
+ */
+export function walkEntries(root: PageId | null, readNode: ReadNode, visit: (key: Uint8Array, value: Uint8Array) => void): number {
+  if (root === null) return 0;
+  let visited = 0;
+  const walk = (id: PageId): void => {
+    const node = readNode(id);
+    if (node.kind === 'branch') {
+      const children = node.childCount;
+      for (let i = 0; i < children; i++) walk(readNode(id).childAt(i));
+      return;
+    }
+    const count = node.count;
+    let at = leafValuesAt(count);
+    for (let i = 0; i < count; i++) {
+      const leaf = readNode(id);
+      const end = at + leaf.valueLength(i);
+      visit(leaf.keyAt(i), leaf.viewRange(at, end));
+      at = end;
+      visited++;
+    }
+  };
+  walk(root);
+  return visited;
+}
+
 function findLeaf(root: PageId | null, key: Uint8Array, readNode: ReadNode): { node: BTNode; index: number } | null {
   if (root === null) return null;
   let node = readNode(root);

@@ -213,6 +213,11 @@ export class BTNode {
     return this.#bytes().slice(at, end);
   }
 
+  /** Bytes [at, end) of the page as a view: valid while the node is (a walk that tracks value offsets itself). */
+  viewRange(at: number, end: number): Uint8Array {
+    return this.#bytes().subarray(at, end);
+  }
+
   /** Leaf: value i, copied into its own buffer. */
   copyValueAt(i: number): Uint8Array {
     const at = this.#valueAt(i);

@@ -15,7 +15,7 @@
  */
 import { BTreeError } from './errors.js';
 import { checkTree, type CheckReport } from './check.js';
-import { Cursor, lookup, lookupSorted, lookupWith } from './cursor.js';
+import { Cursor, lookup, lookupSorted, lookupWith, walkEntries } from './cursor.js';
 import { compareKeys, copyKey, keyToHex, viewKey, type PageId, type UrlKey } from './keys.js';
 import type { BTNode } from './node.js';
 import { DEFAULT_PAGE_SIZE, isValidPageSize, maxValueBytes } from './page-codec.js';
@@ -76,6 +76,8 @@ export class BTree {
   readonly #readNode: (id: PageId) => BTNode;
   #closed = false;
   #writing = false;
+  /** forEachEntry walks on now: their views are into committed pages, which a commit could free. */
+  #walks = 0;
 
   private constructor(pager: Pager) {
     this.#pager = pager;
@@ -154,6 +156,7 @@ export class BTree {
   write(fn: (batch: WriteBatch) => void): void {
     const pager = this.#pagerOpen();
     if (this.#writing) throw new BTreeError('BTREE_TXN_MISUSE', 'write() called inside another write');
+    if (this.#walks > 0) throw new BTreeError('BTREE_TXN_MISUSE', 'write() called inside forEachEntry()');
     const txn = new WriteTxn(pager);
     this.#writing = true;
     let live = true;
@@ -225,6 +228,22 @@ export class BTree {
       },
       from,
     );
+  }
+
+  /**
+   * Every entry of the last commit in key order, handed to `visit` as views into its page instead of
+   * copies (valid only during the call: copy what is kept); returns how many. For a pass over the whole
+   * tree that turns each entry into something else at once. `visit` may read the tree, not write it
+   * (BTREE_TXN_MISUSE).
+   */
+  forEachEntry(visit: (key: Uint8Array, value: Uint8Array) => void): number {
+    const pager = this.#pagerOpen();
+    this.#walks++;
+    try {
+      return walkEntries(pager.meta.root, this.#readNode, visit);
+    } finally {
+      this.#walks--;
+    }
   }
 
   stats(): BTreeStats {

@@ -195,19 +195,20 @@ export class CrawlDb {
   }
 
   /**
-   * Every committed record once, in no key order: the tree's in key order, then the log's as its files
-   * lie (InsertLog.scan: sequential reads, where a merge in key order costs a read per logged record).
+   * Every committed record once, in no key order: the tree's in key order (read in place, no copy of
+   * each record), then the log's as its files lie (InsertLog.scan: sequential reads, where a merge in
+   * key order costs a read per logged record).
    * A key in both is the tree's: met in the tree, the log's copy is forgotten (a hash look-up in the
    * log's index per tree record), so the scan skips it.
    */
   #readAll(visit: (hash: UrlHash, record: CrawlDbRecord) => void): number {
-    let read = 0;
     const logged = this.#log.size > 0;
-    for (const [key, bytes] of this.#tree.committedFrom(FIRST_KEY)) {
-      if (logged) this.#log.forgetCopyOf(key as UrlHash);
-      visit(key as UrlHash, decodeCrawlDbRecord(bytes));
-      read++;
-    }
+    let read = this.#tree.forEachCommitted((key, bytes) => {
+      // The key is a view into the page: the visitor may keep the hash it is handed.
+      const hash = Uint8Array.prototype.slice.call(key) as UrlHash;
+      if (logged) this.#log.forgetCopyOf(hash);
+      visit(hash, decodeCrawlDbRecord(bytes));
+    });
     if (logged) {
       this.#log.scan((hash, bytes) => {
         visit(hash, decodeCrawlDbRecord(bytes));

@@ -78,7 +78,9 @@ type Step =
   | { op: 'iter'; from: string | null; take: number }
   | { op: 'get'; key: string }
   /** One batch deleting every `every`-th key in key order: mass merges and root collapses. */
-  | { op: 'drain'; every: number };
+  | { op: 'drain'; every: number }
+  /** forEachEntry over the whole tree, reading `probe` with get at every entry (evicting the page being walked) and trying a write inside. */
+  | { op: 'walk'; probe: string };
 
 const stepArb: fc.Arbitrary<Step> = fc.oneof(
   { weight: 6, arbitrary: mutationArb },
@@ -182,6 +184,17 @@ function runStepsOn(file: string, steps: Step[]): void {
         case 'get':
           expect(hex(tree.get(fromHex(step.key)) ?? new Uint8Array())).toBe(model.get(step.key) ?? '');
           break;
+        case 'walk': {
+          const got: string[] = [];
+          const walked = tree.forEachEntry((k, v) => {
+            got.push(`${hex(k)}=${hex(v)}`);
+            expect(hex(tree.get(fromHex(step.probe)) ?? new Uint8Array())).toBe(model.get(step.probe) ?? '');
+            if (got.length === 1) expect(() => tree.put(fromHex(step.probe), new Uint8Array(1))).toThrow(/inside forEachEntry/);
+          });
+          expect(walked).toBe(model.size);
+          expect(got).toEqual([...sortedModel(model).entries()].map(([k, v]) => `${k}=${v}`));
+          break;
+        }
       }
       expect(tree.stats().keys).toBe(model.size);
       expect(tree.stats().cachePages).toBeLessThanOrEqual(tree.stats().cacheCapacity);
@@ -203,6 +216,17 @@ describe('BTree against a Map model', () => {
   it('agrees with the model over random put/delete/batch/reopen/iterate sequences', () => {
     fc.assert(
       fc.property(fc.array(stepArb, { minLength: 1, maxLength: 80, size: 'medium' }), (steps) => runSteps(steps)),
+      { seed, numRuns: RUNS_RANDOM },
+    );
+  });
+
+  it('forEachEntry hands over every entry once in key order, as views that stay right while the visitor reads the tree', () => {
+    const walkArb: fc.Arbitrary<Step> = fc.record({ op: fc.constant('walk' as const), probe: keyArb });
+    const bulkArb = fc.record({ op: fc.constant('batch' as const), ops: fc.array(mutationArb, { minLength: 50, maxLength: 300 }), abort: fc.constant(false) });
+    fc.assert(
+      fc.property(bulkArb, fc.array(fc.oneof({ weight: 3, arbitrary: stepArb }, { weight: 2, arbitrary: walkArb }), { minLength: 1, maxLength: 40, size: 'medium' }), (bulk, steps) =>
+        runSteps([bulk, ...steps]),
+      ),
       { seed, numRuns: RUNS_RANDOM },
     );
   });
