@@ -63,6 +63,12 @@ export interface WriteBatch {
   /** Returns whether the key was present (as seen by this batch). */
   delete(key: Uint8Array): boolean;
   get(key: Uint8Array): Uint8Array | null;
+  /**
+   * Puts each entry whose key is absent (as seen by this batch), leaving present keys as they are;
+   * keys in ascending order, each once (BTREE_KEY_INVALID otherwise). Returns how many were put. A
+   * leaf's run of keys is merged in one pass: for batches of sorted new keys.
+   */
+  insertAbsentSorted(entries: ReadonlyArray<readonly [Uint8Array, Uint8Array]>): number;
 }
 
 export interface EntriesOptions {
@@ -176,6 +182,15 @@ export class BTree {
       get: (key) => {
         guard();
         return txn.get(viewKey(key));
+      },
+      insertAbsentSorted: (entries) => {
+        guard();
+        const checked = entries.map(([key, value], i): readonly [UrlKey, Uint8Array] => {
+          const at = viewKey(key);
+          if (i > 0 && compareKeys(entries[i - 1]![0], at) >= 0) throw new BTreeError('BTREE_KEY_INVALID', `insertAbsentSorted: key ${keyToHex(at)} at ${i} is not above the one before it`);
+          return [at, this.#acceptValue(key, value)];
+        });
+        return txn.insertAbsentSorted(checked);
       },
     };
     try {

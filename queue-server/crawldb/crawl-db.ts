@@ -140,8 +140,9 @@ export class CrawlDb {
     else {
       this.#tree.commit((batch) => {
         // Only where the tree has no record: a changed record staged in this commit, or one that left
-        // the log before a restart, is newer than the log's copy.
-        for (const [hash, value] of slice.entries) if (batch.get(hash) === null) batch.put(hash, value);
+        // the log before a restart, is newer than the log's copy. The slice is in key order, so each
+        // leaf takes its run of keys in one pass.
+        batch.insertAbsentSorted(slice.entries);
       });
       this.#log.sweptTo(slice);
     }
