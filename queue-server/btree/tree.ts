@@ -15,7 +15,7 @@
  */
 import { BTreeError } from './errors.js';
 import { checkTree, type CheckReport } from './check.js';
-import { Cursor, lookup, lookupSorted, lookupWith, walkEntries } from './cursor.js';
+import { Cursor, lookup, lookupSorted, lookupSortedWith, lookupWith, walkEntries } from './cursor.js';
 import { compareKeys, copyKey, keyToHex, viewKey, type PageId, type UrlKey } from './keys.js';
 import type { BTNode } from './node.js';
 import { DEFAULT_PAGE_SIZE, isValidPageSize, maxValueBytes } from './page-codec.js';
@@ -139,6 +139,19 @@ export class BTree {
       if (i > 0 && compareKeys(keys[i - 1]!, key) > 0) throw new BTreeError('BTREE_KEY_INVALID', `hasSorted: key ${keyToHex(key)} at ${i} is smaller than the one before it`);
     }
     return lookupSorted(pager.meta.root, keys, this.#readNode);
+  }
+
+  /**
+   * The values of `keys` (ascending, as for `hasSorted`) in one ordered pass, each handed to `use` as a
+   * view into its page (null when absent), valid only during the call; `use` must not use the tree.
+   */
+  readSorted(keys: readonly Uint8Array[], use: (index: number, value: Uint8Array | null) => void): void {
+    const pager = this.#pagerOpen();
+    for (let i = 0; i < keys.length; i++) {
+      const key = viewKey(keys[i]);
+      if (i > 0 && compareKeys(keys[i - 1]!, key) > 0) throw new BTreeError('BTREE_KEY_INVALID', `readSorted: key ${keyToHex(key)} at ${i} is smaller than the one before it`);
+    }
+    lookupSortedWith(pager.meta.root, keys, this.#readNode, use);
   }
 
   put(key: Uint8Array, value: Uint8Array): void {
