@@ -25,8 +25,9 @@ export function urlHash(normalizedUrl: string): UrlHash {
 /**
  * The hash in 8 bytes of its own, for a hash kept for long (a queued URL held in memory). `urlHash` and
  * `urlHashFromHalves` slice their 8 bytes from Node's shared 8 KiB Buffer pool, so one such hash kept
- * keeps its whole pool slab alive: 100,000 URLs held in memory pinned 4,800 slabs (38 MiB) at 920,000
- * known URLs, more as the crawl went on.
+ * keeps its whole pool slab alive: the hashes of objects held by the queue server pinned 4,940 slabs
+ * (39 MiB) at 338,000 known URLs and 7,971 (62 MiB) at 920,000, most of them those of the 100,000 URLs
+ * held in memory.
  */
 export function ownUrlHash(hash: UrlHash): UrlHash {
   return Uint8Array.prototype.slice.call(hash, 0, 8) as UrlHash;
