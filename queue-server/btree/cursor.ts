@@ -60,6 +60,60 @@ export function lookupSorted(root: PageId | null, keys: readonly Uint8Array[], r
   return found;
 }
 
+/**
+ * `lookupSorted` handing each key's value to `use` as a view into its page (null when absent), in the
+ * order of `keys`. `use` must not read the tree: the leaf in hand is held across keys, and a read could
+ * evict it.
+ */
+export function lookupSortedWith(root: PageId | null, keys: readonly Uint8Array[], readNode: ReadNode, use: (index: number, value: Uint8Array | null) => void): void {
+  let leaf: BTNode | null = null;
+  for (let i = 0; i < keys.length; i++) {
+    if (root === null) {
+      use(i, null);
+      continue;
+    }
+    const key = keys[i]!;
+    if (leaf === null || leaf.count === 0 || leaf.compareAt(leaf.count - 1, key) < 0) {
+      let node = readNode(root);
+      while (node.kind === 'branch') node = readNode(node.childAt(node.childIndex(key)));
+      leaf = node;
+    }
+    const index = leaf.lowerBound(key);
+    use(i, index < leaf.count && leaf.compareAt(index, key) === 0 ? leaf.valueAt(index) : null);
+  }
+}
+
+/**
+ * Every entry of the tree at `root` in key order, handed to `visit` as views into its page (valid only
+ * during the call: copy what is kept); returns how many. A full pass without the cursor's copies of
+ * every key and value (the crawl database's load on start). Each page is read again by its id at every
+ * step, as the cursor does, since reads the visitor makes may evict it and reuse its buffer; the tree
+ * must not be written meanwhile (BTree.forEachEntry refuses that).
+ */
+export function walkEntries(root: PageId | null, readNode: ReadNode, visit: (key: Uint8Array, value: Uint8Array) => void): number {
+  if (root === null) return 0;
+  let visited = 0;
+  const walk = (id: PageId): void => {
+    const node = readNode(id);
+    if (node.kind === 'branch') {
+      const children = node.childCount;
+      for (let i = 0; i < children; i++) walk(readNode(id).childAt(i));
+      return;
+    }
+    const count = node.count;
+    let at = leafValuesAt(count);
+    for (let i = 0; i < count; i++) {
+      const leaf = readNode(id);
+      const end = at + leaf.valueLength(i);
+      visit(leaf.keyAt(i), leaf.viewRange(at, end));
+      at = end;
+      visited++;
+    }
+  };
+  walk(root);
+  return visited;
+}
+
 function findLeaf(root: PageId | null, key: Uint8Array, readNode: ReadNode): { node: BTNode; index: number } | null {
   if (root === null) return null;
   let node = readNode(root);

@@ -54,6 +54,13 @@ export interface PageBufferSource {
 
 const CHILDREN_AT = PAGE_HEADER_BYTES;
 
+/** Where insertEntries lays a leaf out before copying it back: one buffer for the process, grown as needed (edits are synchronous). */
+let scratch = new Uint8Array(0);
+function scratchOf(bytes: number): Uint8Array {
+  if (scratch.length < bytes) scratch = new Uint8Array(Math.max(bytes, 2 * scratch.length));
+  return scratch;
+}
+
 /** The 8-byte key at byte `at` of `b` compared with `key`, unsigned bytewise. */
 function compareKeyAt(b: Uint8Array, at: number, key: Uint8Array): number {
   for (let j = 0; j < KEY_BYTES; j++) {
@@ -213,6 +220,11 @@ export class BTNode {
     return this.#bytes().slice(at, end);
   }
 
+  /** Bytes [at, end) of the page as a view: valid while the node is (a walk that tracks value offsets itself). */
+  viewRange(at: number, end: number): Uint8Array {
+    return this.#bytes().subarray(at, end);
+  }
+
   /** Leaf: value i, copied into its own buffer. */
   copyValueAt(i: number): Uint8Array {
     const at = this.#valueAt(i);
@@ -273,6 +285,58 @@ export class BTNode {
     b.set(key, keyAt);
     this.#n = n + 1;
     this.#used = end + LEAF_ENTRY_OVERHEAD + m;
+  }
+
+  /**
+   * Inserts several new entries in one pass: entry j (keys[j], values[j]) goes before the entry now at
+   * index at[j] (`at` non-decreasing, keys ascending and absent from the node). Keys, lengths and values
+   * are laid out again once, a block of old entries at a time, where insertEntry moves them once per
+   * entry: a run of sorted new keys that falls in one leaf (a sweep of the crawl database's insert log).
+   */
+  insertEntries(at: readonly number[], keys: readonly Uint8Array[], values: readonly Uint8Array[]): void {
+    this.#assertEdit('leaf');
+    const k = keys.length;
+    if (k === 0) return;
+    const n = this.#n;
+    const total = n + k;
+    let added = 0;
+    for (const value of values) added += LEAF_ENTRY_OVERHEAD + value.length;
+    const used = this.#used + added;
+    const src = this.#bytes();
+    const out = scratchOf(used);
+    out.set(src.subarray(0, PAGE_HEADER_BYTES));
+    const oldLengths = leafLengthsAt(n);
+    const lengths = leafLengthsAt(total);
+    let oldValueAt = leafValuesAt(n);
+    let valueAt = leafValuesAt(total);
+    let i = 0;
+    let w = 0;
+    // Old entries [i, upTo) as three blocks: their keys, their lengths, their values.
+    const copyOld = (upTo: number): void => {
+      if (upTo <= i) return;
+      out.set(src.subarray(PAGE_HEADER_BYTES + i * KEY_BYTES, PAGE_HEADER_BYTES + upTo * KEY_BYTES), PAGE_HEADER_BYTES + w * KEY_BYTES);
+      out.set(src.subarray(oldLengths + 2 * i, oldLengths + 2 * upTo), lengths + 2 * w);
+      let bytes = 0;
+      for (let e = i; e < upTo; e++) bytes += u16(src, oldLengths + 2 * e);
+      out.set(src.subarray(oldValueAt, oldValueAt + bytes), valueAt);
+      oldValueAt += bytes;
+      valueAt += bytes;
+      w += upTo - i;
+      i = upTo;
+    };
+    for (let j = 0; j < k; j++) {
+      copyOld(at[j]!);
+      const value = values[j]!;
+      out.set(keys[j]!, PAGE_HEADER_BYTES + w * KEY_BYTES);
+      setU16(out, lengths + 2 * w, value.length);
+      out.set(value, valueAt);
+      valueAt += value.length;
+      w++;
+    }
+    copyOld(n);
+    this.#room(used).set(out.subarray(0, used));
+    this.#n = total;
+    this.#used = used;
   }
 
   replaceValue(index: number, value: Uint8Array): void {

@@ -15,7 +15,7 @@
  */
 import { BTreeError } from './errors.js';
 import { checkTree, type CheckReport } from './check.js';
-import { Cursor, lookup, lookupSorted, lookupWith } from './cursor.js';
+import { Cursor, lookup, lookupSorted, lookupSortedWith, lookupWith, walkEntries } from './cursor.js';
 import { compareKeys, copyKey, keyToHex, viewKey, type PageId, type UrlKey } from './keys.js';
 import type { BTNode } from './node.js';
 import { DEFAULT_PAGE_SIZE, isValidPageSize, maxValueBytes } from './page-codec.js';
@@ -63,6 +63,12 @@ export interface WriteBatch {
   /** Returns whether the key was present (as seen by this batch). */
   delete(key: Uint8Array): boolean;
   get(key: Uint8Array): Uint8Array | null;
+  /**
+   * Puts each entry whose key is absent (as seen by this batch), leaving present keys as they are;
+   * keys in ascending order, each once (BTREE_KEY_INVALID otherwise). Returns how many were put. A
+   * leaf's run of keys is merged in one pass: for batches of sorted new keys.
+   */
+  insertAbsentSorted(entries: ReadonlyArray<readonly [Uint8Array, Uint8Array]>): number;
 }
 
 export interface EntriesOptions {
@@ -76,6 +82,8 @@ export class BTree {
   readonly #readNode: (id: PageId) => BTNode;
   #closed = false;
   #writing = false;
+  /** forEachEntry walks on now: their views are into committed pages, which a commit could free. */
+  #walks = 0;
 
   private constructor(pager: Pager) {
     this.#pager = pager;
@@ -133,6 +141,19 @@ export class BTree {
     return lookupSorted(pager.meta.root, keys, this.#readNode);
   }
 
+  /**
+   * The values of `keys` (ascending, as for `hasSorted`) in one ordered pass, each handed to `use` as a
+   * view into its page (null when absent), valid only during the call; `use` must not use the tree.
+   */
+  readSorted(keys: readonly Uint8Array[], use: (index: number, value: Uint8Array | null) => void): void {
+    const pager = this.#pagerOpen();
+    for (let i = 0; i < keys.length; i++) {
+      const key = viewKey(keys[i]);
+      if (i > 0 && compareKeys(keys[i - 1]!, key) > 0) throw new BTreeError('BTREE_KEY_INVALID', `readSorted: key ${keyToHex(key)} at ${i} is smaller than the one before it`);
+    }
+    lookupSortedWith(pager.meta.root, keys, this.#readNode, use);
+  }
+
   put(key: Uint8Array, value: Uint8Array): void {
     this.write((batch) => batch.put(key, value));
   }
@@ -154,6 +175,7 @@ export class BTree {
   write(fn: (batch: WriteBatch) => void): void {
     const pager = this.#pagerOpen();
     if (this.#writing) throw new BTreeError('BTREE_TXN_MISUSE', 'write() called inside another write');
+    if (this.#walks > 0) throw new BTreeError('BTREE_TXN_MISUSE', 'write() called inside forEachEntry()');
     const txn = new WriteTxn(pager);
     this.#writing = true;
     let live = true;
@@ -173,6 +195,15 @@ export class BTree {
       get: (key) => {
         guard();
         return txn.get(viewKey(key));
+      },
+      insertAbsentSorted: (entries) => {
+        guard();
+        const checked = entries.map(([key, value], i): readonly [UrlKey, Uint8Array] => {
+          const at = viewKey(key);
+          if (i > 0 && compareKeys(entries[i - 1]![0], at) >= 0) throw new BTreeError('BTREE_KEY_INVALID', `insertAbsentSorted: key ${keyToHex(at)} at ${i} is not above the one before it`);
+          return [at, this.#acceptValue(key, value)];
+        });
+        return txn.insertAbsentSorted(checked);
       },
     };
     try {
@@ -225,6 +256,22 @@ export class BTree {
       },
       from,
     );
+  }
+
+  /**
+   * Every entry of the last commit in key order, handed to `visit` as views into its page instead of
+   * copies (valid only during the call: copy what is kept); returns how many. For a pass over the whole
+   * tree that turns each entry into something else at once. `visit` may read the tree, not write it
+   * (BTREE_TXN_MISUSE).
+   */
+  forEachEntry(visit: (key: Uint8Array, value: Uint8Array) => void): number {
+    const pager = this.#pagerOpen();
+    this.#walks++;
+    try {
+      return walkEntries(pager.meta.root, this.#readNode, visit);
+    } finally {
+      this.#walks--;
+    }
   }
 
   stats(): BTreeStats {

@@ -12,8 +12,9 @@
  * shrinks the tree at the top. So at the end of every operation all non-root nodes are at least a quarter
  * full and all leaves are at the same depth.
  */
-import type { PageId, UrlKey } from './keys.js';
+import { compareKeys, type PageId, type UrlKey } from './keys.js';
 import { BTNode } from './node.js';
+import { LEAF_ENTRY_OVERHEAD } from './page-codec.js';
 import type { Pager } from './pager.js';
 import { lookup } from './cursor.js';
 
@@ -74,6 +75,74 @@ export class WriteTxn {
     }
     this.#root = this.#putInto(this.#root, key, value);
     this.#settleRoot();
+  }
+
+  /**
+   * Inserts each of `entries` whose key is absent (keys ascending, each once); a present key keeps its
+   * value. Returns how many were inserted. The keys that fall in one leaf are found with one read-only
+   * descent and merged into the leaf in one pass (BTNode.insertEntries), as many as keep it overfull by
+   * at most one entry, as a single insert leaves it, so the one split that follows settles it; a run
+   * with nothing to insert copies no page.
+   */
+  insertAbsentSorted(entries: ReadonlyArray<readonly [UrlKey, Uint8Array]>): number {
+    let from = 0;
+    let inserted = 0;
+    while (from < entries.length) {
+      if (this.#root === null) {
+        this.put(entries[from]![0], entries[from]![1]);
+        inserted++;
+        from++;
+        continue;
+      }
+      const run = this.#absentRun(entries, from);
+      from = run.next;
+      if (run.at.length === 0) continue;
+      this.#changed = true;
+      this.#root = this.#insertRunInto(this.#root, run);
+      this.#keyCount += run.at.length;
+      inserted += run.at.length;
+      this.#settleRoot();
+    }
+    return inserted;
+  }
+
+  /** The absent keys from `from` on that belong in the leaf holding entries[from], where each goes in it, and the first entry left for another pass. */
+  #absentRun(entries: ReadonlyArray<readonly [UrlKey, Uint8Array]>, from: number): AbsentRun {
+    const first = entries[from]![0];
+    let node = this.#node(this.#root!);
+    /** The leaf's keys are below this separator (a copy: the page holding it may be evicted by the reads below). */
+    let upper: UrlKey | null = null;
+    while (node.kind === 'branch') {
+      const i = node.childIndex(first);
+      if (i < node.count) upper = node.copyKeyAt(i);
+      node = this.#node(node.childAt(i));
+    }
+    const leaf = node;
+    const run: AbsentRun = { leaf: first, at: [], keys: [], values: [], next: from };
+    let used = leaf.encodedBytes;
+    while (run.next < entries.length && used <= this.#pageSize) {
+      const [key, value] = entries[run.next]!;
+      if (upper !== null && compareKeys(key, upper) >= 0) break;
+      run.next++;
+      const index = leaf.lowerBound(key);
+      if (index < leaf.count && leaf.compareAt(index, key) === 0) continue;
+      run.at.push(index);
+      run.keys.push(key);
+      run.values.push(value);
+      used += LEAF_ENTRY_OVERHEAD + value.length;
+    }
+    return run;
+  }
+
+  #insertRunInto(id: PageId, run: AbsentRun): PageId {
+    const node = this.#writable(id);
+    if (node.kind === 'leaf') node.insertEntries(run.at, run.keys, run.values);
+    else {
+      const i = node.childIndex(run.leaf);
+      node.setChild(i, this.#insertRunInto(node.childAt(i), run));
+      this.#settleChild(node, i);
+    }
+    return node.id;
   }
 
   /** Removes `key`; returns false (and copies nothing) when it is absent. */
@@ -196,4 +265,15 @@ export class WriteTxn {
     if (this.#dirty.delete(id)) this.#pager.reuse(id);
     else this.#pager.release(id);
   }
+}
+
+/** New entries for one leaf (insertAbsentSorted): where each goes among the leaf's entries, found on the leaf as it was read. */
+interface AbsentRun {
+  /** A key of the leaf's range, to descend to it again. */
+  readonly leaf: UrlKey;
+  readonly at: number[];
+  readonly keys: UrlKey[];
+  readonly values: Uint8Array[];
+  /** The first entry not looked at. */
+  next: number;
 }

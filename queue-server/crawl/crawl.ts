@@ -203,7 +203,20 @@ export class Crawl {
       // The queues and waiting URLs are on disk (frontier.btree): only their origins are read now, their
       // URLs when each origin comes up. The crawl database is read for the seen-set and the counts.
       const robotsPolicy = { userAgentToken: this.#config.robotsToken, unreachableRetryMs: this.#config.robotsUnreachableRetryMs };
-      this.#frontier.restore(now, (queue) => queue.robots.consultStore(this.#stores.robots, robotsPolicy, now));
+      const restored = new Map<string, OriginQueue>();
+      this.#frontier.restore(now, (queue) => {
+        if (queue.robots.storeUnconsulted) restored.set(queue.origin, queue);
+      });
+      // Their robots.txt kept on disk, in one ordered pass over robots.btree, not a look-up each; an origin
+      // whose rules became known is filed again (a Crawl-delay changes its concurrency and its group).
+      const robots = this.#stores.robots;
+      if (robots !== null) {
+        robots.loadMany([...restored.keys()], (origin, stored) => {
+          const queue = restored.get(origin)!;
+          queue.robots.consultStored(stored, robots, robotsPolicy, now);
+          if (queue.robotsState === 'known') this.#frontier.reconsider(queue, now);
+        });
+      }
       let fetched = 0;
       const pass = this.#pass;
       const known = this.#stores.crawlDb.load((hash, record) => {

@@ -140,8 +140,9 @@ export class CrawlDb {
     else {
       this.#tree.commit((batch) => {
         // Only where the tree has no record: a changed record staged in this commit, or one that left
-        // the log before a restart, is newer than the log's copy.
-        for (const [hash, value] of slice.entries) if (batch.get(hash) === null) batch.put(hash, value);
+        // the log before a restart, is newer than the log's copy. The slice is in key order, so each
+        // leaf takes its run of keys in one pass.
+        batch.insertAbsentSorted(slice.entries);
       });
       this.#log.sweptTo(slice);
     }
@@ -153,25 +154,18 @@ export class CrawlDb {
 
   /** Reads every committed record once (on start): rebuilds counts and indexes, hands each to `visit`. */
   load(visit: (hash: UrlHash, record: CrawlDbRecord) => void): number {
-    let loaded = 0;
-    for (const [hash, record] of this.entries()) {
+    const loaded = this.#readAll((hash, record) => {
       this.#counts.set(record.status, (this.#counts.get(record.status) ?? 0) + 1);
       if (this.#buildDuplicates) this.#index(urlHashHex(hash), record);
       visit(hash, record);
-      loaded++;
-    }
+    });
     if (this.#buildDuplicates && this.#duplicates !== null) this.#duplicates.commitSome(true);
     return loaded;
   }
 
   /** Reads every committed record again (a new crawl in the same process); counts and indexes stay as they are. */
   each(visit: (hash: UrlHash, record: CrawlDbRecord) => void): number {
-    let visited = 0;
-    for (const [hash, record] of this.entries()) {
-      visit(hash, record);
-      visited++;
-    }
-    return visited;
+    return this.#readAll(visit);
   }
 
   countsByStatus(): Record<CrawlDbStatus, number> {
@@ -199,6 +193,30 @@ export class CrawlDb {
   /** Committed records in key order, the tree's and the insert log's (commit first for the staged ones). */
   *entries(): IterableIterator<[UrlHash, CrawlDbRecord]> {
     for (const [key, bytes] of mergedEntries(this.#tree.committedFrom(FIRST_KEY), this.#log)) yield [key as UrlHash, decodeCrawlDbRecord(bytes)];
+  }
+
+  /**
+   * Every committed record once, in no key order: the tree's in key order (read in place, no copy of
+   * each record), then the log's as its files lie (InsertLog.scan: sequential reads, where a merge in
+   * key order costs a read per logged record).
+   * A key in both is the tree's: met in the tree, the log's copy is forgotten (a hash look-up in the
+   * log's index per tree record), so the scan skips it.
+   */
+  #readAll(visit: (hash: UrlHash, record: CrawlDbRecord) => void): number {
+    const logged = this.#log.size > 0;
+    let read = this.#tree.forEachCommitted((key, bytes) => {
+      // The key is a view into the page: the visitor may keep the hash it is handed.
+      const hash = Uint8Array.prototype.slice.call(key) as UrlHash;
+      if (logged) this.#log.forgetCopyOf(hash);
+      visit(hash, decodeCrawlDbRecord(bytes));
+    });
+    if (logged) {
+      this.#log.scan((hash, bytes) => {
+        visit(hash, decodeCrawlDbRecord(bytes));
+        read++;
+      });
+    }
+    return read;
   }
 
   /** Commits what is staged (records and log), then closes the files (closed even when the commit fails, which throws). */

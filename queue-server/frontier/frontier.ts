@@ -26,7 +26,7 @@
  * is in memory.
  */
 import type { NormalizedUrl } from '../../shared/url-normalize.js';
-import type { UrlHash } from '../../shared/url-hash.js';
+import { ownUrlHash, type UrlHash } from '../../shared/url-hash.js';
 import { OriginRobots, type RobotsState } from '../robots/origin-robots.js';
 import { crawlDelayOf } from '../robots/robots.js';
 import { BiggestQueues } from './biggest-queues.js';
@@ -360,7 +360,7 @@ export class Frontier {
     const queue = this.origin(origin);
     const store = this.#store;
     if (store === null) {
-      const entry: QueuedUrl = { url, hash, depth, priority, seq: this.#seq++, charged: false };
+      const entry: QueuedUrl = { url, hash: ownUrlHash(hash), depth, priority, seq: this.#seq++, charged: false };
       if (redirectHops > 0) entry.redirectHops = redirectHops;
       this.push(queue, entry, now);
       this.#onResident(entry);
@@ -379,7 +379,8 @@ export class Frontier {
     this.#directoryChanged(queue, line);
     const seq = this.#seq++;
     if (inMemory) {
-      const entry: QueuedUrl = { url, hash, depth, priority, seq, charged: false, key };
+      // Its own 8 bytes: the hash it was handed may be a slice of a pool slab it would keep alive.
+      const entry: QueuedUrl = { url, hash: ownUrlHash(hash), depth, priority, seq, charged: false, key };
       if (redirectHops > 0) entry.redirectHops = redirectHops;
       this.#out.add(key);
       this.push(queue, entry, now);

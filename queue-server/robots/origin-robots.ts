@@ -15,7 +15,7 @@
  * parses the stored file again on a miss, so the queue server never holds one parsed file per origin
  * met (parsed-robots-cache.ts). Without a store (tests of other parts) the parsed file is held here.
  */
-import type { RobotsStore } from './robots-store.js';
+import type { RobotsStore, StoredRobots } from './robots-store.js';
 import { ROBOTS_CACHE_MS, rulesFromFetch, type Robot, type RobotsFetchOutcome, type RobotsPolicy, type RobotsRules } from './robots.js';
 
 /** What one robots.txt fetch means for its origin (OriginRobots.fetched). */
@@ -102,12 +102,22 @@ export class OriginRobots {
     return { retryAt: null, unreachable: { attempt, givenUp: true } };
   }
 
+  /** Whether the robots.txt kept on disk is still to be consulted (the origin not met yet in this process). */
+  get storeUnconsulted(): boolean {
+    return this.#state === 'unknown' && !this.#storeConsulted;
+  }
+
   /** The first time the origin is met in this process: a stored robots.txt still fresh, and no failure, is known at once. */
   consultStore(store: RobotsStore | null, policy: RobotsPolicy, now: number): void {
-    if (this.#state !== 'unknown' || this.#storeConsulted) return;
+    if (!this.storeUnconsulted) return;
+    this.consultStored(store?.load(this.#origin) ?? null, store, policy, now);
+  }
+
+  /** `consultStore` with the stored outcome read already (RobotsStore.loadMany, many origins in one pass). */
+  consultStored(stored: StoredRobots | null, store: RobotsStore | null, policy: RobotsPolicy, now: number): void {
+    if (!this.storeUnconsulted) return;
     this.#storeConsulted = true;
-    const stored = store?.load(this.#origin);
-    if (stored === undefined || stored === null) return;
+    if (stored === null) return;
     const rules = rulesFromFetch(stored, policy, stored.fetchedAt);
     if (rules.expiresAt <= now || rules.kind === 'deny-all') return;
     this.#knowParsed(rules, stored.fetchedAt, stored.body?.length ?? 0, store, policy);

@@ -132,6 +132,37 @@ export class RobotsStore {
     return stored !== null && stored.origin === origin ? stored : null;
   }
 
+  /**
+   * `load` of many origins (a queue server start takes up every origin of its frontier): the heads in
+   * one ordered pass over the tree (BTree.readSorted) instead of a descent and a random leaf read each;
+   * `found` is told each origin's outcome or null, in no particular order. An outcome of several chunks
+   * is assembled after the pass (its chunks are read one by one).
+   */
+  loadMany(origins: readonly string[], found: (origin: string, stored: StoredRobots | null) => void): void {
+    const unstaged: { origin: string; key: UrlHash }[] = [];
+    for (const origin of origins) {
+      const pending = this.#pending.get(origin);
+      if (pending !== undefined) found(origin, pending);
+      else unstaged.push({ origin, key: chunkKey(origin, 0) });
+    }
+    unstaged.sort((a, b) => Buffer.compare(a.key, b.key));
+    const chunked: string[] = [];
+    this.#tree.readSorted(
+      unstaged.map(({ key }) => key),
+      (i, head) => {
+        const origin = unstaged[i]!.origin;
+        if (head === null || head[0] !== HEAD) found(origin, null);
+        else if (Buffer.from(head.buffer, head.byteOffset, head.byteLength).readUInt16BE(1) > 1) chunked.push(origin);
+        else {
+          // One chunk: assembled from the head alone, without reading the tree.
+          const stored = this.#assemble(head, origin);
+          found(origin, stored !== null && stored.origin === origin ? stored : null);
+        }
+      },
+    );
+    for (const origin of chunked) found(origin, this.load(origin));
+  }
+
   /** Puts the rules just parsed from the fetch of `origin` made at `fetchedAt` into the cache of parsed files. */
   rememberParsed(origin: string, fetchedAt: number, rules: ParsedRules, chars: number): void {
     this.#parsed.set(origin, fetchedAt, rules, chars);

@@ -287,6 +287,28 @@ export class InsertLog {
     }
   }
 
+  /**
+   * Every logged record the log still answers for (not this window's), in no particular order, each
+   * file read front to back in chunks of FRAME_READ_CHUNK_BYTES: for a pass over all of them that
+   * needs no key order (the counts and the seen-set on start), where `sorted` costs a read per record.
+   * A frame counts only where the index still points at it: a key forgotten (its newer record is in
+   * the tree) is skipped. `value` is a view into the read buffer, valid only during the call.
+   */
+  scan(visit: (hash: UrlHash, value: Uint8Array) => void): void {
+    for (const file of this.#files) {
+      const generation = file.generation & 0xff;
+      const frames = new FrameReader(this.#io, file, file.end);
+      for (let frame = frames.next(); frame !== null; frame = frames.next()) {
+        if (this.#index.holdsSpan(frame.hi, frame.lo, generation, frame.valueAt)) visit(urlHashFromHalves(frame.hi, frame.lo), frame.value);
+      }
+    }
+  }
+
+  /** The tree holds a record of `hash`, which is newer than any logged copy (see the crash model): the log forgets its copy. */
+  forgetCopyOf(hash: UrlHash): void {
+    this.#index.delete(urlHashHigh(hash), urlHashLow(hash));
+  }
+
   stats(): InsertLogStats {
     let bytes = 0;
     for (const file of this.#files) bytes += file.end;
@@ -381,33 +403,11 @@ export class InsertLog {
       throw new InsertLogError(`${path}: not an insert log of this version (header ${header.toString('hex')})`);
     }
     const generationByte = generation & 0xff;
-    let at = HEADER_BYTES;
-    const chunk = Buffer.allocUnsafe(1 << 20);
-    let chunkStart = 0;
-    let chunkLength = 0;
-    const view = (offset: number, length: number): Buffer | null => {
-      if (offset + length > size) return null;
-      if (offset < chunkStart || offset + length > chunkStart + chunkLength) {
-        chunkStart = offset;
-        chunkLength = Math.min(chunk.length, size - offset);
-        if (length > chunkLength) return null;
-        readRecord(this.#io, fd, chunk.subarray(0, chunkLength), offset, path);
-      }
-      return chunk.subarray(offset - chunkStart, offset - chunkStart + length);
-    };
-    for (;;) {
-      const head = view(at, FRAME_HEAD_BYTES);
-      if (head === null) break;
-      const payload = head.readUInt32LE(0);
-      const crc = head.readUInt32LE(4);
-      if (payload < KEY_BYTES || payload > KEY_BYTES + MAX_LOGGED_VALUE_BYTES) break;
-      const body = view(at + FRAME_HEAD_BYTES, payload);
-      if (body === null || crc32(body) !== crc) break;
-      const hi = body.readUInt32BE(0);
-      const lo = body.readUInt32BE(4);
-      this.#index.set(hi, lo, { generation: generationByte, offset: at + FRAME_HEAD_BYTES + KEY_BYTES, length: payload - KEY_BYTES });
-      at += FRAME_HEAD_BYTES + payload;
+    const frames = new FrameReader(this.#io, file, size);
+    for (let frame = frames.next(); frame !== null; frame = frames.next()) {
+      this.#index.set(frame.hi, frame.lo, { generation: generationByte, offset: frame.valueAt, length: frame.value.length });
     }
+    const at = frames.at;
     file.end = at;
     if (at < size) {
       this.#cutBytes += size - at;
@@ -426,8 +426,63 @@ export class InsertLog {
   }
 }
 
+/** A whole frame of a log file: its key's halves, where its value starts in the file, and the value (a view into the reader's chunk). */
+interface Frame {
+  readonly hi: number;
+  readonly lo: number;
+  readonly valueAt: number;
+  readonly value: Buffer;
+}
 
+/** Bytes a FrameReader reads at once: more than the longest frame (8 + 8 + 65,535 bytes). */
+const FRAME_READ_CHUNK_BYTES = 1 << 20;
 
+/**
+ * Reads a log file's frames front to back, a chunk at a time (one pread per FRAME_READ_CHUNK_BYTES,
+ * not one per record), up to `size` bytes. A frame is handed out only whole, with a sane length and
+ * its CRC right; `next` returns null at the end or at the first that is not, and `at` is then where
+ * the whole frames end. A frame's value is valid until the next call.
+ */
+class FrameReader {
+  readonly #io: FileOps;
+  readonly #file: LogFile;
+  readonly #size: number;
+  readonly #chunk = Buffer.allocUnsafe(FRAME_READ_CHUNK_BYTES);
+  #chunkStart = 0;
+  #chunkLength = 0;
+  /** File offset of the next frame. */
+  at = HEADER_BYTES;
+
+  constructor(io: FileOps, file: LogFile, size: number) {
+    this.#io = io;
+    this.#file = file;
+    this.#size = size;
+  }
+
+  next(): Frame | null {
+    const head = this.#view(this.at, FRAME_HEAD_BYTES);
+    if (head === null) return null;
+    const payload = head.readUInt32LE(0);
+    const crc = head.readUInt32LE(4);
+    if (payload < KEY_BYTES || payload > KEY_BYTES + MAX_LOGGED_VALUE_BYTES) return null;
+    const body = this.#view(this.at + FRAME_HEAD_BYTES, payload);
+    if (body === null || crc32(body) !== crc) return null;
+    const valueAt = this.at + FRAME_HEAD_BYTES + KEY_BYTES;
+    this.at += FRAME_HEAD_BYTES + payload;
+    return { hi: body.readUInt32BE(0), lo: body.readUInt32BE(4), valueAt, value: body.subarray(KEY_BYTES) };
+  }
+
+  /** `length` bytes at `offset` from the chunk, reading the next chunk from there when they are not in it; null past `size`. */
+  #view(offset: number, length: number): Buffer | null {
+    if (offset + length > this.#size) return null;
+    if (offset < this.#chunkStart || offset + length > this.#chunkStart + this.#chunkLength) {
+      this.#chunkStart = offset;
+      this.#chunkLength = Math.min(this.#chunk.length, this.#size - offset);
+      readRecord(this.#io, this.#file.fd, this.#chunk.subarray(0, this.#chunkLength), offset, this.#file.path);
+    }
+    return this.#chunk.subarray(offset - this.#chunkStart, offset - this.#chunkStart + length);
+  }
+}
 
 function readRecord(io: FileOps, fd: number, into: Uint8Array, position: number, path: string): void {
   const read = readFully(io, fd, into, position);

@@ -121,6 +121,11 @@ export class StagedTree<T> {
     return this.#tree.entries({ from });
   }
 
+  /** Every committed entry in key order as views valid only during `visit` (BTree.forEachEntry): a whole pass without copies. */
+  forEachCommitted(visit: (key: Uint8Array, value: Uint8Array) => void): number {
+    return this.#tree.forEachEntry(visit);
+  }
+
   stats(): ReturnType<BTree['stats']> {
     return this.#tree.stats();
   }

@@ -52,6 +52,15 @@ export class UrlHashMap {
     return this.#find(hi, lo) >= 0;
   }
 
+  /** Whether the hash's span is (generation, offset): the frame at that place is the one the map answers with. */
+  holdsSpan(hi: number, lo: number, generation: number, offset: number): boolean {
+    hi >>>= 0;
+    lo >>>= 0;
+    if ((hi | lo) === 0) return this.#zero !== null && this.#zero.generation === generation && this.#zero.offset === offset;
+    const slot = this.#find(hi, lo);
+    return slot >= 0 && this.#generation[slot] === generation && this.#offset[slot] === offset;
+  }
+
   /** Sets or replaces the hash's span. Generation 0 to 255, offset below 2^32, length below 2^16. */
   set(hi: number, lo: number, span: FileSpan): void {
     hi >>>= 0;

@@ -78,7 +78,11 @@ type Step =
   | { op: 'iter'; from: string | null; take: number }
   | { op: 'get'; key: string }
   /** One batch deleting every `every`-th key in key order: mass merges and root collapses. */
-  | { op: 'drain'; every: number };
+  | { op: 'drain'; every: number }
+  /** forEachEntry over the whole tree, reading `probe` with get at every entry (evicting the page being walked) and trying a write inside. */
+  | { op: 'walk'; probe: string }
+  /** One batch: some mutations, then insertAbsentSorted of `entries` (sorted here), then reads of them. */
+  | { op: 'insertAbsent'; before: Mutation[]; entries: { key: string; value: string }[] };
 
 const stepArb: fc.Arbitrary<Step> = fc.oneof(
   { weight: 6, arbitrary: mutationArb },
@@ -182,6 +186,39 @@ function runStepsOn(file: string, steps: Step[]): void {
         case 'get':
           expect(hex(tree.get(fromHex(step.key)) ?? new Uint8Array())).toBe(model.get(step.key) ?? '');
           break;
+        case 'insertAbsent': {
+          const sorted = [...new Map(step.entries.map((e) => [e.key, e.value]))].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+          let put = 0;
+          tree.write((b) => {
+            for (const m of step.before) {
+              if (m.op === 'put') b.put(fromHex(m.key), fromHex(m.value));
+              else b.delete(fromHex(m.key));
+              applyToModel(model, m);
+            }
+            put = b.insertAbsentSorted(sorted.map(([k, v]) => [fromHex(k), fromHex(v)] as const));
+            for (const [k] of sorted) expect(hex(b.get(fromHex(k)) ?? new Uint8Array())).toBe(model.get(k) ?? sorted.find(([key]) => key === k)![1]);
+          });
+          let absent = 0;
+          for (const [k, v] of sorted) {
+            if (model.has(k)) continue;
+            model.set(k, v);
+            absent++;
+          }
+          expect(put).toBe(absent);
+          if (sorted.length > 1) expect(() => tree.write((b) => b.insertAbsentSorted([...sorted].reverse().map(([k, v]) => [fromHex(k), fromHex(v)] as const)))).toThrow(/not above/);
+          break;
+        }
+        case 'walk': {
+          const got: string[] = [];
+          const walked = tree.forEachEntry((k, v) => {
+            got.push(`${hex(k)}=${hex(v)}`);
+            expect(hex(tree.get(fromHex(step.probe)) ?? new Uint8Array())).toBe(model.get(step.probe) ?? '');
+            if (got.length === 1) expect(() => tree.put(fromHex(step.probe), new Uint8Array(1))).toThrow(/inside forEachEntry/);
+          });
+          expect(walked).toBe(model.size);
+          expect(got).toEqual([...sortedModel(model).entries()].map(([k, v]) => `${k}=${v}`));
+          break;
+        }
       }
       expect(tree.stats().keys).toBe(model.size);
       expect(tree.stats().cachePages).toBeLessThanOrEqual(tree.stats().cacheCapacity);
@@ -203,6 +240,30 @@ describe('BTree against a Map model', () => {
   it('agrees with the model over random put/delete/batch/reopen/iterate sequences', () => {
     fc.assert(
       fc.property(fc.array(stepArb, { minLength: 1, maxLength: 80, size: 'medium' }), (steps) => runSteps(steps)),
+      { seed, numRuns: RUNS_RANDOM },
+    );
+  });
+
+  it('forEachEntry hands over every entry once in key order, as views that stay right while the visitor reads the tree', () => {
+    const walkArb: fc.Arbitrary<Step> = fc.record({ op: fc.constant('walk' as const), probe: keyArb });
+    const bulkArb = fc.record({ op: fc.constant('batch' as const), ops: fc.array(mutationArb, { minLength: 50, maxLength: 300 }), abort: fc.constant(false) });
+    fc.assert(
+      fc.property(bulkArb, fc.array(fc.oneof({ weight: 3, arbitrary: stepArb }, { weight: 2, arbitrary: walkArb }), { minLength: 1, maxLength: 40, size: 'medium' }), (bulk, steps) =>
+        runSteps([bulk, ...steps]),
+      ),
+      { seed, numRuns: RUNS_RANDOM },
+    );
+  });
+
+  it('insertAbsentSorted puts exactly the absent keys of a sorted run, a leaf at a time, splitting as single puts would', () => {
+    const entryArb = fc.record({ key: keysFrom(3000), value: valueArb });
+    const insertArb: fc.Arbitrary<Step> = fc.record({
+      op: fc.constant('insertAbsent' as const),
+      before: fc.array(mutationsOn(keysFrom(3000)), { maxLength: 20 }),
+      entries: fc.array(entryArb, { minLength: 0, maxLength: 400 }),
+    });
+    fc.assert(
+      fc.property(fc.array(fc.oneof({ weight: 2, arbitrary: stepArb }, { weight: 3, arbitrary: insertArb }), { minLength: 1, maxLength: 25, size: 'medium' }), (steps) => runSteps(steps)),
       { seed, numRuns: RUNS_RANDOM },
     );
   });

@@ -7,7 +7,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { DuplicateStore } from '../../queue-server/crawldb/duplicate-store.js';
+import { DUPLICATES_STAGE_MAX, DuplicateStore } from '../../queue-server/crawldb/duplicate-store.js';
 import { NearDuplicateIndex, SignatureIndex } from '../../queue-server/crawldb/near-duplicates.js';
 import { tempFile, withTempFile } from '../support/btree-helpers.js';
 
@@ -92,6 +92,22 @@ describe('DuplicateStore', () => {
       ),
       { seed, numRuns: 60 },
     );
+  });
+
+  it('commits before the 20th group commit once DUPLICATES_STAGE_MAX changes are staged, and not with fewer', () => {
+    const store = DuplicateStore.open(tempFile('duplicates.btree'));
+    try {
+      for (let n = 0; n < 10; n++) store.addNear(urlHex(n), simhashOf(n, [n % 64]));
+      store.commitSome();
+      expect(store.stats().txid).toBe(0);
+      for (let n = 10; n < DUPLICATES_STAGE_MAX; n++) store.addNear(urlHex(n), simhashOf(n, [n % 64, (n >> 6) % 64]));
+      expect(store.stagedCount).toBeGreaterThanOrEqual(DUPLICATES_STAGE_MAX);
+      store.commitSome();
+      expect(store.stats().txid).toBe(1);
+      expect(store.stagedCount).toBe(0);
+    } finally {
+      store.close();
+    }
   });
 
   it('drops an entry the record of its page denies, and answers with the next original', () => {

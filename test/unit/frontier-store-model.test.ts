@@ -243,6 +243,25 @@ describe('the frontier on disk against a model', () => {
     }
   });
 
+  it('keeps a URL held in memory under a hash of its own 8 bytes, not a slice of the buffer pool it was handed', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'petrel-frontier-hash-'));
+    try {
+      const store = FrontierStore.open(join(dir, 'frontier.btree'));
+      const frontier = new Frontier({ concurrencyOf: () => 1 }, { store, memoryUrls: 10 });
+      const url = 'http://a.test/page' as NormalizedUrl;
+      const handed = urlHash(url);
+      const entry = frontier.add('http://a.test', url, handed, 0, T0)!;
+      expect(urlHashHex(entry.hash)).toBe(urlHashHex(handed));
+      // A pooled hash shares an 8 KiB ArrayBuffer; the entry's must not keep that alive.
+      expect(handed.buffer.byteLength).toBeGreaterThan(8);
+      expect(entry.hash.buffer).not.toBe(handed.buffer);
+      expect(entry.hash.buffer.byteLength).toBe(8);
+      store.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('settles a second copy of a URL read back while the first is pending, instead of queueing it twice', () => {
     const dir = mkdtempSync(join(tmpdir(), 'petrel-frontier-copy-'));
     try {

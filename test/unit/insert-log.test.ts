@@ -166,6 +166,90 @@ describe('CrawlDb with an insert log', () => {
     expect(reached).toEqual({ longSweep: true });
   });
 
+  it('load hands every durable record over once at its latest version, reading the log in file order, and the database goes on as before', () => {
+    const op: fc.Arbitrary<Op> = fc.oneof(
+      { weight: 12, arbitrary: fc.integer({ min: 0, max: 400 }).map((n) => ({ kind: 'put' as const, n })) },
+      { weight: 5, arbitrary: fc.integer({ min: 0, max: 400 }).map((n) => ({ kind: 'update' as const, n })) },
+      { weight: 3, arbitrary: fc.constant({ kind: 'commit' as const }) },
+      { weight: 1, arbitrary: fc.constant({ kind: 'crash' as const }) },
+    );
+    /** Loads that met a key in both the tree and the log (a changed record, or a swept one, before a kill). */
+    const reached = { inBoth: false };
+    fc.assert(
+      fc.property(fc.array(op, { minLength: 20, maxLength: 300 }), fc.integer({ min: 8, max: 100 }), fc.integer({ min: 1, max: 30 }), (ops, logEntries, logSliceKeys) => {
+        const dir = tempDir();
+        const path = join(dir, 'crawldb.btree');
+        const hashOf = (n: number): UrlHash => urlHash(urlOf(n));
+        const numberOf = new Map<string, number>();
+        for (let n = 0; n <= 400; n++) numberOf.set(urlHashHex(hashOf(n)), n);
+        const versionOf = (record: CrawlDbRecord) => (record.lastFetchAt === null ? 0 : (record.lastFetchAt - NOW) / 60_000);
+        let durable = new Map<number, number>();
+        let shown = new Map<number, number>();
+        /** Opens as the queue server does and checks what load handed over against the durable model. */
+        const openAndLoad = (): CrawlDb => {
+          const opened = CrawlDb.open(path, { logEntries, logSliceKeys, cachePages: 8 });
+          const loggedBefore = opened.logStats().entries;
+          const visited = new Map<number, number>();
+          const loaded = opened.load((hash, record) => {
+            const n = numberOf.get(urlHashHex(hash))!;
+            expect(visited.has(n)).toBe(false);
+            expect(record.url).toBe(urlOf(n));
+            visited.set(n, versionOf(record));
+          });
+          expect(loaded).toBe(durable.size);
+          expect(visited).toEqual(durable);
+          if (opened.logStats().entries < loggedBefore) reached.inBoth = true;
+          const counts = opened.countsByStatus();
+          expect(counts.fetched).toBe([...durable.values()].filter((version) => version > 0).length);
+          expect(counts.unfetched).toBe([...durable.values()].filter((version) => version === 0).length);
+          return opened;
+        };
+        let db = openAndLoad();
+        try {
+          for (const step of ops) {
+            if (step.kind === 'put' || step.kind === 'update') {
+              const hash = hashOf(step.n);
+              const previous = db.get(hash);
+              if (step.kind === 'put' && previous !== null) continue;
+              const version = previous === null ? 0 : shown.get(step.n)! + 1;
+              db.put(hash, recordOf(step.n, version), previous);
+              shown.set(step.n, version);
+            } else if (step.kind === 'commit') {
+              db.commit();
+              durable = new Map(shown);
+            } else {
+              // A kill -9: dropped unclosed, opened and loaded again.
+              db = openAndLoad();
+              shown = new Map(durable);
+            }
+          }
+          // After a load the log goes on: new records, changes and sweeps to the end of every file.
+          for (let round = 0; round < 400 && (db.logStats().sweepLeft > 0 || db.logStats().files > 1); round++) {
+            const n = 401 + round;
+            db.put(hashOf(n), recordOf(n, 0), null);
+            numberOf.set(urlHashHex(hashOf(n)), n);
+            shown.set(n, 0);
+            db.commit();
+          }
+          durable = new Map(shown);
+          for (const [n, version] of durable) expect(versionOf(db.get(hashOf(n))!)).toBe(version);
+          db.close();
+          db = openAndLoad();
+          db.close();
+          expect(checkCrawlDb(path)).toMatchObject({ faults: [], records: durable.size });
+        } finally {
+          try {
+            db.close();
+          } catch {
+            // closed above
+          }
+        }
+      }),
+      { seed, numRuns: 60 },
+    );
+    expect(reached).toEqual({ inBoth: true });
+  });
+
   it('puts new URLs in the log, not the tree, and sweeps them into the tree once the log is half full', () => {
     const { dir, db } = freshDb({ logEntries: 1000 });
     putNew(db, 0, 400);

@@ -60,6 +60,30 @@ describe('the robots.txt store', () => {
     reopened.close();
   });
 
+  it('loads many origins in one pass as load does one by one: committed, staged, chunked, missing', () => {
+    const path = join(tempDir(), 'robots.btree');
+    const store = RobotsStore.open(path);
+    const origins = Array.from({ length: 300 }, (_, n) => `http://h${n}.example`);
+    // Every third committed, every fifth of the others staged only, every 50th large (several chunks), the rest missing.
+    origins.forEach((origin, n) => {
+      if (n % 3 === 0) store.save(outcome(origin, n % 50 === 0 ? bigBody(20_000, `h${n}`) : `User-agent: *\nDisallow: /${n}/`, 1_000 + n));
+    });
+    store.commit();
+    origins.forEach((origin, n) => {
+      if (n % 3 !== 0 && n % 5 === 0) store.save(outcome(origin, `User-agent: *\nAllow: /${n}/`, 5_000 + n));
+    });
+    const found = new Map<string, StoredRobots | null>();
+    store.loadMany(origins, (origin, stored) => {
+      expect(found.has(origin)).toBe(false);
+      found.set(origin, stored);
+    });
+    expect(found.size).toBe(origins.length);
+    for (const origin of origins) expect(found.get(origin)).toEqual(store.load(origin));
+    expect([...found.values()].filter((stored) => stored !== null).length).toBe(100 + 40);
+    checked(store);
+    store.close();
+  });
+
   it('replaces a large robots.txt by a small one without leaving its old chunks behind', () => {
     const path = join(tempDir(), 'robots.btree');
     const store = RobotsStore.open(path);
