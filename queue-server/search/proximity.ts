@@ -52,7 +52,11 @@ function grown(buffer: Float64Array, atLeast: number): Float64Array {
   return bigger;
 }
 
-/** Proximity score of each candidate group (0 where its words are never near each other). */
+/**
+ * Proximity score of each candidate group (0 where its words are never near each other). A group
+ * given twice, or two groups whose entries are one page, get that page's score each: the cursors
+ * move forward only, so a page is scored once and its score copied.
+ */
 export function proximityScores(view: ProximityView, words: readonly ProximityWord[], candidates: readonly number[]): Float64Array {
   const out = new Float64Array(candidates.length);
   if (words.length < 2 || candidates.length === 0) return out;
@@ -81,7 +85,12 @@ export function proximityScores(view: ProximityView, words: readonly ProximityWo
       }
     });
     const bodyLength = segment.reader.columns.pageBodyLength;
-    for (const { page, at } of docs) {
+    for (let d = 0; d < docs.length; d++) {
+      const { page, at } = docs[d]!;
+      if (d > 0 && docs[d - 1]!.page === page) {
+        out[at] = out[docs[d - 1]!.at]!;
+        continue;
+      }
       acc.fill(0);
       // Each field (title, headings, body) is its own run of positions: a pair never spans two.
       for (let f = 0; f < 3; f++) {
