@@ -14,6 +14,7 @@
  * hears `done` instead of finding the port closed.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { fstatSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
@@ -21,14 +22,54 @@ const PETREL = fileURLToPath(new URL('./petrel.js', import.meta.url));
 
 const SUPERVISED = 'PETREL_SUPERVISED';
 
-/** `inherit`: file descriptors of this process the child gets as its fds 3, 4, ... */
+/**
+ * `inherit`: file descriptors of this process the child gets as its fds 3, 4, ... The child's stdin is
+ * a pipe this process never writes: it closes when this process is gone, however it went (a SIGKILL
+ * too), which is how the child learns it (`whenSupervisorGone`).
+ */
 export function spawnPetrel(args: string[], inherit: readonly number[] = []): ChildProcess {
-  return spawn(process.execPath, [PETREL, ...args], { stdio: ['ignore', 'pipe', 'pipe', ...inherit], env: { ...process.env, [SUPERVISED]: '1' } });
+  const child = spawn(process.execPath, [PETREL, ...args], { stdio: ['pipe', 'pipe', 'pipe', ...inherit], env: { ...process.env, [SUPERVISED]: '1' } });
+  // The pipe must not keep this process running once everything else is done.
+  (child.stdin as unknown as { unref?: () => void } | null)?.unref?.();
+  return child;
 }
 
 /** Whether `petrel crawl` or `petrel start` started this process (spawnPetrel). */
 export function isSupervised(): boolean {
   return process.env[SUPERVISED] === '1';
+}
+
+/**
+ * Calls `onGone` once if the supervisor that started this process goes away: the other end of its
+ * stdin pipe (spawnPetrel) closes. From then on, writes to stdout and stderr, pipes to the supervisor
+ * too, fail with EPIPE; they are dropped instead of ending the process with an unhandled error.
+ * Nothing happens in a process not started by spawnPetrel (stdin not a pipe, or not supervised).
+ */
+export function whenSupervisorGone(onGone: () => void): void {
+  if (!isSupervised()) return;
+  // libuv's pipes are socket pairs; a shell's are FIFOs. /dev/null (stdin ignored) is neither.
+  let pipe = false;
+  try {
+    const stdin = fstatSync(0);
+    pipe = stdin.isFIFO() || stdin.isSocket();
+  } catch {
+    return;
+  }
+  if (!pipe) return;
+  const stdin = process.stdin;
+  let gone = false;
+  const goneNow = () => {
+    if (gone) return;
+    gone = true;
+    for (const stream of [process.stdout, process.stderr]) stream.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EPIPE') throw error;
+    });
+    onGone();
+  };
+  stdin.on('data', () => undefined);
+  stdin.once('end', goneNow);
+  stdin.once('error', goneNow);
+  (stdin as unknown as { unref?: () => void }).unref?.();
 }
 
 /**

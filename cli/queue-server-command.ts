@@ -15,7 +15,7 @@ import { dataPath } from '../queue-server/storage/data-dir.js';
 import { addCrawlOptions, crawlSettingsFor, explicitCrawlSettings } from './crawl-options.js';
 import { EXIT, exitCodesHelp } from './exit-codes.js';
 import { checkWritableDataDir, DATA_OPTION, describeError, fail, integerOption, readTlsFiles } from './options.js';
-import { isSupervised, supervisedSignals } from './children.js';
+import { isSupervised, supervisedSignals, whenSupervisorGone } from './children.js';
 import { applyDaemonOptions, readConfigFile, type ConfigFile } from './config-file.js';
 import { parseRedisTarget, readRedisPassword } from '../shared/redis-url.js';
 import { MAX_PARTITIONS } from '../queue-server/cluster/partition.js';
@@ -47,6 +47,7 @@ interface QueueServerValues {
 /**
  * How long a supervised one-shot queue server waits for its supervisor's SIGTERM after the crawl is over,
  * ms: `petrel crawl` sends it within seconds (fetchers.stop's wait and grace, and progress catching up).
+ * A supervisor that is gone (killed) is not waited for: its end of stdin closes (children.ts).
  */
 const SUPERVISOR_GONE_MS = 60_000;
 
@@ -117,15 +118,26 @@ export function queueServerCommand(): Command {
     // it hears `listening` must get a drain, not the default action of the signal (killed at once).
     process.stdout.write(`${JSON.stringify({ event: 'listening', url: running.url, tokenFile: running.tokenFile, adminTokenFile: running.adminTokenFile, metricsTokenFile: running.metricsTokenFile, pid: process.pid, ...start })}\n`);
     logger.info({ event: 'listening', say: true, url: running.url, config: file?.path ?? null }, `petrel queue-server listening on ${running.url} (fetcher token in ${running.tokenFile})`);
+    // A supervisor gone (its stdin pipe closed: killed, say) sends no SIGTERM: a crawl that is over ends
+    // as an unsupervised one does, and one that is not yet over does when it is.
+    let supervisorGone = false;
+    whenSupervisorGone(() => {
+      supervisorGone = true;
+      logger.warn({ event: 'supervisor-gone' }, 'the process that started this queue server is gone');
+      if (over) void running.service.allFetchersTold(1500).then(() => stop('finished', EXIT.ok));
+    });
     if (once) {
       await running.finished;
       if (isSupervised()) {
         // The supervisor knows the fetchers it started, also those that have not asked yet: it stops
-        // them, then this process (children.ts). The timer only guards against a supervisor gone.
+        // them, then this process (children.ts). The timer guards against a supervisor that is there
+        // and never sends it; one that is gone is heard at once (whenSupervisorGone, above).
         over = true;
-        process.stdout.write(`${JSON.stringify({ event: 'crawl-over' })}\n`);
-        setTimeout(() => void stop('finished', EXIT.ok), SUPERVISOR_GONE_MS).unref();
-        return;
+        if (!supervisorGone) {
+          process.stdout.write(`${JSON.stringify({ event: 'crawl-over' })}\n`);
+          setTimeout(() => void stop('finished', EXIT.ok), SUPERVISOR_GONE_MS).unref();
+          return;
+        }
       }
       // Let every fetcher hear `done` before the port closes (at most 1.5 s for one that stays silent).
       await running.service.allFetchersTold(1500);
