@@ -69,8 +69,7 @@ Options:
   --no-revalidate       skip Petrel's second pass on the real corpora (every page stale, every answer a 304)
   --no-warmup           skip the unmeasured Petrel --no-warc crawl each corpus gets first (it fills the page
                         cache with the corpus's files and warms the server, so the first crawler measured
-                        does not pay for that alone: a PostgreSQL-manual run measured first took 10.8 s
-                        against 6.7-7.6 s later)
+                        does not pay for that alone)
   --repeat N            run each crawler N times, interleaved, every other round in reverse order (so no
                         crawler always runs right after the same one); the table shows each one's cleanest run (least
                         CPU used by everything else on the machine), the JSON keeps every run (default 1)
