@@ -45,18 +45,7 @@ export function lookupWith<T>(root: PageId | null, key: Uint8Array, readNode: Re
  */
 export function lookupSorted(root: PageId | null, keys: readonly Uint8Array[], readNode: ReadNode): boolean[] {
   const found = new Array<boolean>(keys.length).fill(false);
-  if (root === null) return found;
-  let leaf: BTNode | null = null;
-  for (let i = 0; i < keys.length; i++) {
-    const key = keys[i]!;
-    if (leaf === null || leaf.count === 0 || leaf.compareAt(leaf.count - 1, key) < 0) {
-      let node = readNode(root);
-      while (node.kind === 'branch') node = readNode(node.childAt(node.childIndex(key)));
-      leaf = node;
-    }
-    const index = leaf.lowerBound(key);
-    found[i] = index < leaf.count && leaf.compareAt(index, key) === 0;
-  }
+  lookupSortedWith(root, keys, readNode, (i, value) => (found[i] = value !== null));
   return found;
 }
 
