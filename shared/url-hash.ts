@@ -22,16 +22,13 @@ export function urlHash(normalizedUrl: string): UrlHash {
   return bytes as unknown as UrlHash;
 }
 
-/**
- * The hash in 8 bytes of its own, for a hash kept for long (a queued URL held in memory). `urlHash` and
- * `urlHashFromHalves` slice their 8 bytes from Node's shared 8 KiB Buffer pool, so one such hash kept
- * keeps its whole pool slab alive: the hashes of objects held by the queue server pinned 4,940 slabs
- * (39 MiB) at 338,000 known URLs and 7,971 (62 MiB) at 920,000, most of them those of the 100,000 URLs
- * held in memory.
+/*
+ * `urlHash` and `urlHashFromHalves` slice their 8 bytes from Node's shared 8 KiB Buffer pool: cheap
+ * for a hash used and dropped, but one kept for long keeps its whole pool slab alive (the hashes of the
+ * URLs a queue server held in memory pinned 7,971 slabs, 62 MiB, at 920,000 known URLs). What keeps a
+ * hash for long keeps its two halves (`urlHashHigh`, `urlHashLow`) or copies it into storage of its
+ * own (queue-server/frontier/frontier.ts ResidentUrl).
  */
-export function ownUrlHash(hash: UrlHash): UrlHash {
-  return Uint8Array.prototype.slice.call(hash, 0, 8) as UrlHash;
-}
 
 /** The 8 bytes of a URL hash (or of a key read back from a tree keyed by them) as 16 lowercase hex digits. */
 export function urlHashHex(hash: UrlHash | Uint8Array): string {
