@@ -86,10 +86,13 @@ class ResidentUrl implements QueuedUrl {
   }
 }
 
+/** Which of two queued URLs of an origin goes first. One function for every origin's heap: a closure per origin costs memory per host. */
+const queuedFirst = (a: QueuedUrl, b: QueuedUrl): boolean => a.priority < b.priority || (a.priority === b.priority && a.seq < b.seq);
+
 /** What only the frontier touches of an origin: its line of URLs and the version its filings carry. */
 class OriginLine {
   /** The URLs in memory (the heads). */
-  readonly urls = new MinHeap<QueuedUrl>((a, b) => a.priority < b.priority || (a.priority === b.priority && a.seq < b.seq));
+  readonly urls = new MinHeap<QueuedUrl>(queuedFirst);
   /** Queued URLs already counted against --max-pages (back from an expired lease). */
   chargedQueued = 0;
   version = 0;
@@ -289,6 +292,9 @@ export class Frontier {
     this.#isPending = options.isPending ?? (() => false);
   }
 
+  /** Handed to every origin queue: one closure for all of them, not one (and its context) per host. */
+  readonly #refile = (queue: OriginQueue, now: number): void => this.reconsider(queue, now);
+
   /** URLs waiting in origin queues (in memory and on disk). */
   get queued(): number {
     return this.#queued;
@@ -327,7 +333,7 @@ export class Frontier {
   origin(origin: string): OriginQueue {
     let queue = this.#origins.get(origin);
     if (queue === undefined) {
-      queue = new OriginQueue(origin, (refiled, now) => this.reconsider(refiled, now));
+      queue = new OriginQueue(origin, this.#refile);
       this.#origins.set(origin, queue);
       const dormant = this.#dormant.get(origin);
       if (dormant !== undefined) {
