@@ -12,6 +12,7 @@ import { parseResolveEntry, userAgentFor, type FetcherSettingValues } from '../f
 import { supervisedSignals } from './children.js';
 import { EXIT, exitCodesHelp } from './exit-codes.js';
 import { addFetcherOptions } from './fetcher-options.js';
+import { heapGrowthOption, limitHeapGrowth } from './heap-growth.js';
 import { fail } from './options.js';
 import { parseRedisTarget, readRedisPassword, type RedisTarget } from '../shared/redis-url.js';
 
@@ -19,6 +20,7 @@ import { parseRedisTarget, readRedisPassword, type RedisTarget } from '../shared
 const USAGE = { status: EXIT.usage, command: 'fetcher' } as const;
 
 interface FetcherValues extends FetcherSettingValues {
+  heapGrowth: number;
   once?: boolean;
   giveUpAfter: number;
   server: string[];
@@ -78,6 +80,7 @@ export function fetcherCommand(version: string): Command {
     .addOption(new Option('--log-level <level>', 'log records at this level and above').choices(LOG_LEVELS).default(logLevelFromEnv()))
     .addOption(new Option('--log-format <format>', 'json: one JSON object a line (level, time, role, fetcher, event, msg); human: the lines of a terminal').choices(LOG_FORMATS).default(logFormatFromEnv()));
   addFetcherOptions(command, 'all');
+  command.addOption(heapGrowthOption());
   command.addHelpText(
     'after',
     '\nWhile the queue server does not answer, the fetcher says so (then every 30 s) and keeps trying; with --once it\n' +
@@ -86,6 +89,7 @@ export function fetcherCommand(version: string): Command {
       '  (0 also when stopped with Ctrl-C or SIGTERM: it finishes the request in flight and delivers the results first.)\n',
   );
   return command.action(async (values: FetcherValues) => {
+    limitHeapGrowth(values.heapGrowth);
     const token = readToken(values.tokenFile);
     if ((values.server.length === 0) === (values.cluster === undefined)) fail('give --server URL (repeatable) or --cluster redis://HOST:PORT, one of the two', USAGE);
     const servers = values.server.map(checkServerUrl);

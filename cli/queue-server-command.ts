@@ -16,12 +16,14 @@ import { addCrawlOptions, crawlSettingsFor, explicitCrawlSettings } from './craw
 import { EXIT, exitCodesHelp } from './exit-codes.js';
 import { checkWritableDataDir, DATA_OPTION, describeError, fail, integerOption, readTlsFiles } from './options.js';
 import { isSupervised, supervisedSignals, whenSupervisorGone } from './children.js';
+import { heapGrowthOption, limitHeapGrowth } from './heap-growth.js';
 import { applyDaemonOptions, readConfigFile, type ConfigFile } from './config-file.js';
 import { parseRedisTarget, readRedisPassword } from '../shared/redis-url.js';
 import { MAX_PARTITIONS } from '../queue-server/cluster/partition.js';
 import type { ClusterOptions } from '../queue-server/cluster/cluster-member.js';
 
 interface QueueServerValues {
+  heapGrowth: number;
   data: string;
   host: string;
   port: number;
@@ -62,6 +64,7 @@ export function queueServerCommand(): Command {
     const name = 'queue-server';
     const file = configFileOf(command, name);
     const values = command.opts() as QueueServerValues;
+    limitHeapGrowth(values.heapGrowth);
     const once = values.once === true;
     checkWritableDataDir(values.data, name);
     const saved = loadSaved(values.data, name);
@@ -184,7 +187,8 @@ export function addQueueServerOptions(command: Command): Command {
     .option('--allow-insecure-redis', 'allow a non-loopback Redis without a password (only on a network you trust)')
     .option('--redis-cluster', 'the --cluster address is one node of a Redis Cluster (sharded); the other nodes are found from it')
     .option('--no-cluster-bloom', 'do not probe the partitions\' Bloom filters in Redis before forwarding links (more link traffic, no false-positive loss)')
-    .option('--config <file>', 'read options from this YAML file: keys are the long options without "--" (delay-ms: 2s, seed: [https://example.org/]); options given on the command line win');
+    .option('--config <file>', 'read options from this YAML file: keys are the long options without "--" (delay-ms: 2s, seed: [https://example.org/]); options given on the command line win')
+    .addOption(heapGrowthOption());
   addCrawlOptions(command);
   return command;
 }

@@ -16,10 +16,12 @@ import { supervisedSignals } from './children.js';
 import { EXIT, exitCodesHelp } from './exit-codes.js';
 import { FetcherChildren } from './fetcher-children.js';
 import { addFetcherOptions, fetcherArgs, type LocalFetcherValues } from './fetcher-options.js';
+import { heapGrowthOption, limitHeapGrowth } from './heap-growth.js';
 import { checkWritableDataDir, DATA_OPTION, describeError, fail, integerOption, readTlsFiles } from './options.js';
 import { loadSaved } from './queue-server-command.js';
 
 interface StartValues extends CrawlOptionValues, LocalFetcherValues {
+  heapGrowth: number;
   data: string;
   host: string;
   port: number;
@@ -40,7 +42,8 @@ export function startCommand(): Command {
     .option('--tls-cert <file>', 'serve HTTPS with this certificate (PEM; with --tls-key)')
     .option('--tls-key <file>', 'private key of --tls-cert (PEM)')
     .option('--public-search', 'serve /search (a search page) and /api/search without login, each address at most 60 searches a minute; without it they need the admin session or token')
-    .option('--ca <file>', 'with --tls-cert: the CA certificate local fetchers verify the queue server with (default: --tls-cert itself, for a self-signed one)');
+    .option('--ca <file>', 'with --tls-cert: the CA certificate local fetchers verify the queue server with (default: --tls-cert itself, for a self-signed one)')
+    .addOption(heapGrowthOption());
   addFetcherOptions(command, 'local');
   addCrawlOptions(command);
   command.addHelpText(
@@ -54,6 +57,7 @@ export function startCommand(): Command {
   );
   command.action(async (values: StartValues) => {
     const name = 'start';
+    limitHeapGrowth(values.heapGrowth);
     checkWritableDataDir(values.data, name);
     const saved = loadSaved(values.data, name);
     const config = crawlSettingsFor(command, false, saved?.settings ?? null, name);

@@ -73,6 +73,8 @@ describe('petrel commands refuse bad input with one line and the usage status, c
     ['queue-server', ['queue-server', '--no-such-option']],
     ['fetcher', ['fetcher', '--no-such-option']],
     ['fetcher without --server', ['fetcher']],
+    ['queue-server with a heap growth out of range', ['queue-server', '--port', '0', '--heap-growth', '400']],
+    ['fetcher with a heap growth that is no number', ['fetcher', '--server', 'http://127.0.0.1:9', '--heap-growth', 'lots']],
     ['export', ['export', '--format', 'xml']],
     ['btree check without a file', ['btree', 'check']],
     ['db without a subcommand', ['db']],
