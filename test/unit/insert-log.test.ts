@@ -88,15 +88,21 @@ describe('UrlHashMap', () => {
 
 type Op = { kind: 'put'; n: number } | { kind: 'update'; n: number } | { kind: 'commit' } | { kind: 'crash' } | { kind: 'reopen' };
 
+/** Puts of URLs 0..urls (new, or again), updates of them, commits, kills and, with `reopens`, clean reopens. */
+function opArbitrary(options: { urls: number; updateWeight: number; reopens: boolean }): fc.Arbitrary<Op> {
+  const n = fc.integer({ min: 0, max: options.urls });
+  return fc.oneof(
+    { weight: 12, arbitrary: n.map((k) => ({ kind: 'put' as const, n: k })) },
+    { weight: options.updateWeight, arbitrary: n.map((k) => ({ kind: 'update' as const, n: k })) },
+    { weight: 3, arbitrary: fc.constant({ kind: 'commit' as const }) },
+    { weight: 1, arbitrary: fc.constant({ kind: 'crash' as const }) },
+    ...(options.reopens ? [{ weight: 1, arbitrary: fc.constant({ kind: 'reopen' as const }) }] : []),
+  );
+}
+
 describe('CrawlDb with an insert log', () => {
   it('agrees with a model through new URLs, changes, commits, sweeps, clean reopens and kills', () => {
-    const op: fc.Arbitrary<Op> = fc.oneof(
-      { weight: 12, arbitrary: fc.integer({ min: 0, max: 600 }).map((n) => ({ kind: 'put' as const, n })) },
-      { weight: 4, arbitrary: fc.integer({ min: 0, max: 600 }).map((n) => ({ kind: 'update' as const, n })) },
-      { weight: 3, arbitrary: fc.constant({ kind: 'commit' as const }) },
-      { weight: 1, arbitrary: fc.constant({ kind: 'crash' as const }) },
-      { weight: 1, arbitrary: fc.constant({ kind: 'reopen' as const }) },
-    );
+    const op = opArbitrary({ urls: 600, updateWeight: 4, reopens: true });
     /** The runs must reach what they are for: a sweep spread over commits, with two files live (a kill in one: the next test). */
     const reached = { longSweep: false };
     fc.assert(
@@ -167,12 +173,7 @@ describe('CrawlDb with an insert log', () => {
   });
 
   it('load hands every durable record over once at its latest version, reading the log in file order, and the database goes on as before', () => {
-    const op: fc.Arbitrary<Op> = fc.oneof(
-      { weight: 12, arbitrary: fc.integer({ min: 0, max: 400 }).map((n) => ({ kind: 'put' as const, n })) },
-      { weight: 5, arbitrary: fc.integer({ min: 0, max: 400 }).map((n) => ({ kind: 'update' as const, n })) },
-      { weight: 3, arbitrary: fc.constant({ kind: 'commit' as const }) },
-      { weight: 1, arbitrary: fc.constant({ kind: 'crash' as const }) },
-    );
+    const op = opArbitrary({ urls: 400, updateWeight: 5, reopens: false });
     /** Loads that met a key in both the tree and the log (a changed record, or a swept one, before a kill). */
     const reached = { inBoth: false };
     fc.assert(
