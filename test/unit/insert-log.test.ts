@@ -88,6 +88,15 @@ describe('UrlHashMap', () => {
 
 type Op = { kind: 'put'; n: number } | { kind: 'update'; n: number } | { kind: 'commit' } | { kind: 'crash' } | { kind: 'reopen' };
 
+/** Closes a database the test may have closed already (closing twice throws). */
+function closeIfOpen(db: { close(): void }): void {
+  try {
+    db.close();
+  } catch {
+    // closed already
+  }
+}
+
 /** Puts of URLs 0..urls (new, or again), updates of them, commits, kills and, with `reopens`, clean reopens. */
 function opArbitrary(options: { urls: number; updateWeight: number; reopens: boolean }): fc.Arbitrary<Op> {
   const n = fc.integer({ min: 0, max: options.urls });
@@ -160,11 +169,7 @@ describe('CrawlDb with an insert log', () => {
           expect(report.faults).toEqual([]);
           expect(report.records).toBe(shown.size);
         } finally {
-          try {
-            db.close();
-          } catch {
-            // closed above
-          }
+          closeIfOpen(db);
         }
       }),
       { seed, numRuns: 60 },
@@ -239,11 +244,7 @@ describe('CrawlDb with an insert log', () => {
           db.close();
           expect(checkCrawlDb(path)).toMatchObject({ faults: [], records: durable.size });
         } finally {
-          try {
-            db.close();
-          } catch {
-            // closed above
-          }
+          closeIfOpen(db);
         }
       }),
       { seed, numRuns: 60 },
