@@ -33,6 +33,27 @@ export async function status(serverUrl: string, adminToken: string): Promise<Sta
   return (await response.json()) as StatusFigures;
 }
 
+/** The queue server's memory as its GET /metrics says (prom-client's process metrics), MiB. */
+export interface MemoryMetrics {
+  /** V8's heap: what it holds (live and garbage not yet collected) and what it has taken. */
+  heapUsedMiB: number;
+  heapTotalMiB: number;
+  /** Memory outside the heap that V8 knows of: Buffers, typed arrays and their backing stores. */
+  externalMiB: number;
+}
+
+export async function memoryMetrics(serverUrl: string, adminToken: string): Promise<MemoryMetrics> {
+  const response = await fetch(new URL('/metrics', serverUrl), { headers: { authorization: `Bearer ${adminToken}` } });
+  if (!response.ok) throw new Error(`GET /metrics answered ${response.status}`);
+  const text = await response.text();
+  const gauge = (name: string): number => {
+    const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+    if (line === undefined) throw new Error(`GET /metrics has no ${name}`);
+    return Math.round(Number(line.slice(name.length + 1).trim().split(' ')[0]) / (1024 * 1024));
+  };
+  return { heapUsedMiB: gauge('nodejs_heap_size_used_bytes'), heapTotalMiB: gauge('nodejs_heap_size_total_bytes'), externalMiB: gauge('nodejs_external_memory_bytes') };
+}
+
 /** URLs the crawl database holds, by the status's counts. */
 export function knownUrlsOf(figures: StatusFigures): number {
   return Object.values(figures.urlsByStatus).reduce((sum, n) => sum + n, 0);

@@ -21,7 +21,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { QueueClient } from '../../fetcher/queue-client.js';
 import { PROTOCOL_VERSION, type ClaimResponse } from '../../shared/protocol.js';
-import { knownUrlsOf, status, type StatusFigures } from './admin-api.js';
+import { knownUrlsOf, memoryMetrics, status, type StatusFigures } from './admin-api.js';
 import { eachCrawlDbUrl } from './crawl-db-file.js';
 import { profilesIn, topSelfTimes } from './cpu-profile.js';
 import { GraphModel, MAX_HOST_PAGES, MAX_HOSTS } from './graph-model.js';
@@ -49,7 +49,7 @@ Options:
   --concurrency N   slots one claim asks for (default 64: with 100,000 hosts most slots hold a few URLs)
   --batch N         results per post (default 64)
   --in-flight N     results posts one simulated fetcher keeps open (default 8)
-  --interval-s N    seconds between progress lines, each reading GET /api/status (default 30; the
+  --interval-s N    seconds between progress lines, each reading GET /api/status and /metrics (default 30; the
                     status costs the queue server time in proportion to its origins: statusMs)
   --max-rss-mib N   stop when the queue server's RSS passes N MiB (default 3072)
   --max-seconds N   stop after N seconds of crawling (default 3600)
@@ -360,6 +360,7 @@ export async function runScale(argv: string[], ownDist: string): Promise<number>
       const now: Sample = { at: performance.now(), applied: tally.resultsApplied, pages: tally.pagesAcked, known: knownUrlsOf(figures), qsCpuMs: qsCpuMs(pid), driverCpuMs: driverCpuMs() };
       const seconds = (now.at - last.at) / 1000;
       const memory = memoryOf(pid);
+      const metrics = await memoryMetrics(listening.url, adminToken).catch(() => null);
       const [p50, p99] = quantiles(tally.intervalMs, tally.intervalClaims, [0.5, 0.99]);
       const line = {
         event: 'progress',
@@ -375,6 +376,9 @@ export async function runScale(argv: string[], ownDist: string): Promise<number>
         claimP50Ms: p50,
         claimP99Ms: p99,
         rssMiB: memory === null ? null : Math.round(memory.rssKib / 1024),
+        heapUsedMiB: metrics?.heapUsedMiB ?? null,
+        heapTotalMiB: metrics?.heapTotalMiB ?? null,
+        externalMiB: metrics?.externalMiB ?? null,
         queueServerCpu: Math.round(((now.qsCpuMs - last.qsCpuMs) / (now.at - last.at)) * 100) / 100,
         driverCpu: Math.round(((now.driverCpuMs - last.driverCpuMs) / (now.at - last.at)) * 100) / 100,
         frontier: figures.frontierSize,
