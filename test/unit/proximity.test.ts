@@ -14,18 +14,8 @@ import { proximityScore } from '../../queue-server/search/ranking.js';
 import { skipVarints } from '../../queue-server/search/posting-cursor.js';
 import { SearchIndex } from '../../queue-server/search/search-index.js';
 import type { UrlGroups } from '../../queue-server/search/url-groups.js';
+import { mulberry32 } from '../../scripts/test-web/prng.js';
 import { tempDir } from '../support/search-model.js';
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Made-up words with no English suffix, so each is its own stem. */
 const VOCABULARY = ['kalo', 'mine', 'rusa', 'tivo', 'bado', 'fugi', 'hoju', 'pawo', 'zeri', 'tumo', 'nuga', 'piso'];
