@@ -134,10 +134,7 @@ export class BTree {
    */
   hasSorted(keys: readonly Uint8Array[]): boolean[] {
     const pager = this.#pagerOpen();
-    for (let i = 0; i < keys.length; i++) {
-      const key = viewKey(keys[i]);
-      if (i > 0 && compareKeys(keys[i - 1]!, key) > 0) throw new BTreeError('BTREE_KEY_INVALID', `hasSorted: key ${keyToHex(key)} at ${i} is smaller than the one before it`);
-    }
+    checkAscending(keys, 'hasSorted');
     return lookupSorted(pager.meta.root, keys, this.#readNode);
   }
 
@@ -147,10 +144,7 @@ export class BTree {
    */
   readSorted(keys: readonly Uint8Array[], use: (index: number, value: Uint8Array | null) => void): void {
     const pager = this.#pagerOpen();
-    for (let i = 0; i < keys.length; i++) {
-      const key = viewKey(keys[i]);
-      if (i > 0 && compareKeys(keys[i - 1]!, key) > 0) throw new BTreeError('BTREE_KEY_INVALID', `readSorted: key ${keyToHex(key)} at ${i} is smaller than the one before it`);
-    }
+    checkAscending(keys, 'readSorted');
     lookupSortedWith(pager.meta.root, keys, this.#readNode, use);
   }
 
@@ -323,5 +317,13 @@ export class BTree {
       );
     }
     return value;
+  }
+}
+
+/** Keys of an ordered pass must be valid and ascending (ties allowed): out of order, the pass would skip leaves. */
+function checkAscending(keys: readonly Uint8Array[], operation: string): void {
+  for (let i = 0; i < keys.length; i++) {
+    const key = viewKey(keys[i]);
+    if (i > 0 && compareKeys(keys[i - 1]!, key) > 0) throw new BTreeError('BTREE_KEY_INVALID', `${operation}: key ${keyToHex(key)} at ${i} is smaller than the one before it`);
   }
 }
