@@ -135,14 +135,15 @@ export class ResultApplier {
    */
   settle(entry: QueuedUrl, outcome: FetchOutcome, now: number, result: ItemResult | null = null): CrawlDbRecord {
     const { crawlDb, index } = this.#parts.stores;
-    const known = crawlDb.get(entry.hash);
+    const hash = entry.hash;
+    const known = crawlDb.get(hash);
     const old = known ?? newCrawlDbRecord(entry.url, entry.depth, 0, now, this.#parts.schedule);
     const { record } = applyFetch(old, outcome, now, this.#parts.schedule);
     const warc = result === null ? null : this.#archive(result, old.warc, now);
     const next = warc === null ? record : { ...record, warc };
-    crawlDb.put(entry.hash, next, known);
+    crawlDb.put(hash, next, known);
     if (index != null && this.#parts.config.index) {
-      const change = indexChangeOf(entry.url, next, result, (hash) => crawlDb.get(hash)?.url ?? null);
+      const change = indexChangeOf(entry.url, next, result, (target) => crawlDb.get(target)?.url ?? null);
       if (change !== null) index.stage(change);
     }
     return next;
@@ -243,17 +244,19 @@ export class ResultApplier {
     const outcome = classifyResult(result);
     const counters = stats.counters;
     const cache = stores.cache;
-    const key = urlHashHex(entry.hash);
+    // Read once: a queued URL held in memory makes its 8 bytes when asked (frontier.ts ResidentUrl).
+    const hash = entry.hash;
+    const key = urlHashHex(hash);
     // A sitemap's mark that the page changed is spent by this request.
-    this.#parts.sitemaps.fetched(entry.hash);
+    this.#parts.sitemaps.fetched(hash);
     // A URL's requests per pass are bounded whatever it answers (retry-after.ts).
     const retry = outcome.kind === 'error' && outcome.recorded.kind === 'transient' ? this.#retries.failed(key, result.retryAfterMs, config.once ? ONE_SHOT_MAX_WAIT_MS : MAX_RETRY_AFTER_MS) : null;
     const retryAfterMs = retry?.retryAfterMs ?? null;
-    const score = (): number => stores.crawlDb.get(entry.hash)?.score ?? 0;
+    const score = (): number => stores.crawlDb.get(hash)?.score ?? 0;
     switch (outcome.kind) {
       case 'fetched':
         counters.pagesFetched++;
-        cache.stage(entry.hash, recordAfterFullResponse(result, now));
+        cache.stage(hash, recordAfterFullResponse(result, now));
         if (belowLimit(depth, config.maxDepth)) {
           // What the page's links lead to joins its URL shape's fan-out window (url-shape.ts).
           const fanOut = this.#parts.shapes.fanOutOf(entry.url);
@@ -263,9 +266,9 @@ export class ResultApplier {
         break;
       case 'not-modified': {
         counters.notModified++;
-        const previous = cache.get(entry.hash);
+        const previous = cache.get(hash);
         counters.bytesSaved += previous?.bodyBytes ?? 0;
-        cache.stage(entry.hash, recordAfterNotModified(previous, result, now));
+        cache.stage(hash, recordAfterNotModified(previous, result, now));
         break;
       }
       case 'redirect': {
@@ -286,7 +289,7 @@ export class ResultApplier {
     recent.fetch({ url: result.url, status: result.status, title: result.page?.title ?? null, bytes: result.bytes, at: now, durationMs: result.durationMs });
 
     const simhash = outcome.kind === 'fetched' ? (result.page?.simhash ?? null) : null;
-    const relations = relationsOf(stores.crawlDb, entry.hash, {
+    const relations = relationsOf(stores.crawlDb, hash, {
       url: entry.url,
       signature: outcome.kind === 'fetched' ? result.signature : null,
       simhash,
@@ -303,11 +306,11 @@ export class ResultApplier {
     const failed = isHostFailure(result.status, result.error?.code ?? null, result.retryAfterMs);
     const health = this.#parts.hostBackoff.record(origin, { failed, code: outcome.kind === 'error' ? outcome.code : '' }, now);
     if (health?.until != null) frontier.origin(origin).delayUntil(health.until, now);
-    let fetchOutcome = crawlDbOutcomeOf(result, outcome, { ...relations, freshUntil: cache.get(entry.hash)?.freshUntil ?? null, simhash, retryAfterMs });
+    let fetchOutcome = crawlDbOutcomeOf(result, outcome, { ...relations, freshUntil: cache.get(hash)?.freshUntil ?? null, simhash, retryAfterMs });
     if (fetchOutcome.kind === 'transient' && retry?.giveUp === true) fetchOutcome = { ...fetchOutcome, giveUp: true };
     const next = this.settle(entry, fetchOutcome, now, result);
     if (next.status !== 'retry') this.#retries.settled(key);
-    if (next.status === 'retry' || !config.once) this.#parts.placement.later(entry.hash, next.nextFetchAt);
+    if (next.status === 'retry' || !config.once) this.#parts.placement.later(hash, next.nextFetchAt);
     return pageRecordOf(result, depth, outcome);
   }
 

@@ -237,11 +237,12 @@ export class Crawl {
 
   /** A URL read back from the frontier store that an earlier process wrote: still due, in scope and not too deep. */
   #stillDue(entry: QueuedUrl): boolean {
-    const record = this.#stores.crawlDb.get(entry.hash);
+    const hash = entry.hash;
+    const record = this.#stores.crawlDb.get(hash);
     if (record === null) return false;
     // A kill between the cache's commit and the crawl database's leaves a cache record of a fetch the crawl
     // database never recorded: it must not make the URL "fresh" (skipped, and never recorded fetched).
-    if (record.lastFetchAt === null && this.#stores.cache.get(entry.hash) !== null) this.#stores.cache.stage(entry.hash, null);
+    if (record.lastFetchAt === null && this.#stores.cache.get(hash) !== null) this.#stores.cache.stage(hash, null);
     const at = dueAt(record, this.#pass, this.#config.once, this.#now);
     if (at === null || at > this.#now) return false;
     if (this.#config.maxDepth !== null && record.depth > this.#config.maxDepth) return false;
@@ -456,9 +457,10 @@ export class Crawl {
         delayOf: (queue) => this.#delayOf(queue),
         slotUrlsOf: () => this.#config.slotUrls,
         cacheDecisionOf: (entry) => {
-          const stored = this.#stores.cache.get(entry.hash);
+          const hash = entry.hash;
+          const stored = this.#stores.cache.get(hash);
           // A sitemap's lastmod newer than the last fetch: the stored copy is stale, whatever it said.
-          return cacheDecision(stored, stored !== null && this.#sitemaps.isChanged(entry.hash) ? Math.max(now, stored.freshUntil) : now);
+          return cacheDecision(stored, stored !== null && this.#sitemaps.isChanged(hash) ? Math.max(now, stored.freshUntil) : now);
         },
         sitemapsOf: (queue) => (!this.#config.sitemaps ? [] : this.#sitemapsToRead(queue, now)),
         givenUpOf: (queue) => (this.#hostBackoff.gaveUp(queue.origin) ? HOST_FAILING_CODE : null),
