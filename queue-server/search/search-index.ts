@@ -308,15 +308,22 @@ export class SearchIndex {
   stage(change: IndexChange): void {
     this.#writable();
     const [hi, lo] = hashHalves(urlHash64(change.url));
-    const group = this.#groups.ensure(hi, lo);
-    if (change.kind !== 'remove') {
-      const anchors = this.#anchors(change.url, change.kind === 'page' ? change.data.anchors : change.anchors);
-      const alias = change.kind === 'duplicate' ? hashHalves(urlHash64(change.originalUrl)) : null;
-      const page = change.kind === 'page' ? { url: change.url, fetchedAt: change.fetchedAt, data: change.data, metaTerms: pageMetaTerms(change.url, change.data.language) } : null;
-      // An earlier entry of the URL in this buffer is superseded when the commit applies it (#applyGroup).
-      this.#builder.addEntry(hi, lo, page, anchors, alias);
+    if (change.kind === 'remove') {
+      // A URL the index has never met (no group: no entry in any segment or in this buffer) has nothing
+      // to remove. A crawl removes every fetched URL without index data (images, PDFs, a queue server
+      // fed by fetchers that do not index) and every 404 and redirect: each used to get a group, about
+      // 55 bytes of memory for as long as the index is open, and 8 bytes in the commit log.
+      const group = this.#groups.find(hi, lo);
+      if (group >= 0) this.#staged.set(group, true);
+      return;
     }
-    this.#staged.set(group, change.kind === 'remove');
+    const group = this.#groups.ensure(hi, lo);
+    const anchors = this.#anchors(change.url, change.kind === 'page' ? change.data.anchors : change.anchors);
+    const alias = change.kind === 'duplicate' ? hashHalves(urlHash64(change.originalUrl)) : null;
+    const page = change.kind === 'page' ? { url: change.url, fetchedAt: change.fetchedAt, data: change.data, metaTerms: pageMetaTerms(change.url, change.data.language) } : null;
+    // An earlier entry of the URL in this buffer is superseded when the commit applies it (#applyGroup).
+    this.#builder.addEntry(hi, lo, page, anchors, alias);
+    this.#staged.set(group, false);
     if (this.#builder.bytes >= this.#bufferBytes) this.#flushBuffer();
   }
 

@@ -97,6 +97,27 @@ describe('search index', () => {
     await expectCheckClean(dir);
   });
 
+  it('keeps nothing for the removal of a URL it never met (a crawl removes every page without index data)', async () => {
+    const dir = tempDir();
+    const index = SearchIndex.open(dir, { merges: 'inline' });
+    index.stage(page('http://h.example/kept', { bodyText: 'kept words' }));
+    index.commit();
+    const before = index.stats();
+    for (let i = 0; i < 1000; i++) index.stage({ kind: 'remove', url: `http://h.example/image-${i}.png` });
+    index.commit();
+    const after = index.stats();
+    expect(after.urls).toBe(before.urls);
+    expect(after.logBytes).toBe(before.logBytes);
+    expect(urls(index, 'kept')).toEqual(['http://h.example/kept']);
+    // A URL it has met is still removed, in the same commit as an unknown one.
+    index.stage({ kind: 'remove', url: 'http://h.example/never-seen' });
+    index.stage({ kind: 'remove', url: 'http://h.example/kept' });
+    index.commit();
+    expect(urls(index, 'kept')).toEqual([]);
+    await index.close();
+    await expectCheckClean(dir);
+  });
+
   it('indexes anchor text on the target, counts a duplicate\'s inlinks for its original, never shows the duplicate', async () => {
     const dir = tempDir();
     const index = SearchIndex.open(dir, { merges: 'inline' });
