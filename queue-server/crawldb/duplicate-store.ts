@@ -4,7 +4,7 @@
  * NEAR_DUPLICATE_DISTANCE bits, found through four 16-bit bands: Manku, Jain and Das Sarma, WWW 2007).
  * The same answers as the in-memory indexes of near-duplicates.ts (which stay as the model its tests
  * hold this one to), at no memory per page: a StagedTree (the pattern of warc/digest-index.ts) whose
- * page cache is the bound (256 pages of 16 KiB, 4 MiB) plus what is staged between its commits.
+ * page cache is the bound (1,024 pages of 4 KiB, 4 MiB) plus what is staged between its commits.
  *
  * Keys, 8 bytes, by their first byte:
  *
@@ -16,8 +16,8 @@
  * A band bucket is a key range, in age order, so a look-up reads the oldest candidates first and stops
  * at the first within distance, or at the asking page's own age (an entry never answers a page older
  * than itself: near-duplicates.ts says why). A signature shares its key with others whose first 7
- * bytes match; the whole signature is in the value and compared; at most 64 pages per key are kept
- * (the 65th and later are never the oldest).
+ * bytes match; the whole signature is in the value and compared; at most 62 pages per key are kept
+ * (the 63rd and later are never the oldest).
  *
  * Commit: with every DUPLICATES_COMMIT_EVERY-th commit of the crawl database (before it), with the first
  * after DUPLICATES_STAGE_MAX changes are staged, and at close,
@@ -32,7 +32,14 @@ import type { FileOps } from '../storage/file-ops.js';
 import { StagedTree } from '../storage/staged-tree.js';
 
 export const DUPLICATES_FILE = 'duplicates.btree';
-export const DUPLICATES_PAGE_SIZE = 16 * 1024;
+/**
+ * Pages of 4 KiB. Every change lands on a random band value or signature, so a commit rewrites about
+ * one leaf per change whatever the page size: a smaller page is fewer bytes copied, encoded and
+ * written per change. (A file keeps the page size it was created with.)
+ */
+export const DUPLICATES_PAGE_SIZE = 4 * 1024;
+/** The page cache's bound in bytes. */
+const DUPLICATES_CACHE_BYTES = 4 * 1024 * 1024;
 export const DUPLICATES_COMMIT_EVERY = 20;
 /**
  * ...or sooner, once this many changes are staged. A commit copies about one leaf per change while it
@@ -44,7 +51,8 @@ export const DUPLICATES_COMMIT_EVERY = 20;
 export const DUPLICATES_STAGE_MAX = 2048;
 const SIGNATURE_SPACE = 0x10;
 const META_KEY = Buffer.from([0xff, 0, 0, 0, 0, 0, 0, 0]);
-const MAX_HOLDERS = 64;
+/** Pages per signature key (oldest first): 3 + 62 x 16 bytes, within the 1,010 a 4 KiB page's leaf takes (btree/page-codec.ts maxValueBytes). */
+const MAX_HOLDERS = 62;
 const BANDS = 4;
 const MAX_AGE = 2 ** 40;
 
@@ -57,7 +65,15 @@ export class DuplicateStore extends StagedTree<Raw> {
   #sinceCommit = 0;
 
   static open(path: string, options: { io?: FileOps } = {}): DuplicateStore {
-    return new DuplicateStore(StagedTree.openTree(path, { pageSize: DUPLICATES_PAGE_SIZE, cachePages: 256, io: options.io }), { encode: (value) => value, decode: (bytes) => Uint8Array.from(bytes) });
+    const open = (pageSize: number) => StagedTree.openTree(path, { pageSize: DUPLICATES_PAGE_SIZE, cachePages: Math.max(16, Math.floor(DUPLICATES_CACHE_BYTES / pageSize)), io: options.io });
+    let tree = open(DUPLICATES_PAGE_SIZE);
+    // A file made with 16 KiB pages keeps them; its cache is sized to the same bytes.
+    const pageSize = tree.stats().pageSize;
+    if (pageSize !== DUPLICATES_PAGE_SIZE) {
+      tree.close();
+      tree = open(pageSize);
+    }
+    return new DuplicateStore(tree, { encode: (value) => value, decode: (bytes) => Uint8Array.from(bytes) });
   }
 
   // Exact duplicates -----------------------------------------------------------------------------

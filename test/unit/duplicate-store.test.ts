@@ -9,6 +9,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { DUPLICATES_STAGE_MAX, DuplicateStore } from '../../queue-server/crawldb/duplicate-store.js';
 import { NearDuplicateIndex, SignatureIndex } from '../../queue-server/crawldb/near-duplicates.js';
+import { BTree } from '../../queue-server/btree/index.js';
 import { tempFile, withTempFile } from '../support/btree-helpers.js';
 
 const seed = process.env.FC_SEED === undefined ? Date.now() % 2 ** 31 : Number(process.env.FC_SEED);
@@ -107,6 +108,26 @@ describe('DuplicateStore', () => {
       expect(store.stagedCount).toBe(0);
     } finally {
       store.close();
+    }
+  });
+
+  it('makes 4 KiB pages, keeps a file made with 16 KiB pages at its size with the same 4 MiB of cache, and fits a full signature key in either', () => {
+    const fresh = DuplicateStore.open(tempFile('duplicates.btree'));
+    const oldPath = tempFile('duplicates.btree');
+    BTree.open(oldPath, { pageSize: 16 * 1024 }).close();
+    const old = DuplicateStore.open(oldPath);
+    try {
+      expect(fresh.stats()).toMatchObject({ pageSize: 4096, cacheCapacity: 1024 });
+      expect(old.stats()).toMatchObject({ pageSize: 16 * 1024, cacheCapacity: 256 });
+      for (const store of [fresh, old]) {
+        // 70 pages with one signature: the key's value stops growing at its bound and still fits a leaf.
+        for (let n = 0; n < 70; n++) store.addSignature(signatureOf(7), urlHex(n));
+        store.commitSome(true);
+        expect(store.findSignature(signatureOf(7), urlHex(999), () => true)).toBe(urlHex(0));
+      }
+    } finally {
+      fresh.close();
+      old.close();
     }
   });
 
