@@ -116,15 +116,16 @@ export class DuplicateStore extends StagedTree<Raw> {
     for (let band = 0; band < BANDS; band++) {
       for (const entry of this.#bucket(band, bandOf(high, low, band))) {
         if (entry.age >= ageLimit || (best !== null && entry.age >= best.age)) break;
-        if (entry.url === excludeHex) continue;
         if (popcount32(entry.high ^ high) + popcount32(entry.low ^ low) <= NEAR_DUPLICATE_DISTANCE) {
+          const url = urlOf(entry);
+          if (url === excludeHex) continue;
           const entrySimhash = simhashHex(entry.high, entry.low);
-          if (!holds(entry.url, entrySimhash)) {
+          if (!holds(url, entrySimhash)) {
             // Stale (see the file comment): gone from every band, and the scan goes on.
-            this.removeNear(entry.url, entrySimhash);
+            this.removeNear(url, entrySimhash);
             continue;
           }
-          best = { url: entry.url, age: entry.age };
+          best = { url, age: entry.age };
           break;
         }
       }
@@ -211,32 +212,27 @@ export class DuplicateStore extends StagedTree<Raw> {
   }
 
   /** The entries of one band bucket, oldest first: committed ones merged with the staged ones. */
-  #bucket(band: number, value: number): { url: string; high: number; low: number; age: number }[] {
+  #bucket(band: number, value: number): BandEntry[] {
     const from = bandKey(band, value, 0);
     const staged = this.#bucketStage.get(bucketId(band, value));
-    const byKey = new Map<string, Raw>();
+    const entries: BandEntry[] = [];
     for (const [key, bytes] of this.committedFrom(from)) {
       if (key[0] !== band || key[1] !== from[1] || key[2] !== from[2]) break;
-      byKey.set(Buffer.from(key).toString('hex'), bytes);
+      // A key changed since the last commit is taken from the stage instead (below).
+      if (staged !== undefined && staged.has(Buffer.from(key.buffer, key.byteOffset, key.byteLength).toString('hex'))) continue;
+      entries.push(bandEntry(key, bytes));
     }
-    if (staged !== undefined) {
-      for (const [hex, bytes] of staged) {
-        if (bytes === null) byKey.delete(hex);
-        else byKey.set(hex, bytes);
-      }
-    }
-    return [...byKey]
-      .map(([hex, bytes]) => {
-        const view = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-        return { url: view.toString('hex', 1, 9), high: view.readUInt32BE(9), low: view.readUInt32BE(13), age: Number.parseInt(hex.slice(6), 16) };
-      })
-      .sort((a, b) => a.age - b.age);
+    // Keys are (band, value, age): the committed entries came in age order. Most buckets have nothing
+    // staged; a scan of one that has merges it in and sorts again.
+    if (staged === undefined) return entries;
+    for (const [hex, bytes] of staged) if (bytes !== null) entries.push(bandEntry(Buffer.from(hex, 'hex'), bytes));
+    return entries.sort((a, b) => a.age - b.age);
   }
 
   /** The page's entry under this simhash (looked for in its first band's bucket), or null. */
   #entryOf(urlHex: string, simhash: string): { age: number } | null {
     const [high, low] = simhashHalves(simhash);
-    for (const entry of this.#bucket(0, bandOf(high, low, 0))) if (entry.url === urlHex && entry.high === high && entry.low === low) return entry;
+    for (const entry of this.#bucket(0, bandOf(high, low, 0))) if (entry.high === high && entry.low === low && urlOf(entry) === urlHex) return entry;
     return null;
   }
 
@@ -261,6 +257,29 @@ export class DuplicateStore extends StagedTree<Raw> {
     this.stage(META_KEY as unknown as UrlHash, value);
     return age;
   }
+}
+
+/** A band entry: its value (1 | URL hash | simhash high | low), the simhash's halves and the age from its key. */
+interface BandEntry {
+  readonly value: Uint8Array;
+  readonly high: number;
+  readonly low: number;
+  readonly age: number;
+}
+
+/** A band entry from its key (band, value, age) and value. The URL is read only when asked (`urlOf`): most entries a scan passes are not near. */
+function bandEntry(key: Uint8Array, value: Uint8Array): BandEntry {
+  return { value, high: u32At(value, 9), low: u32At(value, 13), age: key[3]! * 2 ** 32 + u32At(key, 4) };
+}
+
+function u32At(bytes: Uint8Array, at: number): number {
+  return ((bytes[at]! << 24) | (bytes[at + 1]! << 16) | (bytes[at + 2]! << 8) | bytes[at + 3]!) >>> 0;
+}
+
+/** The entry's URL hash, 16 hex. */
+function urlOf(entry: BandEntry): string {
+  const value = entry.value;
+  return Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('hex', 1, 9);
 }
 
 function bandOf(high: number, low: number, band: number): number {
