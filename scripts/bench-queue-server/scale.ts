@@ -24,6 +24,7 @@ import { PROTOCOL_VERSION, type ClaimResponse } from '../../shared/protocol.js';
 import { knownUrlsOf, memoryMetrics, status, type StatusFigures } from './admin-api.js';
 import { eachCrawlDbUrl } from './crawl-db-file.js';
 import { profilesIn, topSelfTimes } from './cpu-profile.js';
+import { profileWindow } from './inspector-profile.js';
 import { GraphModel, MAX_HOST_PAGES, MAX_HOSTS } from './graph-model.js';
 import { quantiles } from './percentiles.js';
 import { cpuOf, memoryOf } from './proc.js';
@@ -56,6 +57,10 @@ Options:
   --no-index        the queue server runs with --no-index
   --profile         the queue server runs under node --cpu-prof (stopped with SIGTERM instead of
                     SIGKILL, so the profile is written; the restart is profiled too)
+  --profile-at N    once the crawl knows N URLs, profile the queue server for --profile-seconds through its
+                    inspector (SIGUSR1 opens it on 127.0.0.1:9229) and print the top functions of that
+                    window alone (the file stays with --keep)
+  --profile-seconds N  length of that window (default 60)
   --top N           functions per profile (default 30)
   --dist DIR        the Petrel build to run (default: the one holding this script)
   --keep            keep the data directory
@@ -79,6 +84,8 @@ interface ScaleOptions {
   maxSeconds: number;
   noIndex: boolean;
   profile: boolean;
+  profileAt: number | null;
+  profileSeconds: number;
   top: number;
   dist: string;
   keep: boolean;
@@ -104,6 +111,8 @@ function scaleOptions(argv: string[], ownDist: string): ScaleOptions | null {
       'max-seconds': { type: 'string', default: '3600' },
       'no-index': { type: 'boolean', default: false },
       profile: { type: 'boolean', default: false },
+      'profile-at': { type: 'string' },
+      'profile-seconds': { type: 'string', default: '60' },
       top: { type: 'string', default: '30' },
       dist: { type: 'string', default: ownDist },
       keep: { type: 'boolean', default: false },
@@ -133,6 +142,8 @@ function scaleOptions(argv: string[], ownDist: string): ScaleOptions | null {
     maxSeconds: int('max-seconds', values['max-seconds'], 1, 7 * 86_400),
     noIndex: values['no-index'],
     profile: values.profile,
+    profileAt: values['profile-at'] === undefined ? null : int('profile-at', values['profile-at'], 1, 1_000_000_000),
+    profileSeconds: int('profile-seconds', values['profile-seconds'], 1, 3600),
     top: int('top', values.top, 1, 1000),
     dist: values.dist,
     keep: values.keep,
@@ -349,6 +360,7 @@ export async function runScale(argv: string[], ownDist: string): Promise<number>
     if (tally.linked.count >= opts.targetUrls) stop('target-urls');
   }, 1000);
   let polling = false;
+  let windowProfiled = false;
   const poll = async (): Promise<void> => {
     if (polling || stopReason !== null) return;
     polling = true;
@@ -392,6 +404,14 @@ export async function runScale(argv: string[], ownDist: string): Promise<number>
       emit(line);
       for (let m = 1; m * 1_000_000 <= now.known; m++) if (rssAtMillions[`${m}M`] === undefined && line.rssMiB !== null) rssAtMillions[`${m}M`] = line.rssMiB;
       if (now.known >= opts.targetUrls) stop('target-urls');
+      if (opts.profileAt !== null && !windowProfiled && now.known >= opts.profileAt) {
+        windowProfiled = true;
+        const file = join(dir, `profile-at-${now.known}.cpuprofile`);
+        void profileWindow(pid, opts.profileSeconds, file).then(
+          () => emit({ event: 'profile-window', knownUrls: now.known, seconds: opts.profileSeconds, file, top: topSelfTimes(file, opts.top) }),
+          (error: unknown) => process.stderr.write(`bench-queue-server scale: --profile-at: ${(error as Error).message}\n`),
+        );
+      }
     } finally {
       polling = false;
     }
