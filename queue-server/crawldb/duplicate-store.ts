@@ -65,13 +65,14 @@ export class DuplicateStore extends StagedTree<Raw> {
   #sinceCommit = 0;
 
   static open(path: string, options: { io?: FileOps } = {}): DuplicateStore {
-    const open = (pageSize: number) => StagedTree.openTree(path, { pageSize: DUPLICATES_PAGE_SIZE, cachePages: Math.max(16, Math.floor(DUPLICATES_CACHE_BYTES / pageSize)), io: options.io });
-    let tree = open(DUPLICATES_PAGE_SIZE);
-    // A file made with 16 KiB pages keeps them; its cache is sized to the same bytes.
-    const pageSize = tree.stats().pageSize;
-    if (pageSize !== DUPLICATES_PAGE_SIZE) {
+    // A new file gets DUPLICATES_PAGE_SIZE; one made with 16 KiB pages keeps them, with its cache sized to the same bytes.
+    const openCaching = (filePageSize: number) =>
+      StagedTree.openTree(path, { pageSize: DUPLICATES_PAGE_SIZE, cachePages: Math.max(16, Math.floor(DUPLICATES_CACHE_BYTES / filePageSize)), io: options.io });
+    let tree = openCaching(DUPLICATES_PAGE_SIZE);
+    const filePageSize = tree.stats().pageSize;
+    if (filePageSize !== DUPLICATES_PAGE_SIZE) {
       tree.close();
-      tree = open(pageSize);
+      tree = openCaching(filePageSize);
     }
     return new DuplicateStore(tree, { encode: (value) => value, decode: (bytes) => Uint8Array.from(bytes) });
   }
