@@ -2,9 +2,11 @@
  * The tokenizer (shared/tokenize.ts): UAX #29 words, NFKC, case folding, stemming per language, and
  * the fast path for alphabetic scripts, which must give exactly the words Intl.Segmenter gives.
  */
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { forEachWord, MAX_TERM_CHARS, normalizeText, stemmerFor, termSpans, tokenize } from '../../shared/tokenize.js';
+import { foldCase, forEachWord, MAX_TERM_CHARS, normalizeText, stemmerFor, termOf, termSpans, tokenize } from '../../shared/tokenize.js';
 
 const seed = process.env.FC_SEED === undefined ? Date.now() % 2 ** 31 : Number(process.env.FC_SEED);
 console.log(`tokenize fast-check seed ${seed} (set FC_SEED to replay)`);
@@ -83,6 +85,34 @@ describe('tokenize', () => {
         expect(petrelWords(text)).toEqual(icuWords(text));
       }),
       { seed, numRuns: 3000 },
+    );
+  });
+
+  it("stems English exactly as snowball-stemmers' english does (porter2 stands in for it)", () => {
+    const reference = (createRequire(import.meta.url)('snowball-stemmers') as { newStemmer(a: string): { stem(w: string): string } }).newStemmer('english');
+    const expected = (word: string): string => {
+      const stem = reference.stem(foldCase(word));
+      return stem.length > 0 ? stem : foldCase(word);
+    };
+    // Real English: every word of this repository's README and ARCHITECTURE.md (prose, commands, figures).
+    const words = new Set<string>();
+    for (const doc of ['../../README.md', '../../ARCHITECTURE.md']) {
+      forEachWord(normalizeText(readFileSync(new URL(doc, import.meta.url), 'utf8')), (word) => {
+        if (!/\d/.test(word)) words.add(word);
+        return true;
+      });
+    }
+    expect(words.size).toBeGreaterThan(2500);
+    for (const word of words) expect([word, termOf(word, 'english')]).toEqual([word, expected(word)]);
+    // Random words over letters that steer Porter2's rules (vowels, y, doubles, suffix letters) and the
+    // apostrophes and non-ASCII letters a word may carry.
+    const letters = [..."aeiouybcdlmnrstgfhkpvwxz'’éüı"];
+    fc.assert(
+      fc.property(fc.array(fc.constantFrom(...letters), { minLength: 1, maxLength: 14 }), (chars) => {
+        const word = chars.join('');
+        expect(termOf(word, 'english')).toBe(expected(word));
+      }),
+      { seed, numRuns: 20000 },
     );
   });
 });
