@@ -30,7 +30,7 @@ import { measure } from './lib/measure.mjs';
 import { startNginxSite } from './lib/nginx-site.mjs';
 import { PEERS, petrel, petrelTotalConcurrency } from './lib/peers.mjs';
 import { petrelBinPath, snapshotPetrel, testWebModulePath } from './lib/petrel-build.mjs';
-import { formatFeatures, formatProfile, formatRatios, formatTable, ratios, resultRow } from './lib/report.mjs';
+import { formatFeatures, formatPairedRatios, formatProfile, formatRatios, formatTable, pairedRatios, ratios, resultRow } from './lib/report.mjs';
 import { formatGoals, formatSummary, goals } from './lib/summary.mjs';
 import { startTestWebSite } from './lib/test-web-site.mjs';
 
@@ -231,7 +231,9 @@ async function runCorpus(corpus) {
     const ratioTable = ratios(rows);
     say(`\n${corpus.name}:\n${formatTable(rows)}`);
     if (Object.keys(ratioTable).length > 0) say(`\nRatios (Petrel ÷ peer; pages/s above 1 = Petrel faster, CPU ms/page below 1 = Petrel cheaper):\n${formatRatios(ratioTable)}`);
-    const corpusResult = { name: corpus.name, description: corpus.description, kind: corpus.kind, site: siteInfo(corpus, site), concurrency: { petrel: petrelTotal, crawlee: crawleeConcurrency, wget: 1 }, capped, results: rows, ratios: ratioTable, allRuns };
+    const paired = pairedRatios(allRuns);
+    if (Object.keys(paired).length > 0) say(`\nThe same, the two runs of each round paired (the figures to compare builds by):\n${formatPairedRatios(paired)}`);
+    const corpusResult = { name: corpus.name, description: corpus.description, kind: corpus.kind, site: siteInfo(corpus, site), concurrency: { petrel: petrelTotal, crawlee: crawleeConcurrency, wget: 1 }, capped, results: rows, ratios: ratioTable, pairedRatios: paired, allRuns };
     corpusResult.goals = goals(corpusResult);
     // Issue 12: archiving costs at most 15 % of pages per second.
     const withWarc = rows.find((r) => r.name === 'petrel');

@@ -143,6 +143,57 @@ export function ratios(rows) {
   return out;
 }
 
+/** The middle value (the lower of the two middle ones for an even count); null for none. */
+function median(values) {
+  const sorted = values.filter((v) => v !== null && Number.isFinite(v)).sort((a, b) => a - b);
+  return sorted.length === 0 ? null : sorted[Math.floor((sorted.length - 1) / 2)];
+}
+
+/**
+ * Petrel against each other crawler round by round, when the crawlers ran more than once: the ratios
+ * of two runs of one round (the closest in time, so a drift of the machine's speed falls on both) and
+ * their median. On this shared two-core machine a crawler's own CPU per page drifts by 10 to 20 %
+ * between runs minutes apart, more than the "cleanest run" choice can see (it looks only at other
+ * processes' CPU), so the paired medians are the figures to compare two builds by.
+ */
+export function pairedRatios(allRuns) {
+  const runs = allRuns.filter((row) => !row.revalidation);
+  const petrelRuns = runs.filter((row) => row.name === 'petrel');
+  const out = {};
+  if (petrelRuns.length < 2) return out;
+  for (const name of new Set(runs.map((row) => row.name))) {
+    if (name === 'petrel') continue;
+    const rounds = [];
+    for (const mine of petrelRuns) {
+      const theirs = runs.find((row) => row.name === name && row.round === mine.round);
+      if (theirs === undefined) continue;
+      const split = (role) => {
+        const a = mine.cpuSplit?.[role]?.msPerPage;
+        const b = theirs.cpuSplit?.[role]?.msPerPage;
+        return a === undefined || b === undefined || a === null || b === null || b === 0 ? null : a / b;
+      };
+      rounds.push({ round: mine.round, pagesPerSecond: mine.pagesPerSecond / theirs.pagesPerSecond, cpuMsPerPage: mine.cpuMsPerPage / theirs.cpuMsPerPage, fetchersCpuMsPerPage: split('fetchers'), queueServerCpuMsPerPage: split('queue-server') });
+    }
+    if (rounds.length === 0) continue;
+    out[`petrel/${name}`] = {
+      rounds,
+      medianPagesPerSecond: median(rounds.map((r) => r.pagesPerSecond)),
+      medianCpuMsPerPage: median(rounds.map((r) => r.cpuMsPerPage)),
+      medianFetchersCpuMsPerPage: median(rounds.map((r) => r.fetchersCpuMsPerPage)),
+      medianQueueServerCpuMsPerPage: median(rounds.map((r) => r.queueServerCpuMsPerPage)),
+      petrelMedianCpuMsPerPage: median(petrelRuns.map((r) => r.cpuMsPerPage)),
+      peerMedianCpuMsPerPage: median(runs.filter((row) => row.name === name).map((r) => r.cpuMsPerPage)),
+    };
+  }
+  return out;
+}
+
+export function formatPairedRatios(table) {
+  return Object.entries(table)
+    .map(([pair, r]) => `  ${pair}: CPU ms/page round by round ${r.rounds.map((x) => x.cpuMsPerPage.toFixed(3)).join(', ')}, median ×${r.medianCpuMsPerPage.toFixed(3)} (medians ${r.petrelMedianCpuMsPerPage?.toFixed(2)} vs ${r.peerMedianCpuMsPerPage?.toFixed(2)} ms); pages/s round by round ${r.rounds.map((x) => x.pagesPerSecond.toFixed(3)).join(', ')}, median ×${r.medianPagesPerSecond.toFixed(3)}${r.medianFetchersCpuMsPerPage === null ? '' : `; median CPU per page of the fetchers ×${r.medianFetchersCpuMsPerPage.toFixed(3)}, of the queue server ×${r.medianQueueServerCpuMsPerPage?.toFixed(3)}`}`)
+    .join('\n');
+}
+
 export function formatTable(rows) {
   const header = ['crawler', 'pages', 'own count', 'dup', 'requests', 'wall s', 'own s', 'pages/s', 'CPU s', 'CPU ms/page', 'cores', 'RSS sum MB', 'RSS max MB', 'PSS peak MB', 'web CPU s', 'other CPU s'];
   const body = rows.map((row) => [
