@@ -109,27 +109,6 @@ function writeCapture(w: ByteWriter, c: Capture): void {
   w.bytes(c.responseRecord);
 }
 
-/**
- * One page's index data alone, in the frame's encoding, in a buffer of its own: how the queue server
- * keeps a staged page until its commit, off the JavaScript heap (queue-server/crawl/index-store.ts).
- */
-export function encodeIndexData(index: IndexData): Buffer {
-  const w = indexWriter;
-  w.reset();
-  writeIndex(w, index);
-  return Buffer.from(w.finish());
-}
-
-/** The index data `encodeIndexData` wrote (FrameError if these bytes are not that). */
-export function decodeIndexData(bytes: Buffer): IndexData {
-  const r = new ByteReader(bytes);
-  const index = readIndex(r, { left: Number.MAX_SAFE_INTEGER });
-  if (r.remaining !== 0) throw new FrameError('FRAME_TRAILING_BYTES', `${r.remaining} bytes after the index data`);
-  return index;
-}
-
-const indexWriter = new ByteWriter(64 * 1024);
-
 function writeIndex(w: ByteWriter, index: IndexData): void {
   w.string(index.text);
   const s = structure;

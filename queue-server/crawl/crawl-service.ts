@@ -141,9 +141,8 @@ export class CrawlService extends EventEmitter<{
     const response = this.#crawl.applyResults(request, this.#clock());
     this.emit('results', { results: request.results.length, applied: response.applied });
     this.#afterChange(response.applied > 0);
-    // Not `await` here: the post (its index data and captures) would stay reachable from this call
-    // until the commit, and only the response needs to.
-    return this.#durable().then(() => response);
+    await this.#durable();
+    return response;
   }
 
   /**

@@ -13,35 +13,18 @@
  * writes everything anew, as the other stores' retries do (ARCHITECTURE.md, "A failing disk").
  *
  * Memory: the queued changes of one commit window (their index data came with the posts, bounded by
- * shared/index-data.ts), plus the index's own (search-index.ts header). A page's index data is kept
- * as bytes (the results frame's encoding), not as the objects it was posted as: those, a term string,
- * an array and a list of positions per term (about 66 KB a page of the PostgreSQL manual), lived until
- * the commit, so the garbage collector copied them out of the young generation and later marked them
- * in the old one. Kept as bytes, the queue server's CPU per page of a test-web crawl fell by a fifth
- * (README, "Performance").
+ * shared/index-data.ts), plus the index's own (search-index.ts header).
  */
 import type { IndexError } from '../search/errors.js';
 import { errnoCodeOf } from './storage-error.js';
 import { SearchIndex, type IndexChange, type SearchIndexOptions } from '../search/search-index.js';
-import { decodeIndexData, encodeIndexData } from '../../shared/results-frame.js';
-
-/** A change as kept for a retry: a page's index data as bytes (`encodeIndexData`), any other change as it is. */
-type QueuedChange = Exclude<IndexChange, { kind: 'page' }> | { readonly kind: 'page-bytes'; readonly url: string; readonly fetchedAt: number; readonly bytes: Buffer };
-
-function queued(change: IndexChange): QueuedChange {
-  return change.kind === 'page' ? { kind: 'page-bytes', url: change.url, fetchedAt: change.fetchedAt, bytes: encodeIndexData(change.data) } : change;
-}
-
-function restored(change: QueuedChange): IndexChange {
-  return change.kind === 'page-bytes' ? { kind: 'page', url: change.url, fetchedAt: change.fetchedAt, data: decodeIndexData(change.bytes) } : change;
-}
 
 export class IndexStore {
   readonly #dir: string;
   readonly #options: SearchIndexOptions;
   #index: SearchIndex;
   /** Changes not yet in a successful commit, in the order they were decided (kept for a retry). */
-  #queued: QueuedChange[] = [];
+  #queued: IndexChange[] = [];
   /** A write or commit failed: the index is reopened before the next attempt. */
   #failed = false;
   /** Changes the index refused (INDEX_BAD_DATA: data the protocol's schema let through but the index cannot take). */
@@ -70,7 +53,7 @@ export class IndexStore {
    * everything again, and fails itself if the disk still does.
    */
   stage(change: IndexChange): void {
-    this.#queued.push(queued(change));
+    this.#queued.push(change);
     if (!this.#failed) this.#stageOne(change);
   }
 
@@ -120,7 +103,7 @@ export class IndexStore {
     this.#index = SearchIndex.open(this.#dir, this.#options);
     this.#failed = false;
     for (const change of this.#queued) {
-      this.#stageOne(restored(change));
+      this.#stageOne(change);
       // The disk still fails: this attempt fails with the write's own error (a CommitFailure of index/).
       if (this.#failed) throw this.#stageError;
     }

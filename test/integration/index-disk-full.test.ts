@@ -4,7 +4,8 @@
  * (queue-server/crawl/index-store.ts) until the disk is full. The failing commit must throw with errno
  * ENOSPC, fail again while the disk is full (with more pages staged meanwhile), and succeed once space
  * is back with every page staged since the last good commit restaged from what the store kept of
- * them (their index data as bytes); then each page's own word finds it, and only it. Skipped where mount
+ * them (IndexStore reopens the index and stages its queue again); then each page's own word finds it,
+ * and only it. Skipped where mount
  * namespaces are not available (not root, not Linux).
  */
 import { execFileSync, spawn } from 'node:child_process';

@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { buildIndexData, type IndexData } from '../../shared/index-data.js';
 import { PROTOCOL_VERSION, resultsRequestSchema, resultsToJson, type ItemResult, type ResultsRequest } from '../../shared/protocol.js';
 import { ByteWriter } from '../../shared/byte-codec.js';
-import { decodeIndexData, encodeIndexData, encodeResultsFrame } from '../../shared/results-frame.js';
+import { encodeResultsFrame } from '../../shared/results-frame.js';
 import { buildCapture, type Capture } from '../../shared/warc/exchange.js';
 import { HttpError } from '../../queue-server/api/http-errors.js';
 import { JSON_BOUNDS, type JsonBounds } from '../../queue-server/api/bounded-json.js';
@@ -138,20 +138,6 @@ describe('results frame', () => {
       }),
       { seed, numRuns: 150 },
     );
-  });
-
-  it('keeps one page\'s index data as bytes and gives it back as it was (what the queue server holds until a commit)', () => {
-    const text = fc.string({ unit: 'grapheme', maxLength: 300 });
-    fc.assert(
-      fc.property(text, text, fc.array(fc.record({ url: fc.webUrl(), text }), { maxLength: 6 }), (title, body, anchors) => {
-        const index = indexOf(title, body, anchors.map((a) => ({ url: a.url.slice(0, 2048), text: a.text })));
-        const bytes = encodeIndexData(index);
-        encodeIndexData(indexOf('another', 'page entirely')); // the encoder's scratch is reused: the bytes are the caller's own
-        expect(decodeIndexData(bytes)).toEqual(index);
-      }),
-      { seed, numRuns: 150 },
-    );
-    expect(() => decodeIndexData(Buffer.concat([encodeIndexData(indexOf('t', 'b')), Buffer.from([0])]))).toThrow(/after the index data/);
   });
 
   it('accepts a request exactly when its JSON post would be accepted (the same bounds)', () => {
