@@ -76,6 +76,12 @@ Options:
   --top N           functions in the profile (default 25)
   --dist DIR        the Petrel build to run (a dist/ directory; default: the one holding this script),
                     e.g. a copy of an older build to compare against
+  --baseline-dist DIR  with --rounds N: N rounds, each one run of --dist and one of this build (the
+                    order alternating round by round), then per round and as medians the ratios
+                    --dist / baseline of CPU per page, peak RSS and claim latency p50 and p95: on this
+                    shared machine one build's CPU per page drifts 10 to 20 % between runs, so two
+                    builds are compared by pairs
+  --rounds N        rounds of --baseline-dist (default 3)
   --keep            keep the data directory (and the profile)
   --json            print the report as JSON only
   --help            show this help
@@ -103,6 +109,8 @@ interface Options {
   keep: boolean;
   json: boolean;
   dist: string;
+  baselineDist: string | null;
+  rounds: number;
 }
 
 function options(): Options | null {
@@ -125,6 +133,8 @@ function options(): Options | null {
       keep: { type: 'boolean', default: false },
       json: { type: 'boolean', default: false },
       dist: { type: 'string', default: OWN_DIST },
+      'baseline-dist': { type: 'string' },
+      rounds: { type: 'string', default: '3' },
       help: { type: 'boolean', default: false },
     },
   });
@@ -150,6 +160,8 @@ function options(): Options | null {
     keep: values.keep,
     json: values.json,
     dist: values.dist,
+    baselineDist: values['baseline-dist'] ?? null,
+    rounds: int('rounds', values.rounds, 100),
   };
 }
 
@@ -380,6 +392,7 @@ function dirBytes(dir: string): number {
 async function main(): Promise<number> {
   const opts = options();
   if (opts === null) return 0;
+  if (opts.baselineDist !== null) return compareBuilds(opts, opts.baselineDist);
   if (opts.compare === 0) return (await runOnce(opts)).code;
   const rounds: { index: Report; noIndex: Report }[] = [];
   for (let r = 0; r < opts.compare; r++) {
@@ -410,6 +423,45 @@ async function main(): Promise<number> {
   else {
     const m = summary.medianRatio;
     process.stdout.write(`median of ${rounds.length} rounds, index / --no-index: claim p50 ${m.claimP50.toFixed(2)}, claim p95 ${m.claimP95.toFixed(2)}, CPU per page ${m.cpuMsPerPage.toFixed(2)}; load ${loadavg().map((l) => l.toFixed(2)).join(' ')}\n`);
+  }
+  return 0;
+}
+
+/** `--baseline-dist`: the two builds run by pairs, each round in the other order, and the pairs' ratios. */
+async function compareBuilds(opts: Options, baselineDist: string): Promise<number> {
+  const rounds: { build: Report; baseline: Report }[] = [];
+  for (let r = 0; r < opts.rounds; r++) {
+    const runs: Record<'build' | 'baseline', Report | null> = { build: null, baseline: null };
+    for (const which of r % 2 === 0 ? (['build', 'baseline'] as const) : (['baseline', 'build'] as const)) {
+      runs[which] = (await runOnce({ ...opts, dist: which === 'build' ? opts.dist : baselineDist, json: true, quiet: true })).report;
+      if (runs[which] === null) return 1;
+    }
+    const round = { build: runs.build!, baseline: runs.baseline! };
+    rounds.push(round);
+    if (!opts.json) process.stderr.write(`round ${r + 1}: build ${(round.build.cpuMsPerPage ?? NaN).toFixed(3)} ms CPU/page, ${round.build.peakRssMiB} MiB | baseline ${(round.baseline.cpuMsPerPage ?? NaN).toFixed(3)}, ${round.baseline.peakRssMiB} MiB | load ${round.build.machine.loadavg[0]!.toFixed(2)}\n`);
+  }
+  const median = (values: number[]): number => {
+    const sorted = [...values].sort((a, b) => a - b);
+    const mid = sorted.length >> 1;
+    return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+  };
+  const ratios = (pick: (r: Report) => number | null) => rounds.map(({ build, baseline }) => (pick(build) ?? NaN) / (pick(baseline) ?? NaN));
+  const perRound = { cpuMsPerPage: ratios((r) => r.cpuMsPerPage), peakRssMiB: ratios((r) => r.peakRssMiB), claimP50: ratios((r) => r.claimMs.p50), claimP95: ratios((r) => r.claimMs.p95) };
+  const summary = {
+    date: new Date().toISOString(),
+    machine: { cpus: cpus().length, loadavg: loadavg() },
+    options: opts,
+    rounds: rounds.map(({ build, baseline }) => ({ build: brief(build), baseline: brief(baseline) })),
+    ratios: perRound,
+    medianRatio: Object.fromEntries(Object.entries(perRound).map(([name, values]) => [name, median(values)])),
+  };
+  if (opts.json) process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+  else {
+    const m = summary.medianRatio as Record<keyof typeof perRound, number>;
+    const f = (values: number[]) => values.map((v) => v.toFixed(3)).join(', ');
+    process.stdout.write(
+      `build / baseline over ${rounds.length} rounds (round by round; median): CPU per page ${f(perRound.cpuMsPerPage)}; ${m.cpuMsPerPage.toFixed(3)} | peak RSS ${f(perRound.peakRssMiB)}; ${m.peakRssMiB.toFixed(3)} | claim p50 ${m.claimP50.toFixed(2)}, p95 ${m.claimP95.toFixed(2)}; load ${loadavg().map((l) => l.toFixed(2)).join(' ')}\n`,
+    );
   }
   return 0;
 }
