@@ -15,16 +15,50 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 import { corpusStats } from './lib/corpus.mjs';
 
-const args = process.argv.slice(2);
-const option = (name, fallback) => {
-  const at = args.indexOf(`--${name}`);
-  return at >= 0 ? args[at + 1] : fallback;
+const USAGE = `Usage: node run.mjs [--docs N] [--queries N] [--engines LIST]
+
+Builds the same generated documents into each engine (its own process, a durable commit every 1,000
+documents), then runs N queries of each kind (one word, two-word AND, three-word AND, phrase), top 10.
+Prints the corpus's sizes on stderr and one JSON object on stdout (per engine: documents/s, index bytes,
+peak RSS, p50/p95 per kind; issue 11's goals against FTS5). See README.md beside this file.
+  --docs N        documents (default 100000)
+  --queries N     queries of each kind (default 1000)
+  --engines LIST  comma-separated: petrel, petrel-before (the build under PETREL_BEFORE_ROOT), fts5,
+                  minisearch (default petrel,fts5,minisearch)
+  --help          show this help
+`;
+const ENGINES = ['petrel', 'petrel-before', 'fts5', 'minisearch'];
+let parsed;
+try {
+  parsed = parseArgs({ options: { docs: { type: 'string', default: '100000' }, queries: { type: 'string', default: '1000' }, engines: { type: 'string', default: 'petrel,fts5,minisearch' }, help: { type: 'boolean', default: false } } }).values;
+} catch (error) {
+  process.stderr.write(`${error.message}\n\n${USAGE}`);
+  process.exit(2);
+}
+if (parsed.help) {
+  process.stdout.write(USAGE);
+  process.exit(0);
+}
+const count = (name, text) => {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 1) {
+    process.stderr.write(`--${name} must be a whole number of at least 1, not ${JSON.stringify(text)}\n`);
+    process.exit(2);
+  }
+  return n;
 };
-const docs = Number(option('docs', '100000'));
-const perKind = Number(option('queries', '1000'));
-const engines = option('engines', 'petrel,fts5,minisearch').split(',');
+const docs = count('docs', parsed.docs);
+const perKind = count('queries', parsed.queries);
+const engines = parsed.engines.split(',');
+for (const engine of engines) {
+  if (!ENGINES.includes(engine)) {
+    process.stderr.write(`unknown engine ${JSON.stringify(engine)}: one of ${ENGINES.join(', ')}\n`);
+    process.exit(2);
+  }
+}
 const here = fileURLToPath(new URL('.', import.meta.url));
 const out = join(here, 'out');
 mkdirSync(out, { recursive: true });
