@@ -8,36 +8,18 @@
  * and only it. Skipped where mount
  * namespaces are not available (not root, not Linux).
  */
-import { execFileSync, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { assertBuilt, tempDir } from '../support/petrel-process.js';
+import { canMountTmpfs, runOnTmpfs } from '../support/tmpfs-scenario.js';
 
 const SCENARIO = fileURLToPath(new URL('../../dist/scripts/index-disk-full.js', import.meta.url));
-
-function canMountTmpfs(): boolean {
-  try {
-    const probe = tempDir('index-mount-probe');
-    execFileSync('unshare', ['-m', 'sh', '-c', 'mount -t tmpfs -o size=64k tmpfs "$1"', 'sh', probe], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 describe.skipIf(!canMountTmpfs())('search index on a full disk', () => {
   it('fails the commit with ENOSPC, keeps what it staged, and commits all of it once space is back', async () => {
     assertBuilt();
     const mountPoint = tempDir('index-full');
-    const { stdout, stderr, code } = await new Promise<{ stdout: string; stderr: string; code: number | null }>((resolve, reject) => {
-      const child = spawn('unshare', ['-m', 'sh', '-c', 'mount -t tmpfs -o size=640k tmpfs "$1" && exec "$2" "$3" "$1"', 'sh', mountPoint, process.execPath, SCENARIO], { stdio: ['ignore', 'pipe', 'pipe'] });
-      let out = '';
-      let err = '';
-      child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-      child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
-      child.on('error', reject);
-      child.on('close', (exit) => resolve({ stdout: out, stderr: err, code: exit }));
-    });
+    const { stdout, stderr, code } = await runOnTmpfs(SCENARIO, '640k', mountPoint);
     expect(stderr).toBe('');
     expect(code).toBe(0);
     const events = stdout.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
