@@ -9,8 +9,8 @@
  *                               quick exit (firstDelayMs up to maxDelayMs), so a daemon keeps its
  *                               fetchers however long it runs; a run of healthyRunMs resets the pause.
  *
- * `stop` ends them all: optionally a wait for them to exit by themselves, then SIGTERM (a fetcher
- * finishes the request each slot is on and delivers the results), then SIGKILL for any still running after a grace period.
+ * `stop` ends them all: SIGTERM (a fetcher finishes the request each slot is on and delivers the
+ * results), then SIGKILL for any still running after a grace period.
  */
 import type { ChildProcess } from 'node:child_process';
 import { eachLine, exited, spawnPetrel } from './children.js';
@@ -88,11 +88,8 @@ export class FetcherChildren {
     for (const child of this.#children) if (child !== null && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   }
 
-  /**
-   * Ends every fetcher and restarts none: with `waitForExitMs`, first a wait for them to exit by
-   * themselves (they were told the crawl is done), then SIGTERM, then SIGKILL after a grace period.
-   */
-  async stop(options: { waitForExitMs?: number } = {}): Promise<void> {
+  /** Ends every fetcher and restarts none: SIGTERM, then SIGKILL after a grace period. */
+  async stop(): Promise<void> {
     this.#stopping = true;
     for (const timer of this.#timers) clearTimeout(timer);
     this.#timers.clear();
@@ -102,7 +99,6 @@ export class FetcherChildren {
       await Promise.race([Promise.all(children.map(exited)), new Promise((resolve) => (timer = setTimeout(resolve, ms)))]);
       clearTimeout(timer);
     };
-    if (options.waitForExitMs !== undefined && options.waitForExitMs > 0) await exitedWithin(running(), options.waitForExitMs);
     const left = running();
     for (const child of left) child.kill('SIGTERM');
     await exitedWithin(left, STOP_GRACE_MS);
