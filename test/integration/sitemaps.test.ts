@@ -172,9 +172,12 @@ describe('sitemaps', () => {
     await expect.poll(() => pageRequests().some((entry) => entry.path === changed), { timeout: 60_000, interval: 100 }).toBe(true);
     // Whatever else was due would have come with it: give the cut a moment more, then stop.
     await new Promise((resolve) => setTimeout(resolve, 1000));
+    // The fetcher first, as petrel crawl and Ctrl-C stop them: it delivers what it holds, which a queue
+    // server stopped at the same moment may no longer take (a fetcher without --once then waits for it).
     fetcher.kill('SIGTERM');
+    await fetcher.output;
     server.kill('SIGTERM');
-    await Promise.all([fetcher.output, server.output]);
+    await server.output;
     expect(pageRequests().map((entry) => [entry.path, entry.status]).sort()).toEqual([['/index.html?from=continuous', 200], [changed, 200]].sort());
   }, 90_000);
 
