@@ -40,6 +40,8 @@ export interface PagerOptions {
   /** Used only when the file is created; an existing file keeps the page size in its meta. */
   readonly pageSize: number;
   readonly cachePages: number;
+  /** Instead of `cachePages`: the cache's bound in bytes, at the file's own page size (at least 16 pages). */
+  readonly cacheBytes?: number;
   readonly create: boolean;
   readonly readOnly: boolean;
   /** The file operations (default node:fs); tests interpose on them (storage/file-ops.ts). */
@@ -78,7 +80,7 @@ export class Pager {
     this.#meta = meta;
     this.#chain = chain;
     this.#freelist = new Freelist(freeIds, meta.pageCount);
-    this.#cache = new PageCache(opts.cachePages, meta.pageSize);
+    this.#cache = new PageCache(opts.cacheBytes === undefined ? opts.cachePages : Math.max(16, Math.floor(opts.cacheBytes / meta.pageSize)), meta.pageSize);
   }
 
   static open(path: string, opts: PagerOptions): Pager {

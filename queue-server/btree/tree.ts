@@ -29,6 +29,8 @@ export interface BTreeOpenOptions {
   readonly pageSize?: number;
   /** Decoded pages kept in the LRU cache (default 1024, at least 1). */
   readonly cachePages?: number;
+  /** Instead of `cachePages`: the cache's bound in bytes, whatever page size the file has (at least 16 pages). */
+  readonly cacheBytes?: number;
   /** Create the file if it does not exist (default true). */
   readonly create?: boolean;
   /** Open without write access; writes throw `BTREE_READ_ONLY` (default false). */
@@ -100,9 +102,13 @@ export class BTree {
     if (!Number.isInteger(cachePages) || cachePages < 1) {
       throw new BTreeError('BTREE_BAD_OPTION', `cachePages must be a positive integer, got ${cachePages}`);
     }
+    if (options.cacheBytes !== undefined && (!Number.isInteger(options.cacheBytes) || options.cacheBytes < 1)) {
+      throw new BTreeError('BTREE_BAD_OPTION', `cacheBytes must be a positive integer, got ${options.cacheBytes}`);
+    }
     const pager = Pager.open(path, {
       pageSize,
       cachePages,
+      cacheBytes: options.cacheBytes,
       create: options.create ?? true,
       readOnly: options.readOnly ?? false,
       io: options.io,

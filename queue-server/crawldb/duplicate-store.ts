@@ -65,15 +65,8 @@ export class DuplicateStore extends StagedTree<Raw> {
   #sinceCommit = 0;
 
   static open(path: string, options: { io?: FileOps } = {}): DuplicateStore {
-    // A new file gets DUPLICATES_PAGE_SIZE; one made with 16 KiB pages keeps them, with its cache sized to the same bytes.
-    const openCaching = (filePageSize: number) =>
-      StagedTree.openTree(path, { pageSize: DUPLICATES_PAGE_SIZE, cachePages: Math.max(16, Math.floor(DUPLICATES_CACHE_BYTES / filePageSize)), io: options.io });
-    let tree = openCaching(DUPLICATES_PAGE_SIZE);
-    const filePageSize = tree.stats().pageSize;
-    if (filePageSize !== DUPLICATES_PAGE_SIZE) {
-      tree.close();
-      tree = openCaching(filePageSize);
-    }
+    // A new file gets DUPLICATES_PAGE_SIZE; one made with 16 KiB pages keeps them, with a cache of the same bytes.
+    const tree = StagedTree.openTree(path, { pageSize: DUPLICATES_PAGE_SIZE, cacheBytes: DUPLICATES_CACHE_BYTES, io: options.io });
     return new DuplicateStore(tree, { encode: (value) => value, decode: (bytes) => Uint8Array.from(bytes) });
   }
 

@@ -16,6 +16,8 @@ import type { FileOps } from './file-ops.js';
 export interface StagedTreeOptions {
   readonly pageSize?: number;
   readonly cachePages?: number;
+  /** Instead of `cachePages`: the cache's bound in bytes, at the file's own page size. */
+  readonly cacheBytes?: number;
   readonly io?: FileOps;
 }
 
@@ -36,7 +38,7 @@ export class StagedTree<T> {
   }
 
   protected static openTree(path: string, options: StagedTreeOptions): BTree {
-    return BTree.open(path, { pageSize: options.pageSize, cachePages: options.cachePages ?? 2048, io: options.io });
+    return BTree.open(path, { pageSize: options.pageSize, cachePages: options.cachePages ?? 2048, cacheBytes: options.cacheBytes, io: options.io });
   }
 
   /** An existing tree for reading only (the CLI, beside or after a queue server). */

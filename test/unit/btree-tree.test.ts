@@ -196,7 +196,20 @@ describe('BTree basics', () => {
     expect(codeOf(() => BTree.open(tempFile(), { pageSize: 3000 }))).toBe('BTREE_BAD_OPTION');
     expect(codeOf(() => BTree.open(tempFile(), { pageSize: 512 }))).toBe('BTREE_BAD_OPTION');
     expect(codeOf(() => BTree.open(tempFile(), { cachePages: 0 }))).toBe('BTREE_BAD_OPTION');
+    expect(codeOf(() => BTree.open(tempFile(), { cacheBytes: 0 }))).toBe('BTREE_BAD_OPTION');
     expect(codeOf(() => BTree.open(tempFile(), { create: false }))).toBe('BTREE_NOT_FOUND');
+  });
+
+  it('sizes its cache by bytes at the page size the file has, whatever size a new file would get', () => {
+    const file = tempFile();
+    BTree.open(file, { pageSize: 16 * 1024 }).close();
+    const old = BTree.open(file, { pageSize: 4096, cacheBytes: 4 * 1024 * 1024 });
+    const fresh = BTree.open(tempFile(), { pageSize: 4096, cacheBytes: 4 * 1024 * 1024 });
+    const tiny = BTree.open(tempFile(), { pageSize: 4096, cacheBytes: 1 });
+    expect(old.stats()).toMatchObject({ pageSize: 16 * 1024, cacheCapacity: 256 });
+    expect(fresh.stats()).toMatchObject({ pageSize: 4096, cacheCapacity: 1024 });
+    expect(tiny.stats().cacheCapacity).toBe(16);
+    for (const tree of [old, fresh, tiny]) tree.close();
   });
 
   it('refuses misuse: nested writes, async callbacks, a batch kept after write, closed and read-only handles', () => {
