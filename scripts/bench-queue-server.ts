@@ -402,11 +402,6 @@ async function main(): Promise<number> {
     rounds.push({ index, noIndex });
     if (!opts.json) process.stderr.write(`round ${r + 1}: ${describeRound(index, noIndex)}\n`);
   }
-  const median = (values: number[]): number => {
-    const sorted = [...values].sort((a, b) => a - b);
-    const mid = sorted.length >> 1;
-    return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-  };
   const ratio = (pick: (r: Report) => number | null) => rounds.map(({ index, noIndex }) => (pick(index) ?? NaN) / (pick(noIndex) ?? NaN));
   const summary = {
     date: new Date().toISOString(),
@@ -440,11 +435,6 @@ async function compareBuilds(opts: Options, baselineDist: string): Promise<numbe
     rounds.push(round);
     if (!opts.json) process.stderr.write(`round ${r + 1}: build ${(round.build.cpuMsPerPage ?? NaN).toFixed(3)} ms CPU/page, ${round.build.peakRssMiB} MiB | baseline ${(round.baseline.cpuMsPerPage ?? NaN).toFixed(3)}, ${round.baseline.peakRssMiB} MiB | load ${round.build.machine.loadavg[0]!.toFixed(2)}\n`);
   }
-  const median = (values: number[]): number => {
-    const sorted = [...values].sort((a, b) => a - b);
-    const mid = sorted.length >> 1;
-    return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-  };
   const ratios = (pick: (r: Report) => number | null) => rounds.map(({ build, baseline }) => (pick(build) ?? NaN) / (pick(baseline) ?? NaN));
   const perRound = { cpuMsPerPage: ratios((r) => r.cpuMsPerPage), peakRssMiB: ratios((r) => r.peakRssMiB), claimP50: ratios((r) => r.claimMs.p50), claimP95: ratios((r) => r.claimMs.p95) };
   const summary = {
@@ -464,6 +454,13 @@ async function compareBuilds(opts: Options, baselineDist: string): Promise<numbe
     );
   }
   return 0;
+}
+
+/** The median of per-round ratios (the mean of the two middle ones for an even count). */
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 type Report = Awaited<ReturnType<typeof runOnce>>['report'] & object;

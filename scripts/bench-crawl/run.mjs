@@ -30,7 +30,7 @@ import { measure } from './lib/measure.mjs';
 import { startNginxSite } from './lib/nginx-site.mjs';
 import { PEERS, petrel, petrelTotalConcurrency } from './lib/peers.mjs';
 import { petrelBinPath, snapshotPetrel, testWebModulePath } from './lib/petrel-build.mjs';
-import { formatFeatures, formatPairedRatios, formatProfile, formatRatios, formatTable, pairedRatios, ratios, resultRow } from './lib/report.mjs';
+import { formatFeatures, formatPairedRatios, formatProfile, formatRatios, formatTable, median, pairedRatios, ratios, resultRow } from './lib/report.mjs';
 import { formatGoals, formatSummary, goals } from './lib/summary.mjs';
 import { startTestWebSite } from './lib/test-web-site.mjs';
 
@@ -247,7 +247,7 @@ async function runCorpus(corpus) {
         const b = allRuns.find((r) => r.name === 'petrel-nowarc' && r.round === round);
         if (a !== undefined && b !== undefined) roundRatios.push(a.pagesPerSecond / b.pagesPerSecond);
       }
-      const medianRatio = roundRatios.length === 0 ? ratio : [...roundRatios].sort((x, y) => x - y)[Math.floor((roundRatios.length - 1) / 2)];
+      const medianRatio = median(roundRatios) ?? ratio;
       const met = ratio >= 0.85 && medianRatio >= 0.85;
       corpusResult.archiving = { pagesPerSecondRatio: ratio, roundRatios, medianRoundRatio: medianRatio, goalMet: met, cpuMsPerPage: { warc: withWarc.cpuMsPerPage, noWarc: withoutWarc.cpuMsPerPage }, warcBytesPerPage: withWarc.warcBytesPerPage, wgetWarcBytesPerPage: rows.find((r) => r.name === 'wget-warc')?.warcBytesPerPage ?? null };
       say(`\nWeb archive on ${corpus.name}: ${withWarc.pagesPerSecond.toFixed(0)} pages/s with WARC, ${withoutWarc.pagesPerSecond.toFixed(0)} with --no-warc (cleanest runs' ratio ${ratio.toFixed(3)}; round by round ${roundRatios.map((r) => r.toFixed(3)).join(', ')}, median ${medianRatio.toFixed(3)}; goal >= 0.85 on both: ${met ? 'met' : 'NOT MET'}); CPU ms/page ${withWarc.cpuMsPerPage?.toFixed(2)} vs ${withoutWarc.cpuMsPerPage?.toFixed(2)}; WARC bytes per page: Petrel ${withWarc.warcBytesPerPage?.toFixed(0) ?? '-'}, wget --warc-file ${corpusResult.archiving.wgetWarcBytesPerPage?.toFixed(0) ?? '-'}`);

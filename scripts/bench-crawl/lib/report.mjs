@@ -144,7 +144,7 @@ export function ratios(rows) {
 }
 
 /** The middle value (the lower of the two middle ones for an even count); null for none. */
-function median(values) {
+export function median(values) {
   const sorted = values.filter((v) => v !== null && Number.isFinite(v)).sort((a, b) => a - b);
   return sorted.length === 0 ? null : sorted[Math.floor((sorted.length - 1) / 2)];
 }
