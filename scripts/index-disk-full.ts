@@ -18,6 +18,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { buildIndexData } from '../shared/index-data.js';
 import { IndexStore } from '../queue-server/crawl/index-store.js';
+import { errnoCodeOf } from '../queue-server/crawl/storage-error.js';
 import { SearchIndex } from '../queue-server/search/search-index.js';
 
 function report(event: Record<string, unknown>): void {
@@ -35,16 +36,8 @@ function noiseText(n: number, chars: number): string {
 }
 
 /** The word only page `n` has: letters, so the tokenizer keeps it whole, ending in x, which no English suffix does (two pages' words never stem alike). */
-export function wordOf(n: number): string {
+function wordOf(n: number): string {
   return `pageword${n.toString(26).replace(/[0-9]/g, (d) => 'qrstuvwxyz'[Number(d)]!)}x`;
-}
-
-function errnoOf(error: unknown): string | null {
-  for (let e: unknown = error; e instanceof Error; e = (e as Error & { cause?: unknown }).cause) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (typeof code === 'string' && /^E[A-Z]+$/.test(code)) return code;
-  }
-  return null;
 }
 
 function main(dir: string): void {
@@ -69,13 +62,13 @@ function main(dir: string): void {
       failure = error;
     }
   }
-  report({ event: 'failed', pages: next, committed, errno: errnoOf(failure), message: failure instanceof Error ? failure.message.slice(0, 300) : String(failure) });
+  report({ event: 'failed', pages: next, committed, errno: errnoCodeOf(failure), message: failure instanceof Error ? failure.message.slice(0, 300) : String(failure) });
   for (let i = 0; i < 3; i++) stage();
   try {
     store.commit();
     report({ event: 'retry-while-full', ok: true });
   } catch (error) {
-    report({ event: 'retry-while-full', ok: false, errno: errnoOf(error) });
+    report({ event: 'retry-while-full', ok: false, errno: errnoCodeOf(error) });
   }
   rmSync(join(dir, 'filler'));
   store.commit();
