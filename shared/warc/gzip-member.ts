@@ -21,26 +21,52 @@
  *       16    8  member length      u64 little-endian: bytes of the whole member, this header included
  *       24       raw deflate data, then CRC-32 (4) and ISIZE (4), little-endian
  */
-import { crc32, deflateRawSync, gunzipSync } from 'node:zlib';
+import { constants, crc32, deflateRawSync, gunzipSync } from 'node:zlib';
 
 export const MEMBER_HEADER_BYTES = 24;
 const TRAILER_BYTES = 8;
 const SI1 = 0x50; // 'P'
 const SI2 = 0x4c; // 'L'
 
+/** Deflate's stored blocks hold at most this many bytes each (RFC 1951 section 3.2.4: LEN is 16 bits). */
+const STORED_BLOCK_BYTES = 0xffff;
+
 /**
- * Compresses `parts` (concatenated) into one member. `level` is zlib's 1 (fastest) to 9; the fetcher's
- * choice is measured in shared/warc/exchange.ts.
+ * Packs `parts` (concatenated) into one member. `level` is zlib's 1 (fastest) to 9. The parts from
+ * index `storeFrom` on (none by default) are stored rather than deflated: deflate's uncompressed
+ * blocks, written here without zlib (the bytes copied once, five bytes of framing per 64 KiB), for
+ * bytes that deflating cannot shrink, such as a body that came gzip- or br-compressed
+ * (shared/warc/exchange.ts decides). The parts before it are deflated and flushed to a byte boundary
+ * (zlib's Z_SYNC_FLUSH, four bytes), after which the stored blocks continue the same deflate stream.
  */
-export function gzipMember(parts: readonly Uint8Array[], level: number): Buffer {
+export function gzipMember(parts: readonly Uint8Array[], level: number, storeFrom = parts.length): Buffer {
+  if (!Number.isInteger(level) || level < 1 || level > 9) throw new RangeError(`gzip level ${level} is not 1 to 9`);
+  if (!Number.isInteger(storeFrom) || storeFrom < 0 || storeFrom > parts.length) throw new RangeError(`storeFrom ${storeFrom} is not a part index`);
   let crc = 0;
   let size = 0;
-  for (const part of parts) {
-    crc = crc32(part, crc);
+  let deflatedSize = 0;
+  for (let i = 0; i < parts.length; i++) {
+    const part = parts[i]!;
+    // Node 20's crc32 answers 0 for an empty input whatever the running value: an empty part is skipped.
+    if (part.length > 0) crc = crc32(part, crc);
     size += part.length;
+    if (i < storeFrom) deflatedSize += part.length;
   }
-  const deflated = deflateRawSync(parts.length === 1 ? parts[0]! : Buffer.concat(parts, size), { level, ...windowFor(size) });
-  const member = Buffer.allocUnsafe(MEMBER_HEADER_BYTES + deflated.length + TRAILER_BYTES);
+  const toDeflate = parts.slice(0, storeFrom);
+  const stored = parts.slice(storeFrom);
+  const storedSize = size - deflatedSize;
+  // With nothing to store, the deflated part ends the stream (even when it deflates nothing).
+  const deflated =
+    toDeflate.length === 0 && stored.length > 0
+      ? null
+      : deflateRawSync(toDeflate.length === 1 ? toDeflate[0]! : Buffer.concat(toDeflate, deflatedSize), {
+          level,
+          ...windowFor(deflatedSize),
+          ...(stored.length === 0 ? {} : { finishFlush: constants.Z_SYNC_FLUSH }),
+        });
+  const deflatedLength = deflated?.length ?? 0;
+  const body = deflatedLength + (stored.length === 0 ? 0 : storedLength(storedSize));
+  const member = Buffer.allocUnsafe(MEMBER_HEADER_BYTES + body + TRAILER_BYTES);
   member[0] = 0x1f;
   member[1] = 0x8b;
   member[2] = 8;
@@ -53,10 +79,48 @@ export function gzipMember(parts: readonly Uint8Array[], level: number): Buffer 
   member[13] = SI2;
   member.writeUInt16LE(8, 14);
   member.writeBigUInt64LE(BigInt(member.length), 16);
-  deflated.copy(member, MEMBER_HEADER_BYTES);
+  if (deflated !== null) deflated.copy(member, MEMBER_HEADER_BYTES);
+  if (stored.length > 0) writeStored(stored, storedSize, member, MEMBER_HEADER_BYTES + deflatedLength);
   member.writeUInt32LE(crc >>> 0, member.length - 8);
   member.writeUInt32LE(size >>> 0, member.length - 4);
   return member;
+}
+
+/** Bytes of `size` bytes as stored blocks: 5 bytes of framing per block, and one (empty) block for nothing. */
+function storedLength(size: number): number {
+  return size + 5 * Math.max(1, Math.ceil(size / STORED_BLOCK_BYTES));
+}
+
+/**
+ * `parts` as deflate stored blocks at `out[at..]`: per block BFINAL (1 on the last) and BTYPE 00 in
+ * one byte (the rest of it padding), then LEN and its ones' complement NLEN, little-endian, then LEN
+ * bytes of data.
+ */
+function writeStored(parts: readonly Uint8Array[], size: number, out: Buffer, at: number): void {
+  let part = 0;
+  let inPart = 0;
+  let left = size;
+  do {
+    const length = Math.min(left, STORED_BLOCK_BYTES);
+    left -= length;
+    out[at] = left === 0 ? 1 : 0;
+    out.writeUInt16LE(length, at + 1);
+    out.writeUInt16LE(~length & 0xffff, at + 3);
+    at += 5;
+    let need = length;
+    while (need > 0) {
+      const source = parts[part]!;
+      const take = Math.min(need, source.length - inPart);
+      out.set(source.subarray(inPart, inPart + take), at);
+      at += take;
+      need -= take;
+      inPart += take;
+      if (inPart === source.length) {
+        part++;
+        inPart = 0;
+      }
+    }
+  } while (left > 0);
 }
 
 /**

@@ -4,14 +4,15 @@
  * each record is its own gzip member at the offset Petrel says, and the payload is the exact bytes the
  * server sent (content coding kept, chunked framing undone).
  */
+import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { captureFromWire, captureToWire, captureWireSchema } from '../../shared/warc/capture-wire.js';
 import { WarcError } from '../../shared/warc/errors.js';
-import { buildCapture, buildRevisitRecord, buildWarcinfoRecord, EMPTY_PAYLOAD_DIGEST, MAX_HEAD_BYTES, type Capture, type Exchange } from '../../shared/warc/exchange.js';
-import { memberLength } from '../../shared/warc/gzip-member.js';
+import { buildCapture, buildRevisitRecord, buildWarcinfoRecord, EMPTY_PAYLOAD_DIGEST, MAX_HEAD_BYTES, payloadIsCompressed, type Capture, type Exchange } from '../../shared/warc/exchange.js';
+import { gzipMember, memberLength } from '../../shared/warc/gzip-member.js';
 import { responseHead } from '../../shared/warc/http-head.js';
 import { sha1Digest, warcDate } from '../../shared/warc/record.js';
 import { checkWarcFile, fetchExchange, sha1Base32 } from '../support/warc-exchange.js';
@@ -124,6 +125,9 @@ describe('WARC records of real exchanges', () => {
     // Content coding is kept: the stored payload is the gzip bytes the server sent; warcio decodes them.
     expect(gzip!.payload).toEqual(GZIPPED);
     expect(await gzip!.record.contentText()).toBe(HTML);
+    // ... and stored in the member as they came (not deflated again), so they appear there verbatim.
+    expect(Buffer.from(captures[2]!.responseRecord).includes(GZIPPED)).toBe(true);
+    expect(Buffer.from(captures[0]!.responseRecord).includes(Buffer.from(HTML.slice(0, 200)))).toBe(false);
     expect(missing!.httpStatus).toBe(404);
     expect(missing!.payload!.toString()).toBe('not here\n');
     expect(moved!.httpStatus).toBe(301);
@@ -257,6 +261,46 @@ describe('captures on the wire and gzip members', () => {
     const back: Capture = captureFromWire(captureWireSchema.parse(JSON.parse(JSON.stringify(captureToWire(capture)))));
     expect({ ...back, responseHead: Buffer.from(back.responseHead) }).toEqual({ ...capture, responseHead: Buffer.from(capture.responseHead) });
     expect(captureWireSchema.safeParse({ ...captureToWire(capture), payloadDigest: 'md5:abc' }).success).toBe(false);
+  });
+
+  it('deflates the parts before storeFrom and stores the rest, in one member any gzip reader inflates', () => {
+    const text = Buffer.from('WARC/1.1\r\nWARC-Type: response\r\n'.repeat(20));
+    const noise = randomBytes(150_000);
+    // An empty part whose backing store is materialized has no data pointer, and Node 20's crc32 then
+    // answers 0 whatever the running value (zlib's crc32 of a NULL buffer): it must not reach it.
+    const empty = Buffer.alloc(0);
+    expect(empty.buffer.byteLength).toBe(0);
+    // Parts that straddle the 65,535-byte stored blocks, an empty one among them.
+    const cases: [Uint8Array[], number][] = [
+      [[text, noise.subarray(0, 70_000), empty, noise.subarray(70_000)], 1],
+      [[text, empty, text], 3],
+      [[text, noise.subarray(0, 65_535), text], 1],
+      [[text, text], 0],
+      [[text], 1],
+      [[text, Buffer.alloc(0)], 1],
+      [[Buffer.alloc(0)], 0],
+      [[], 0],
+    ];
+    for (const [parts, storeFrom] of cases) {
+      const whole = Buffer.concat(parts);
+      for (const member of [gzipMember(parts, 1, storeFrom), gzipMember(parts, 6, storeFrom)]) {
+        expect(memberLength(member)).toBe(member.length);
+        expect(gunzipSync(member)).toEqual(whole);
+      }
+    }
+    // Stored bytes cost five bytes of framing per block, and the flush before them a few.
+    const stored = gzipMember([text, noise], 1, 1).length - gzipMember([text], 1).length - (noise.length + 5 * Math.ceil(noise.length / 65_535));
+    expect(stored).toBeGreaterThanOrEqual(0);
+    expect(stored).toBeLessThanOrEqual(6);
+    expect(() => gzipMember([text], 0)).toThrow(RangeError);
+    expect(() => gzipMember([text], 1, 2)).toThrow(RangeError);
+  });
+
+  it('takes a body with a content coding or of a compressed media type as compressed already', () => {
+    for (const coding of ['gzip', 'br', 'deflate', 'x-gzip', 'zstd', 'identity, gzip', 'GZIP']) expect(payloadIsCompressed(coding, 'text/html')).toBe(true);
+    for (const coding of [null, '', 'identity', ' Identity ']) expect(payloadIsCompressed(coding, 'text/html')).toBe(false);
+    for (const mime of ['image/png', 'image/jpeg', 'video/mp4', 'application/gzip', 'font/woff2', 'application/zip']) expect(payloadIsCompressed(null, mime)).toBe(true);
+    for (const mime of [null, 'text/html', 'image/svg+xml', 'image/bmp', 'application/json', 'application/xml', 'audio/wav']) expect(payloadIsCompressed(null, mime)).toBe(false);
   });
 
   it('states each member length in the gzip header, which a cut or foreign member does not match', async () => {
