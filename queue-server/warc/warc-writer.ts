@@ -50,7 +50,7 @@ export interface WarcWriterStats {
   readonly currentFile: string | null;
 }
 
-interface Staged {
+export interface Staged {
   readonly file: string;
   readonly offset: number;
   readonly bytes: Uint8Array;
@@ -173,22 +173,26 @@ export class WarcWriter {
     this.#settle(batch);
   }
 
-  /** Step 1 of a commit: every record of `batch` written where it was placed; the files it touched. */
+  /**
+   * Step 1 of a commit: every record of `batch` written where it was placed; the files it touched.
+   * Records that follow one another in a file go down in one write (`contiguousRuns`): a page's
+   * records are two, and a write call each was most of the writer's system time.
+   */
   #write(batch: readonly Staged[]): Map<string, OpenFile> {
     const touched = new Map<string, OpenFile>();
     this.#failing(touched, () => {
-      for (const staged of batch) {
-        const path = join(this.dir, staged.file);
-        let file = this.#files.get(staged.file);
+      for (const run of contiguousRuns(batch)) {
+        const path = join(this.dir, run.file);
+        let file = this.#files.get(run.file);
         if (file === undefined) {
           // Read-write, created if missing, never truncated: a retry writes over what a failed attempt left.
           const fd = this.#named(path, () => this.#io.open(path, this.#io.exists(path) ? 'r+' : 'w+', 0o600));
           file = { fd, durable: this.#io.size(fd) };
-          this.#files.set(staged.file, file);
+          this.#files.set(run.file, file);
           this.#directoryDirty = true;
         }
-        touched.set(staged.file, file);
-        this.#named(path, () => writeFully(this.#io, file!.fd, staged.bytes, staged.offset));
+        touched.set(run.file, file);
+        this.#named(path, () => writeFully(this.#io, file!.fd, run.bytes, run.offset));
       }
     });
     return touched;
@@ -266,6 +270,34 @@ export class WarcWriter {
     this.#staged.push({ file: name, offset: 0, bytes: record });
     this.#current = { name, size: record.length, captures: 0 };
   }
+}
+
+/** Bytes joined per write at most: a run is cut there, so a commit's copy stays small beside what it writes. */
+export const MAX_WRITE_RUN_BYTES = 4 * 1024 * 1024;
+
+/**
+ * `staged`, in order, as runs of records that follow one another in the same file (each next offset is
+ * the end of the one before), joined into one buffer each up to MAX_WRITE_RUN_BYTES (a record larger
+ * than that is a run of its own, not copied).
+ */
+export function contiguousRuns(staged: readonly Staged[]): Staged[] {
+  const runs: Staged[] = [];
+  let i = 0;
+  while (i < staged.length) {
+    const first = staged[i]!;
+    let end = first.offset + first.bytes.length;
+    let j = i + 1;
+    while (j < staged.length) {
+      const next = staged[j]!;
+      if (next.file !== first.file || next.offset !== end || end + next.bytes.length - first.offset > MAX_WRITE_RUN_BYTES) break;
+      end += next.bytes.length;
+      j++;
+    }
+    const bytes = j === i + 1 ? first.bytes : Buffer.concat(staged.slice(i, j).map((s) => s.bytes), end - first.offset);
+    runs.push({ file: first.file, offset: first.offset, bytes });
+    i = j;
+  }
+  return runs;
 }
 
 /** Petrel WARC files of a directory, oldest (lowest serial) first. */

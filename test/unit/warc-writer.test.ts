@@ -13,7 +13,7 @@ import { WarcError } from '../../shared/warc/errors.js';
 import { buildCapture, type Capture, type WarcinfoContent } from '../../shared/warc/exchange.js';
 import { parseWarcFileName, type CaptureLocation } from '../../queue-server/warc/location.js';
 import { WarcArchive, WARC_DIR } from '../../queue-server/warc/warc-archive.js';
-import { WarcWriter } from '../../queue-server/warc/warc-writer.js';
+import { contiguousRuns, MAX_WRITE_RUN_BYTES, WarcWriter } from '../../queue-server/warc/warc-writer.js';
 import { withFile, readAt, readRecord, warcField } from '../../queue-server/warc/warc-file.js';
 import { FaultyFileOps } from '../support/faulty-file-ops.js';
 import { checkWarcFile, checkWarcPath, exchangeOf, type ParsedRecord } from '../support/warc-exchange.js';
@@ -143,6 +143,52 @@ describe('WARC writer', () => {
   });
 });
 
+describe('WARC writer, one write per run of records', () => {
+  const staged = (file: string, offset: number, length: number, fill: number) => ({ file, offset, bytes: Buffer.alloc(length, fill) });
+
+  it('joins records that follow one another in a file, and starts a new run at another file, a gap or the size bound', () => {
+    const a = staged('one.warc.gz', 0, 10, 1);
+    const b = staged('one.warc.gz', 10, 5, 2);
+    const c = staged('two.warc.gz', 15, 5, 3);
+    const d = staged('two.warc.gz', 30, 5, 4);
+    const runs = contiguousRuns([a, b, c, d]);
+    expect(runs.map((run) => [run.file, run.offset, run.bytes.length])).toEqual([
+      ['one.warc.gz', 0, 15],
+      ['two.warc.gz', 15, 5],
+      ['two.warc.gz', 30, 5],
+    ]);
+    expect(runs[0]!.bytes).toEqual(Buffer.concat([a.bytes, b.bytes]));
+    // A run of one is the record itself, not a copy.
+    expect(runs[1]!.bytes).toBe(c.bytes);
+    // Up to the bound exactly in one run; the next record begins another.
+    const big = staged('one.warc.gz', 15, MAX_WRITE_RUN_BYTES - 15, 5);
+    const after = staged('one.warc.gz', MAX_WRITE_RUN_BYTES, 20, 6);
+    expect(contiguousRuns([a, b, big, after]).map((run) => [run.offset, run.bytes.length])).toEqual([
+      [0, MAX_WRITE_RUN_BYTES],
+      [MAX_WRITE_RUN_BYTES, 20],
+    ]);
+    expect(contiguousRuns([])).toEqual([]);
+  });
+
+  it('writes the captures of a commit in one write when they follow one another', async () => {
+    const dir = tempDir();
+    const io = new FaultyFileOps();
+    const writer = WarcWriter.open({ dir, maxFileBytes: 1 << 30, warcinfo: INFO, io });
+    for (let i = 0; i < 20; i++) {
+      const c = capture(`p${i}`, `page ${i} `.repeat(50), T0 + i);
+      writer.append([c.requestRecord, c.responseRecord], T0 + i);
+    }
+    writer.commit();
+    const writes = io.ops.filter((op) => op.kind === 'write' && op.path.endsWith('.warc.gz'));
+    expect(writes).toHaveLength(1);
+    expect(writes[0]!.length).toBe(writer.stats().bytes);
+    writer.close();
+    const [name] = warcFiles(dir);
+    const records = await checkWarcPath(join(dir, name!));
+    expect(records).toHaveLength(41);
+  });
+});
+
 describe('WARC writer on a failing disk (FileOps faults)', () => {
   for (const [fault, how] of [['short-write', 'commit'], ['eio', 'commit'], ['short-write', 'commitAsync'], ['eio', 'commitAsync']] as const) {
     it(`fails ${how} on ${fault === 'eio' ? 'an fsync EIO' : 'a torn write then ENOSPC'} with WARC_WRITE_FAILED, cuts the file back, and writes every staged record again on retry`, async () => {
@@ -155,7 +201,7 @@ describe('WARC writer on a failing disk (FileOps faults)', () => {
       writer.commit();
       const durable = writer.stats().bytes;
       const second = capture('b', 'beta'.repeat(300), T0 + 1);
-      const [request] = writer.append([second.requestRecord, second.responseRecord], T0 + 1);
+      const [request, response] = writer.append([second.requestRecord, second.responseRecord], T0 + 1);
       io.rule = (op) => (fault === 'eio' ? (op.kind === 'fsync' && op.path.endsWith('.warc.gz') ? 'eio' : null) : op.kind === 'write' && op.path.endsWith('.warc.gz') ? 'short-write' : null);
       let caught: unknown = null;
       try {
@@ -170,12 +216,14 @@ describe('WARC writer on a failing disk (FileOps faults)', () => {
       const [name] = warcFiles(dir);
       expect(statSync(join(dir, name!)).size).toBe(durable);
       expect(writer.stats().bytes).toBe(durable);
-      // The disk is back: the retry writes both staged records, at the offsets handed out before.
+      // The disk is back: the retry writes both staged records, at the offsets handed out before (one
+      // write: the two records follow one another).
       io.rule = null;
       io.reset();
       await commit(writer);
       const writes = io.ops.filter((op) => op.kind === 'write');
-      expect(writes.map((op) => op.position)).toEqual([request!.offset, request!.offset + request!.length]);
+      expect(response!.offset).toBe(request!.offset + request!.length);
+      expect(writes.map((op) => [op.position, op.length])).toEqual([[request!.offset, request!.length + response!.length]]);
       writer.close();
       const records = await checkWarcPath(join(dir, name!));
       expect(records.map((r) => r.headers.get('WARC-Target-URI') ?? r.type)).toEqual(['warcinfo', 'http://127.0.0.1:9/a', 'http://127.0.0.1:9/a', 'http://127.0.0.1:9/b', 'http://127.0.0.1:9/b']);
