@@ -67,6 +67,9 @@ Options:
   --crawlee-concurrency N  Crawlee maxConcurrency (default: Petrel's total, see above)
   --only LIST           comma-separated subset of: ${PEERS.map((p) => p.name).join(',')} (default: all)
   --no-revalidate       skip Petrel's second pass on the real corpora (every page stale, every answer a 304)
+  --gzip                real corpora: nginx gzips its text responses (level 6) for clients that accept it,
+                        as most sites do (Petrel and Crawlee ask for gzip; wget -r does not), instead of
+                        serving the files as they are
   --no-warmup           skip the unmeasured Petrel --no-warc crawl each corpus gets first (it fills the page
                         cache with the corpus's files and warms the server, so the first crawler measured
                         does not pay for that alone)
@@ -104,6 +107,7 @@ const { values } = parseArgs({
     'crawlee-concurrency': { type: 'string' },
     only: { type: 'string' },
     'no-revalidate': { type: 'boolean', default: false },
+    gzip: { type: 'boolean', default: false },
     'no-warmup': { type: 'boolean', default: false },
     profile: { type: 'boolean', default: false },
     top: { type: 'string', default: '15' },
@@ -131,6 +135,7 @@ const options = {
   hostConcurrency: positive('--host-concurrency', values['host-concurrency']),
   crawleeConcurrency: values['crawlee-concurrency'] === undefined ? null : positive('--crawlee-concurrency', values['crawlee-concurrency']),
   revalidate: !values['no-revalidate'],
+  gzip: values.gzip,
   warmup: !values['no-warmup'],
   top: positive('--top', values.top),
   repeat: positive('--repeat', values.repeat),
@@ -286,7 +291,7 @@ async function startSite(corpus) {
   }
   const reachable = reachablePages(corpus, join(outDir, 'reachable'), say);
   say(`${corpus.debianPackage} ${reachable.version}: ${reachable.pages} reachable pages from /index.html (link walk over the files${reachable.cached === null ? `, ${(reachable.walkMs / 1000).toFixed(1)} s` : ', cached'}), HTML ${reachable.htmlMeanKb.toFixed(1)} KB mean / ${reachable.htmlMedianKb.toFixed(1)} KB median, ${reachable.pagesOver2MiB} over 2 MiB, ${reachable.notFound} links to missing files`);
-  const site = await startNginxSite({ corpus, reachable: reachable.keys, dir: mkdtempSync(join(scratch, `nginx-${corpus.name}-`)), expiresS: EXPIRES_S });
+  const site = await startNginxSite({ corpus, reachable: reachable.keys, dir: mkdtempSync(join(scratch, `nginx-${corpus.name}-`)), expiresS: EXPIRES_S, gzip: options.gzip });
   site.walk = { ...reachable, keys: undefined };
   return site;
 }

@@ -14,10 +14,10 @@ import { parseAccessLine, startNginx } from './nginx.mjs';
 
 /**
  * @param {{ corpus: { name: string, root: string, ip: string }, reachable: Set<string>, dir: string,
- *           expiresS: number }} options
+ *           expiresS: number, gzip?: boolean }} options
  */
-export async function startNginxSite({ corpus, reachable, dir, expiresS }) {
-  const nginx = await startNginx({ root: corpus.root, ip: corpus.ip, dir, expiresS });
+export async function startNginxSite({ corpus, reachable, dir, expiresS, gzip = false }) {
+  const nginx = await startNginx({ root: corpus.root, ip: corpus.ip, dir, expiresS, gzip });
   let entries = [];
   let cpuAtLastTally = nginx.cpuS();
   let pages200 = 0;

@@ -7,7 +7,8 @@
  * can be read from /proc and it cannot outlive the benchmark unnoticed: stop() ends it with SIGQUIT
  * (graceful) and then SIGTERM, and an 'exit' hook kills it if the benchmark dies first.
  *
- * Responses: the files as they are (no gzip: nginx's default, and what a plain static site does), with
+ * Responses: the files as they are (no gzip: nginx's default, and what a plain static site does; with
+ * `gzip` the text types are gzip-compressed, level 6, for a client that accepts it, as most sites do), with
  * ETag and Last-Modified (nginx's defaults) and `Cache-Control: max-age=<expiresS>` (`expires`), so that
  * a crawler that keeps validators finds its copies stale after `expiresS` and revalidates with
  * If-None-Match / If-Modified-Since (answered 304). robots.txt allows everything. Redirects (a directory
@@ -27,11 +28,11 @@ import { processCpuS, treePids } from './proc-tree.mjs';
 export const NGINX = '/usr/sbin/nginx';
 
 /**
- * @param {{ root: string, ip: string, dir: string, expiresS: number }} options
+ * @param {{ root: string, ip: string, dir: string, expiresS: number, gzip?: boolean }} options
  * @returns {Promise<{ origin: string, port: number, pid: number, accessLog: string, cpuS(): number,
  *                      readNewLines(): string[], stop(): Promise<void> }>}
  */
-export async function startNginx({ root, ip, dir, expiresS }) {
+export async function startNginx({ root, ip, dir, expiresS, gzip = false }) {
   if (!/^127\.\d+\.\d+\.\d+$/.test(ip)) throw new Error(`nginx may only listen on loopback, not ${ip}`);
   mkdirSync(join(dir, 'tmp'), { recursive: true });
   const port = await freePort(ip);
@@ -39,7 +40,7 @@ export async function startNginx({ root, ip, dir, expiresS }) {
   const errorLog = join(dir, 'error.log');
   writeFileSync(accessLog, '');
   const conf = join(dir, 'nginx.conf');
-  writeFileSync(conf, config({ root, ip, port, dir, accessLog, errorLog, expiresS }));
+  writeFileSync(conf, config({ root, ip, port, dir, accessLog, errorLog, expiresS, gzip }));
   // -e: the error log before the config is read (Debian's default is stderr; keep it in the dir anyway).
   const child = spawn(NGINX, ['-p', dir, '-c', conf, '-e', errorLog], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
@@ -107,7 +108,7 @@ export function parseAccessLine(line) {
   };
 }
 
-function config({ root, ip, port, dir, accessLog, errorLog, expiresS }) {
+function config({ root, ip, port, dir, accessLog, errorLog, expiresS, gzip }) {
   const q = (text) => `"${text.replace(/["\\$]/g, (c) => `\\${c}`)}"`;
   const tmp = (name) => q(join(dir, 'tmp', name));
   return `# Written by scripts/bench-crawl/lib/nginx.mjs for one benchmark run; removed with its directory.
@@ -132,7 +133,7 @@ http {
   keepalive_timeout 65;
   server_tokens off;
   absolute_redirect off;
-  server {
+${gzip ? '  gzip on;\n  gzip_comp_level 6;\n  gzip_types text/plain text/css text/xml application/xml application/javascript application/json;\n' : ''}  server {
     listen ${ip}:${port};
     server_name _;
     root ${q(root)};
