@@ -47,7 +47,7 @@ export function gzipMember(parts: readonly Uint8Array[], level: number, storeFro
   let deflatedSize = 0;
   for (let i = 0; i < parts.length; i++) {
     const part = parts[i]!;
-    // Node 20's crc32 answers 0 for an empty input whatever the running value: an empty part is skipped.
+    // Node 20's crc32 answers 0 for an empty view with no data pointer, whatever the running value: skipped.
     if (part.length > 0) crc = crc32(part, crc);
     size += part.length;
     if (i < storeFrom) deflatedSize += part.length;
