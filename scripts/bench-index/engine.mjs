@@ -5,10 +5,10 @@
  *
  *   node engine.mjs ENGINE DOCS OUT_DIR [QUERIES]
  */
-import { readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { documents, queries } from './lib/corpus.mjs';
 import { fts5Engine, miniSearchEngine, petrelEngine } from './lib/engines.mjs';
 
@@ -22,7 +22,19 @@ rmSync(dir, { recursive: true, force: true });
 
 // `petrel-before`: another Petrel checkout's build (PETREL_BEFORE_ROOT, a directory holding dist/), to
 // compare two versions of the index in one run beside FTS5.
-const engine = name === 'petrel' ? await petrelEngine(root) : name === 'petrel-before' ? await petrelEngine(process.env.PETREL_BEFORE_ROOT) : name === 'fts5' ? fts5Engine() : await miniSearchEngine();
+const petrelRoot = name === 'petrel' ? root : name === 'petrel-before' ? process.env.PETREL_BEFORE_ROOT : null;
+// Petrel's index runs in the queue server, which limits its JavaScript heap's growth at start
+// (cli/heap-growth.ts, `--heap-growth`, 100 % by default): the engine does what that build's queue
+// server does, before it builds anything. A build without the option runs with V8's heuristics.
+const heapGrowthPercent = petrelRoot === null ? null : await limitHeapGrowthAsQueueServer(petrelRoot);
+const engine = petrelRoot !== null ? await petrelEngine(petrelRoot) : name === 'fts5' ? fts5Engine() : await miniSearchEngine();
+async function limitHeapGrowthAsQueueServer(petrelRoot) {
+  const module = join(petrelRoot, 'dist/cli/heap-growth.js');
+  if (!existsSync(module)) return null;
+  const { limitHeapGrowth, DEFAULT_HEAP_GROWTH_PERCENT } = await import(pathToFileURL(module).href);
+  limitHeapGrowth(DEFAULT_HEAP_GROWTH_PERCENT);
+  return DEFAULT_HEAP_GROWTH_PERCENT;
+}
 const peakMiB = () => Math.round(process.resourceUsage().maxRSS / 1024);
 const bytesOf = (path) => {
   const s = statSync(path);
@@ -85,7 +97,7 @@ process.stdout.write(`${JSON.stringify({
   buildMs: Math.round(buildMs),
   docsPerSecond: Math.round((docs / buildMs) * 1000),
   // Petrel's fetchers make the index data (buildIndexData); what is left is the queue server's share.
-  ...(name.startsWith('petrel') ? { tokenizeMsPerDoc: round(engine.tokenizeMs / docs, 4), queueServerDocsPerSecond: Math.round((docs / (buildMs - engine.tokenizeMs)) * 1000), segments: engineStats.segments, mergesDone: engineStats.mergesDone } : {}),
+  ...(name.startsWith('petrel') ? { tokenizeMsPerDoc: round(engine.tokenizeMs / docs, 4), queueServerDocsPerSecond: Math.round((docs / (buildMs - engine.tokenizeMs)) * 1000), segments: engineStats.segments, mergesDone: engineStats.mergesDone, heapGrowthPercent } : {}),
   indexBytes,
   buildPeakRssMiB,
   peakRssMiB: peakMiB(),
