@@ -155,9 +155,14 @@ export class CrawlService extends EventEmitter<{
    * starts the retries (`#storageFailed`).
    */
   #durable(): Promise<void> {
-    if (this.#pendingCommit !== null) return this.#pendingCommit.done;
     // A one-shot crawl these results finished has no more posts to share the commit with: commit
-    // now rather than hold the last acknowledgement (and the exit) for the rest of the window.
+    // now rather than hold the last acknowledgements (and the exit) for the rest of the window, also
+    // when earlier posts are already waiting for a commit (it takes these too).
+    if (this.#pendingCommit !== null) {
+      const pending = this.#pendingCommit;
+      if (this.#crawl.finished()) pending.commitNow();
+      return pending.done;
+    }
     const wait = this.#crawl.finished() ? 0 : Math.max(0, this.#lastCommitAt + this.#commitIntervalMs - this.#clock());
     let settle!: { resolve: () => void; reject: (error: unknown) => void };
     const done = new Promise<void>((resolve, reject) => (settle = { resolve, reject }));

@@ -189,6 +189,39 @@ describe('CrawlService, parked claims', () => {
     expect(parked.value).toEqual({ kind: 'done' });
   });
 
+  it('acknowledges at once, with no timer run, the results that end a one-shot crawl and those waiting for the same commit', async () => {
+    const [a, b] = [ORIGIN_A, ORIGIN_B];
+    const crawl = tempCrawlService('commit-at-end', { seeds: [`${a}/index.html`, `${b}/index.html`], scope: 'any', delayMs: 0, leaseMs: 600_000, bloomCapacity: 1000, sitemaps: false, once: true }, () => Date.now());
+    cleanups.push(() => crawl.close());
+    const { service } = crawl;
+    const post = (fetcherId: string, response: ClaimResponse, url: string) => {
+      if (response.kind !== 'schedule') throw new Error(`expected a schedule, got ${response.kind}`);
+      return track(service.results({ protocolVersion: PROTOCOL_VERSION, fetcherId, scheduleId: response.schedule.id, results: [robotsResult(url)] }));
+    };
+    // Both robots.txt answer 404 (everything allowed); their commit runs when its timer fires.
+    const robotsA = await service.claim(claimOf('f1', 0), '127.0.0.1');
+    const robotsB = await service.claim(claimOf('f2', 0), '127.0.0.1');
+    robotsSlotOf(robotsA, a);
+    robotsSlotOf(robotsB, b);
+    const robotsAcks = [post('f1', robotsA, `${a}/robots.txt`), post('f2', robotsB, `${b}/robots.txt`)];
+    await vi.runOnlyPendingTimersAsync();
+    expect(robotsAcks.map((ack) => ack.value)).toMatchObject([{ applied: 1 }, { applied: 1 }]);
+
+    // The two pages, each a 404. The first result leaves the crawl going: its commit waits for a timer.
+    const pageA = await service.claim(claimOf('f1', 0), '127.0.0.1');
+    const pageB = await service.claim(claimOf('f2', 0), '127.0.0.1');
+    const first = post('f1', pageA, `${a}/index.html`);
+    await settle();
+    expect(first.value).toBe('pending');
+    expect(vi.getTimerCount()).toBeGreaterThan(0);
+    // The last one ends the crawl: nothing is left to share the commit with, so it runs now.
+    const last = post('f2', pageB, `${b}/index.html`);
+    await settle();
+    await settle();
+    expect([first.value, last.value]).toMatchObject([{ applied: 1 }, { applied: 1 }]);
+    expect(await service.claim(claimOf('f3', 0), '127.0.0.1')).toEqual({ kind: 'done' });
+  });
+
   it('releases every parked claim with wait when it closes', async () => {
     const service = await idleService();
     const claims = [track(service.claim(claimOf('f1'), '127.0.0.1')), track(service.claim(claimOf('f2'), '127.0.0.1'))];
