@@ -15,7 +15,7 @@ import { isIP } from 'node:net';
 import { WarcError } from './errors.js';
 import { gzipMember } from './gzip-member.js';
 import { fieldValue, headEnd, mediaType, parseHead } from './http-head.js';
-import { newRecordId, recordParts, sha1Digest, type RevisitProfile, type WarcTruncation } from './record.js';
+import { newRecordId, RECORD_BLOCK_START, recordParts, sha1Digest, type RevisitProfile, type WarcTruncation } from './record.js';
 
 /**
  * One HTTP request and its response, as the fetcher saw them on the wire. This is the whole contract
@@ -138,8 +138,8 @@ export function buildCapture(exchange: Exchange, options: CaptureOptions): Captu
   );
   const mime = mediaType(fieldValue(parsed, 'content-type'));
   const responseParts = recordParts({ ...common, type: 'response', recordId: responseId, contentType: 'application/http;msgtype=response', payloadDigest, truncated }, [head, ...body]);
-  // recordParts: WARC header, CRLF, the HTTP head, then the body (and the closing CRLFs).
-  const responseRecord = gzipMember(responseParts, level, payloadIsCompressed(fieldValue(parsed, 'content-encoding'), mime) ? 3 : responseParts.length);
+  // The block is the HTTP head, then the body: a compressed body is stored from the part after the head.
+  const responseRecord = gzipMember(responseParts, level, payloadIsCompressed(fieldValue(parsed, 'content-encoding'), mime) ? RECORD_BLOCK_START + 1 : responseParts.length);
   return {
     url,
     date: exchange.startedAt,

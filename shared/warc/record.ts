@@ -113,9 +113,12 @@ export interface RecordFields {
   readonly truncated?: WarcTruncation | null;
 }
 
+/** Where the block begins in what `recordParts` returns (after the header and its closing CRLF). */
+export const RECORD_BLOCK_START = 2;
+
 /**
  * The record's bytes, uncompressed, as a list of parts (the block parts are not copied):
- * header, block..., CRLF CRLF. Content-Length is the block's length.
+ * header, CRLF, block..., CRLF CRLF (the block from RECORD_BLOCK_START). Content-Length is the block's length.
  */
 export function recordParts(fields: RecordFields, block: readonly Uint8Array[]): Uint8Array[] {
   let length = 0;
