@@ -12,6 +12,7 @@
  */
 import * as nodePath from 'node:path';
 import { fsyncDir, nodeFileOps, writeFully, type FileOps } from '../storage/file-ops.js';
+import { stagingBuffer } from '../storage/staging-buffer.js';
 import { BTreeError, corruptPage } from './errors.js';
 import { Freelist } from './freelist.js';
 import { asPageId, type PageId } from './keys.js';
@@ -367,16 +368,30 @@ function readInto(io: FileOps, fd: number, bytes: Uint8Array, position: number, 
   }
 }
 
-/** Writes pages in id order, one write call per run of consecutive ids. */
+/**
+ * Writes pages in id order, one write call per run of consecutive ids (of at most STAGING_BYTES: a
+ * longer run takes several), joined in the shared staging buffer.
+ */
 function writePages(io: FileOps, fd: number, pages: Array<{ id: PageId; bytes: Uint8Array }>, pageSize: number): void {
   pages.sort((a, b) => a.id - b.id);
+  const staging = stagingBuffer();
+  const perWrite = Math.max(1, Math.floor(staging.length / pageSize));
   let i = 0;
   while (i < pages.length) {
     let j = i + 1;
-    while (j < pages.length && pages[j]!.id === pages[j - 1]!.id + 1) j++;
-    const run = pages.slice(i, j);
-    const bytes = run.length === 1 ? run[0]!.bytes : Buffer.concat(run.map((p) => p.bytes));
-    writeFully(io, fd, bytes, run[0]!.id * pageSize);
+    while (j < pages.length && j - i < perWrite && pages[j]!.id === pages[j - 1]!.id + 1) j++;
+    if (j === i + 1) {
+      writeFully(io, fd, pages[i]!.bytes, pages[i]!.id * pageSize);
+    } else {
+      let at = 0;
+      for (let k = i; k < j; k++) {
+        const bytes = pages[k]!.bytes;
+        if (bytes.length !== pageSize) throw new Error(`page ${pages[k]!.id} encoded to ${bytes.length} bytes, not ${pageSize}`);
+        staging.set(bytes, at);
+        at += pageSize;
+      }
+      writeFully(io, fd, staging.subarray(0, at), pages[i]!.id * pageSize);
+    }
     i = j;
   }
 }

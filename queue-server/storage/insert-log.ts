@@ -37,6 +37,7 @@ import { readdirSync } from 'node:fs';
 import { urlHashFromHalves, urlHashHigh, urlHashLow, type UrlHash } from '../../shared/url-hash.js';
 import { fsyncDir, nodeFileOps, readFully, writeFully, type FileOps } from './file-ops.js';
 import { UrlHashMap } from './url-hash-map.js';
+import { stagingBuffer } from './staging-buffer.js';
 
 const MAGIC = Buffer.from('PETRELIL', 'latin1');
 const VERSION = 1;
@@ -179,22 +180,32 @@ export class InsertLog {
   append(): void {
     if (this.#pending.size === 0) return;
     const file = this.#files[this.#files.length - 1]!;
-    let total = 0;
-    for (const [, value] of this.#pending.values()) total += FRAME_HEAD_BYTES + KEY_BYTES + value.length;
-    const bytes = Buffer.allocUnsafe(total);
     const spans: Array<readonly [UrlHash, number, number]> = [];
+    // The frames are built in the shared staging buffer and written each time it is full.
+    const staging = stagingBuffer();
+    let total = 0;
     let at = 0;
-    for (const [hash, value] of this.#pending.values()) {
-      const payload = KEY_BYTES + value.length;
-      bytes.writeUInt32LE(payload, at);
-      bytes.set(hash, at + FRAME_HEAD_BYTES);
-      bytes.set(value, at + FRAME_HEAD_BYTES + KEY_BYTES);
-      bytes.writeUInt32LE(crc32(bytes.subarray(at + FRAME_HEAD_BYTES, at + FRAME_HEAD_BYTES + payload)), at + 4);
-      spans.push([hash, file.end + at + FRAME_HEAD_BYTES + KEY_BYTES, value.length]);
-      at += FRAME_HEAD_BYTES + payload;
-    }
     try {
-      writeFully(this.#io, file.fd, bytes, file.end);
+      for (const [hash, value] of this.#pending.values()) {
+        const payload = KEY_BYTES + value.length;
+        const frame = FRAME_HEAD_BYTES + payload;
+        if (at + frame > staging.length) {
+          writeFully(this.#io, file.fd, staging.subarray(0, at), file.end + total - at);
+          at = 0;
+        }
+        // A frame longer than the staging buffer (never, with records of at most 64 KiB) gets its own.
+        const bytes = frame > staging.length ? Buffer.allocUnsafe(frame) : staging;
+        const start = bytes === staging ? at : 0;
+        bytes.writeUInt32LE(payload, start);
+        bytes.set(hash, start + FRAME_HEAD_BYTES);
+        bytes.set(value, start + FRAME_HEAD_BYTES + KEY_BYTES);
+        bytes.writeUInt32LE(crc32(bytes.subarray(start + FRAME_HEAD_BYTES, start + frame)), start + 4);
+        spans.push([hash, file.end + total + FRAME_HEAD_BYTES + KEY_BYTES, value.length]);
+        total += frame;
+        if (bytes === staging) at += frame;
+        else writeFully(this.#io, file.fd, bytes, file.end + total - frame);
+      }
+      if (at > 0) writeFully(this.#io, file.fd, staging.subarray(0, at), file.end + total - at);
       this.#io.fsync(file.fd);
     } catch (error) {
       try {

@@ -1,6 +1,7 @@
 import * as fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { BTree, BTreeError, maxValueBytes } from '../../queue-server/btree/index.js';
+import { STAGING_BYTES } from '../../queue-server/storage/staging-buffer.js';
 import { dump, expectClean, hex, key, prng, tempFile, text } from '../support/btree-helpers.js';
 
 function codeOf(fn: () => unknown): string | undefined {
@@ -147,6 +148,23 @@ describe('BTree basics', () => {
     const again = BTree.open(file);
     expect(again.stats().txid).toBe(before);
     expect(again.get(key(3))).toBeNull();
+    expectClean(again);
+    again.close();
+  });
+
+  it('writes a commit larger than the staging buffer (runs of more pages than one write joins) and reads it all back', () => {
+    const file = tempFile();
+    const tree = BTree.open(file, { pageSize: 16384 });
+    const value = (n: number) => text(`value ${n} `.padEnd(200, String(n % 10)));
+    tree.write((b) => {
+      for (let n = 0; n < 20_000; n++) b.put(key(n), value(n));
+    });
+    // 20,000 values of 200 bytes fill some 300 pages of 16 KiB, written past the end of a new file:
+    // consecutive ids, several times the 64 pages one write call joins.
+    expect(tree.stats().pages * 16384).toBeGreaterThan(4 * STAGING_BYTES);
+    tree.close();
+    const again = BTree.open(file, { create: false });
+    for (let n = 0; n < 20_000; n++) expect(again.get(key(n))).toEqual(value(n));
     expectClean(again);
     again.close();
   });

@@ -13,6 +13,7 @@ import { CrawlDb } from '../../queue-server/crawldb/crawl-db.js';
 import { CrawlDbReader } from '../../queue-server/crawldb/crawl-db-reader.js';
 import { checkCrawlDb } from '../../queue-server/crawldb/check.js';
 import { newCrawlDbRecord, type CrawlDbRecord } from '../../queue-server/crawldb/record.js';
+import { STAGING_BYTES } from '../../queue-server/storage/staging-buffer.js';
 import { UrlHashMap } from '../../queue-server/storage/url-hash-map.js';
 import { urlHash, urlHashHex, type UrlHash } from '../../shared/url-hash.js';
 
@@ -308,6 +309,19 @@ describe('CrawlDb with an insert log', () => {
     for (const [n, version] of latest) expect(versionOf(again.get(urlHash(urlOf(n)))!)).toBe(version);
     again.close();
     expect(checkCrawlDb(path)).toMatchObject({ ok: true, records: latest.size });
+  });
+
+  it('appends a commit window larger than the staging buffer, and a kill after it loses none of its records', () => {
+    const { dir, path, db } = freshDb({ logEntries: 100_000 });
+    putNew(db, 0, 20_000);
+    db.commit();
+    expect(statSync(join(dir, 'crawldb.inserts-1')).size).toBeGreaterThan(STAGING_BYTES);
+    // kill -9: dropped unclosed, opened again
+    const again = CrawlDb.open(path, { logEntries: 100_000 });
+    expect(again.logStats()).toMatchObject({ entries: 20_000, cutBytes: 0 });
+    for (let n = 0; n < 20_000; n++) expect(again.get(urlHash(urlOf(n)))).toEqual(recordOf(n, 0));
+    again.close();
+    expect(checkCrawlDb(path)).toMatchObject({ ok: true, records: 20_000 });
   });
 
   it('cuts a torn last frame on open and keeps every record before it', () => {
