@@ -69,6 +69,8 @@ Options:
   --index-data      pages carry search index data as fetchers build it (buildIndexData of ~2,000 words
                     of generated prose, the page's links as anchors)
   --no-index        the queue server runs with --no-index (the index data, if any, is not indexed)
+  --qs-arg ARG      an argument for the queue server's command line, e.g. --qs-arg=--heap-growth=50
+                    (repeat it for more)
   --compare N       N rounds, each one run with the index and one with --no-index (alternating, the
                     same options otherwise), then the ratios index / --no-index of claim latency p50
                     and p95 and of CPU per page, per round and their medians (implies --index-data)
@@ -103,6 +105,7 @@ interface Options {
   rate: number;
   indexData: boolean;
   noIndex: boolean;
+  qsArgs: string[];
   compare: number;
   profile: boolean;
   top: number;
@@ -127,6 +130,7 @@ function options(): Options | null {
       rate: { type: 'string', default: '0' },
       'index-data': { type: 'boolean', default: false },
       'no-index': { type: 'boolean', default: false },
+      'qs-arg': { type: 'string', multiple: true, default: [] },
       compare: { type: 'string', default: '0' },
       profile: { type: 'boolean', default: false },
       top: { type: 'string', default: '25' },
@@ -154,6 +158,7 @@ function options(): Options | null {
     rate: values.rate === '0' ? 0 : int('rate', values.rate, 1_000_000),
     indexData: values['index-data'] || values.compare !== '0',
     noIndex: values['no-index'],
+    qsArgs: values['qs-arg'],
     compare: values.compare === '0' ? 0 : int('compare', values.compare, 100),
     profile: values.profile,
     top: int('top', values.top, 1000),
@@ -490,6 +495,7 @@ async function runOnce(opts: Options & { quiet?: boolean }) {
     ...web.origins.flatMap((origin) => ['--seed', `${origin}/index.html`]),
     '--scope', 'host', '--delay-ms', '0', '--host-concurrency', '16', '--max-pages', String(opts.pages),
     ...(opts.noIndex ? ['--no-index'] : []),
+    ...opts.qsArgs,
   ];
   log(`bench-queue-server: ${opts.pages.toLocaleString('en-US')} pages, ${opts.links} links each, ${opts.hosts} hosts, ${opts.fetchers} simulated fetchers, data in ${dir}`);
   const started = performance.now();

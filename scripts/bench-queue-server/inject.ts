@@ -30,6 +30,8 @@ Options:
   --in-flight N  requests open at once (default 1: one after the other; each is answered after the
                  group commit, at most every 100 ms, so more in flight share a commit)
   --settle-s N   seconds to wait after the last inject before reading RSS again (default 5)
+  --qs-arg ARG   an argument for the queue server's command line, e.g. --qs-arg=--heap-growth=50
+                 (repeat it for more)
   --profile      the queue server runs under node --cpu-prof; prints its top functions
   --top N        functions in the profile (default 30)
   --dist DIR     the Petrel build to run (default: the one holding this script)
@@ -49,6 +51,7 @@ export async function runInject(argv: string[], ownDist: string): Promise<number
       batch: { type: 'string', default: '1000' },
       'in-flight': { type: 'string', default: '1' },
       'settle-s': { type: 'string', default: '5' },
+      'qs-arg': { type: 'string', multiple: true, default: [] },
       profile: { type: 'boolean', default: false },
       top: { type: 'string', default: '30' },
       dist: { type: 'string', default: ownDist },
@@ -67,6 +70,7 @@ export async function runInject(argv: string[], ownDist: string): Promise<number
   const inFlight = int('in-flight', values['in-flight'], 1, 64);
   const settleS = int('settle-s', values['settle-s'], 0, 600);
   const top = int('top', values.top, 1, 1000);
+  const qsArgs = values['qs-arg'];
   // Every host of the model has MAX_HOST_PAGES - 1 pages here: the inject does not follow its graph.
   const model = new GraphModel({ hosts: hosts + 1, links: 1, newLinks: 0, crossLinks: 0, seed: 1 });
   const dir = mkdtempSync(join(tmpdir(), 'petrel-bench-inject-'));
@@ -74,7 +78,7 @@ export async function runInject(argv: string[], ownDist: string): Promise<number
   if (values.profile) mkdirSync(profileDir);
   // The seed is a host of its own, after the injected ones: inject adds to a crawl, so there is one.
   const seed = `${model.origins[hosts]!}/`;
-  const server = spawnQueueServer(values.dist, ['--data', join(dir, 'data'), '--port', '0', '--scope', 'any', '--delay-ms', '0', '--seed', seed], values.profile ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []);
+  const server = spawnQueueServer(values.dist, ['--data', join(dir, 'data'), '--port', '0', '--scope', 'any', '--delay-ms', '0', '--seed', seed, ...qsArgs], values.profile ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []);
   const listening = await server.listening;
   if (listening === null) {
     process.stderr.write(`bench-queue-server inject: the queue server exited before listening:\n${server.stderr()}\n`);
@@ -132,6 +136,7 @@ export async function runInject(argv: string[], ownDist: string): Promise<number
     hosts,
     batch,
     inFlight,
+    qsArgs,
     admitted,
     rejectedByCode,
     seconds: Math.round(seconds * 10) / 10,

@@ -55,6 +55,8 @@ Options:
   --max-rss-mib N   stop when the queue server's RSS passes N MiB (default 3072)
   --max-seconds N   stop after N seconds of crawling (default 3600)
   --no-index        the queue server runs with --no-index
+  --qs-arg ARG      an argument for the queue server's command line, e.g. --qs-arg=--heap-growth=50
+                    (repeat it for more)
   --profile         the queue server runs under node --cpu-prof (stopped with SIGTERM instead of
                     SIGKILL, so the profile is written; the restart is profiled too)
   --profile-at N    once the crawl knows N URLs, profile the queue server for --profile-seconds through its
@@ -83,6 +85,7 @@ interface ScaleOptions {
   maxRssMib: number;
   maxSeconds: number;
   noIndex: boolean;
+  qsArgs: string[];
   profile: boolean;
   profileAt: number | null;
   profileSeconds: number;
@@ -110,6 +113,7 @@ function scaleOptions(argv: string[], ownDist: string): ScaleOptions | null {
       'max-rss-mib': { type: 'string', default: '3072' },
       'max-seconds': { type: 'string', default: '3600' },
       'no-index': { type: 'boolean', default: false },
+      'qs-arg': { type: 'string', multiple: true, default: [] },
       profile: { type: 'boolean', default: false },
       'profile-at': { type: 'string' },
       'profile-seconds': { type: 'string', default: '60' },
@@ -141,6 +145,7 @@ function scaleOptions(argv: string[], ownDist: string): ScaleOptions | null {
     maxRssMib: int('max-rss-mib', values['max-rss-mib'], 64, 1_000_000),
     maxSeconds: int('max-seconds', values['max-seconds'], 1, 7 * 86_400),
     noIndex: values['no-index'],
+    qsArgs: values['qs-arg'],
     profile: values.profile,
     profileAt: values['profile-at'] === undefined ? null : int('profile-at', values['profile-at'], 1, 1_000_000_000),
     profileSeconds: int('profile-seconds', values['profile-seconds'], 1, 3600),
@@ -307,6 +312,7 @@ export async function runScale(argv: string[], ownDist: string): Promise<number>
     '--data', data, '--port', String(port), '--once', '--scope', 'any', '--delay-ms', '0',
     ...seeds.flatMap((seed) => ['--seed', seed]),
     ...(opts.noIndex ? ['--no-index'] : []),
+    ...opts.qsArgs,
   ];
   process.stderr.write(`bench-queue-server scale: target ${opts.targetUrls.toLocaleString('en-US')} known URLs, model of ${opts.hosts.toLocaleString('en-US')} hosts (${model.capacity.toLocaleString('en-US')} URLs), data in ${dir}\n`);
   emit({ event: 'start', date: new Date().toISOString(), machine: { cpus: cpus().length, loadavg: loadavg() }, options: opts, modelUrls: model.capacity });
