@@ -170,6 +170,18 @@ interface WaitingEntry {
   readonly hash: UrlHash;
 }
 
+/**
+ * Pages of 4 KiB. A URL is queued at the end of its origin's key range and settled from its head, so
+ * with thousands of origins busy at once a commit rewrites about one leaf per URL it queues or
+ * settles, whatever the page size: a smaller page is fewer bytes copied, encoded, checksummed and
+ * written per URL, and a commit's copies fit the page cache's spare buffers instead of being
+ * allocated afresh. Measured with `bench-queue-server inject --urls 1000000 --hosts 5000`: 16 KiB
+ * pages 43.2 s of queue server CPU, 4 KiB 33.1 s. (A file keeps the page size it was created with.)
+ */
+export const FRONTIER_PAGE_SIZE = 4 * 1024;
+/** The page cache: 16 MiB, 4,096 pages of 4 KiB (1,024 of a file made before with 16 KiB pages). */
+const FRONTIER_CACHE_BYTES = 16 * 1024 * 1024;
+
 export interface FrontierStoreOptions {
   readonly io?: FileOps;
   readonly cachePages?: number;
@@ -203,7 +215,7 @@ export class FrontierStore {
   }
 
   static open(path: string, options: FrontierStoreOptions = {}): FrontierStore {
-    return new FrontierStore(BTree.open(path, { pageSize: 16384, cachePages: options.cachePages ?? 1024, io: options.io }));
+    return new FrontierStore(BTree.open(path, { pageSize: FRONTIER_PAGE_SIZE, cacheBytes: options.cachePages === undefined ? FRONTIER_CACHE_BYTES : undefined, cachePages: options.cachePages, io: options.io }));
   }
 
   /** Whether the file holds the queues of this crawl (same pass, same mode); false for a new file. */
