@@ -37,6 +37,9 @@ import { priorityBucket, seqOfKey, urlKey, type FrontierStore, type StoreKey } f
 export interface QueuedUrl {
   readonly url: NormalizedUrl;
   readonly hash: UrlHash;
+  /** The hash's first and last four bytes as unsigned 32-bit numbers (urlHashHigh, urlHashLow): compared without making the hash's bytes. */
+  readonly hashHigh: number;
+  readonly hashLow: number;
   readonly depth: number;
   /** Lower goes first: the depth (breadth-first) or minus the page-importance score (OPIC). */
   readonly priority: number;
@@ -83,6 +86,14 @@ class ResidentUrl implements QueuedUrl {
 
   get hash(): UrlHash {
     return urlHashFromHalves(this.#high, this.#low);
+  }
+
+  get hashHigh(): number {
+    return this.#high;
+  }
+
+  get hashLow(): number {
+    return this.#low;
   }
 }
 

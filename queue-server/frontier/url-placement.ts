@@ -8,9 +8,11 @@
  * becomes pending when its origin's queue reads it back. Waiting URLs live in the frontier store when
  * there is one (on disk, read back in batches when due); without one in a heap in memory.
  * Memory: one map entry per pending URL (bounded by --frontier-memory-urls plus the URLs out on
- * lease); without a store about 40 bytes per waiting URL.
+ * lease), keyed by a number: the hash's low 32 bits, the URL's own high 32 bits telling apart the
+ * rare URLs that share them (a key of 16 hex characters cost a string per pending URL and one more
+ * per look-up); without a store about 40 bytes per waiting URL.
  */
-import { urlHashHex, type UrlHash } from '../../shared/url-hash.js';
+import { urlHashHigh, urlHashLow, type UrlHash } from '../../shared/url-hash.js';
 import type { QueuedUrl } from './frontier.js';
 import type { FrontierStore } from './frontier-store.js';
 import { MinHeap } from './heap.js';
@@ -18,8 +20,13 @@ import { MinHeap } from './heap.js';
 /** Waiting URLs read back from the store at a time when they fall due. */
 const DUE_BATCH = 10_000;
 
+/** The map key of a hash's low half: as a signed 32-bit integer it is a small integer to V8, not a boxed number. */
+const keyOf = (low: number): number => low | 0;
+
 export class UrlPlacement {
-  readonly #pending = new Map<string, QueuedUrl>();
+  /** Pending URLs by the low half of their hash; an array for the rare low halves two pending URLs share. */
+  readonly #pending = new Map<number, QueuedUrl | QueuedUrl[]>();
+  #pendingCount = 0;
   readonly #dueLater = new MinHeap<{ at: number; hash: UrlHash }>((a, b) => a.at < b.at);
   readonly #store: FrontierStore | null;
 
@@ -27,26 +34,62 @@ export class UrlPlacement {
     this.#store = store;
   }
 
+  /** The URL is pending from now on; it replaces a pending entry of the same hash. */
   pending(entry: QueuedUrl): void {
-    this.#pending.set(urlHashHex(entry.hash), entry);
+    const key = keyOf(entry.hashLow);
+    const there = this.#pending.get(key);
+    if (there === undefined) {
+      this.#pending.set(key, entry);
+      this.#pendingCount++;
+      return;
+    }
+    const list = Array.isArray(there) ? there : [there];
+    const same = list.findIndex((other) => other.hashHigh === entry.hashHigh);
+    if (same >= 0) {
+      list[same] = entry;
+    } else {
+      list.push(entry);
+      this.#pendingCount++;
+    }
+    this.#pending.set(key, list.length === 1 ? list[0]! : list);
   }
 
-  /** The URL is at rest again (result applied, denied, skipped as fresh, dropped). */
+  /** The URL is at rest again (result applied, denied, skipped as fresh, dropped); nothing when another entry of its hash is pending. */
   settled(entry: QueuedUrl): void {
-    if (this.#pending.get(urlHashHex(entry.hash)) === entry) this.#pending.delete(urlHashHex(entry.hash));
+    const key = keyOf(entry.hashLow);
+    const there = this.#pending.get(key);
+    if (there === entry) {
+      this.#pending.delete(key);
+      this.#pendingCount--;
+    } else if (Array.isArray(there)) {
+      const at = there.indexOf(entry);
+      if (at < 0) return;
+      there.splice(at, 1);
+      if (there.length === 1) this.#pending.set(key, there[0]!);
+      this.#pendingCount--;
+    }
   }
 
   pendingEntry(hash: UrlHash): QueuedUrl | undefined {
-    return this.#pending.get(urlHashHex(hash));
+    const high = urlHashHigh(hash);
+    const there = this.#pending.get(keyOf(urlHashLow(hash)));
+    if (there === undefined) return undefined;
+    if (!Array.isArray(there)) return there.hashHigh === high ? there : undefined;
+    return there.find((entry) => entry.hashHigh === high);
   }
 
   get pendingCount(): number {
-    return this.#pending.size;
+    return this.#pendingCount;
   }
 
   /** Forgets every pending URL that is not out on lease (the frontier was cleared). */
   dropQueued(): void {
-    for (const [key, entry] of this.#pending) if (!entry.leased) this.#pending.delete(key);
+    for (const [key, there] of this.#pending) {
+      const kept = Array.isArray(there) ? there.filter((entry) => entry.leased === true) : there.leased === true ? [there] : [];
+      this.#pendingCount -= (Array.isArray(there) ? there.length : 1) - kept.length;
+      if (kept.length === 0) this.#pending.delete(key);
+      else this.#pending.set(key, kept.length === 1 ? kept[0]! : kept);
+    }
   }
 
   /** Forgets every URL waiting for a time (a crawl stopped, or a new one that reloads them from the crawl database). */

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { OriginQueue, type QueuedUrl } from '../../queue-server/frontier/frontier.js';
 import { LeaseTable, type Lease } from '../../queue-server/frontier/leases.js';
 import type { CutSlot } from '../../queue-server/frontier/schedule-cutter.js';
-import { urlHash } from '../../shared/url-hash.js';
+import { urlHash, urlHashHigh, urlHashLow } from '../../shared/url-hash.js';
 import { mustNormalize } from '../../shared/url-normalize.js';
 
 const T0 = 1_700_000_000_000;
@@ -14,7 +14,8 @@ const LEASE_MS = 60_000;
 
 function entry(href: string, seq: number): QueuedUrl {
   const url = mustNormalize(href);
-  return { url, hash: urlHash(url), depth: 1, priority: 1, seq, charged: true };
+  const hash = urlHash(url);
+  return { url, hash, hashHigh: urlHashHigh(hash), hashLow: urlHashLow(hash), depth: 1, priority: 1, seq, charged: true };
 }
 
 /** One robots slot and one slot of `pages` page URLs. */

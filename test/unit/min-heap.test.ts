@@ -1,0 +1,41 @@
+/**
+ * MinHeap (frontier/heap.ts) against a sorted model: random pushes, pops and clears, across the size
+ * where a heap stops copying its array on each push.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { MinHeap } from '../../queue-server/frontier/heap.js';
+
+describe('MinHeap', () => {
+  it('pops in order of the comparison, ties first come first served when the comparison says so', () => {
+    const op = fc.oneof(
+      { arbitrary: fc.record({ kind: fc.constant('push' as const), value: fc.integer({ min: 0, max: 20 }) }), weight: 3 },
+      { arbitrary: fc.record({ kind: fc.constant('pop' as const) }), weight: 2 },
+      { arbitrary: fc.record({ kind: fc.constant('clear' as const) }), weight: 1 },
+    );
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 120 }), (ops) => {
+        const heap = new MinHeap<{ value: number; seq: number }>((a, b) => a.value < b.value || (a.value === b.value && a.seq < b.seq));
+        let model: { value: number; seq: number }[] = [];
+        let seq = 0;
+        for (const step of ops) {
+          if (step.kind === 'push') {
+            const item = { value: step.value, seq: seq++ };
+            heap.push(item);
+            model.push(item);
+            model.sort((a, b) => a.value - b.value || a.seq - b.seq);
+          } else if (step.kind === 'pop') {
+            expect(heap.pop()).toBe(model.shift());
+          } else {
+            heap.clear();
+            model = [];
+          }
+          expect(heap.size).toBe(model.length);
+          expect(heap.peek()).toBe(model[0]);
+          expect([...heap].length).toBe(model.length);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
