@@ -85,8 +85,14 @@ export class UrlPlacement {
   /** Forgets every pending URL that is not out on lease (the frontier was cleared). */
   dropQueued(): void {
     for (const [key, there] of this.#pending) {
-      const kept = Array.isArray(there) ? there.filter((entry) => entry.leased === true) : there.leased === true ? [there] : [];
-      this.#pendingCount -= (Array.isArray(there) ? there.length : 1) - kept.length;
+      if (!Array.isArray(there)) {
+        if (there.leased === true) continue;
+        this.#pending.delete(key);
+        this.#pendingCount--;
+        continue;
+      }
+      const kept = there.filter((entry) => entry.leased === true);
+      this.#pendingCount -= there.length - kept.length;
       if (kept.length === 0) this.#pending.delete(key);
       else this.#pending.set(key, kept.length === 1 ? kept[0]! : kept);
     }
