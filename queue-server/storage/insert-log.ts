@@ -181,7 +181,8 @@ export class InsertLog {
     if (this.#pending.size === 0) return;
     const file = this.#files[this.#files.length - 1]!;
     const spans: Array<readonly [UrlHash, number, number]> = [];
-    // The frames are built in the shared staging buffer and written each time it is full.
+    // The frames are built in the shared staging buffer and written each time it is full. A frame
+    // always fits: `add` refuses values over MAX_LOGGED_VALUE_BYTES, far below STAGING_BYTES.
     const staging = stagingBuffer();
     let total = 0;
     let at = 0;
@@ -193,17 +194,13 @@ export class InsertLog {
           writeFully(this.#io, file.fd, staging.subarray(0, at), file.end + total - at);
           at = 0;
         }
-        // A frame longer than the staging buffer (never, with records of at most 64 KiB) gets its own.
-        const bytes = frame > staging.length ? Buffer.allocUnsafe(frame) : staging;
-        const start = bytes === staging ? at : 0;
-        bytes.writeUInt32LE(payload, start);
-        bytes.set(hash, start + FRAME_HEAD_BYTES);
-        bytes.set(value, start + FRAME_HEAD_BYTES + KEY_BYTES);
-        bytes.writeUInt32LE(crc32(bytes.subarray(start + FRAME_HEAD_BYTES, start + frame)), start + 4);
+        staging.writeUInt32LE(payload, at);
+        staging.set(hash, at + FRAME_HEAD_BYTES);
+        staging.set(value, at + FRAME_HEAD_BYTES + KEY_BYTES);
+        staging.writeUInt32LE(crc32(staging.subarray(at + FRAME_HEAD_BYTES, at + frame)), at + 4);
         spans.push([hash, file.end + total + FRAME_HEAD_BYTES + KEY_BYTES, value.length]);
         total += frame;
-        if (bytes === staging) at += frame;
-        else writeFully(this.#io, file.fd, bytes, file.end + total - frame);
+        at += frame;
       }
       if (at > 0) writeFully(this.#io, file.fd, staging.subarray(0, at), file.end + total - at);
       this.#io.fsync(file.fd);
