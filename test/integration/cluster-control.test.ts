@@ -8,7 +8,7 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestWeb, type TestWeb } from '../../scripts/test-web.js';
-import { assertBuilt, freePort, killStartedPetrels, startPetrel, tempDir, waitForEvent } from '../support/petrel-process.js';
+import { assertBuilt, freePort, killStartedPetrels, startPetrel, stopInOrder, tempDir, waitForEvent } from '../support/petrel-process.js';
 import { countBy, pageRequests, urlOf } from '../support/request-log.js';
 import { adminTokenOf, readStatus } from '../support/admin-api.js';
 import { closeStartedRedis, haveRedis, startRedis, type TestRedis } from '../support/redis-server.js';
@@ -89,17 +89,14 @@ describe.skipIf(!haveRedis())('inject and crawl settings across a cluster', () =
     expect([...since()].filter((url) => !expected.has(url))).toEqual([]);
 
     // Member 0 restarted on its data directory does not start the cluster's crawl a second time.
-    members[0]!.child.kill('SIGTERM');
-    const first = await members[0]!.child.output;
-    expect(first.code).toBe(0);
-    expect(first.stderr).toContain("started the cluster's crawl");
+    const [first] = await stopInOrder([[members[0]!.child]]);
+    expect(first!.code).toBe(0);
+    expect(first!.stderr).toContain("started the cluster's crawl");
     members[0] = await start(0);
     await eventually(() => readStatus(members[0]!.url, members[0]!.token), (status) => status.displayState !== 'starting', 'member 0 back');
     await new Promise((resolve) => setTimeout(resolve, 1500));
 
-    fetcher.kill('SIGTERM');
-    for (const member of members) member.child.kill('SIGTERM');
-    const outputs = await Promise.all([fetcher, ...members.map((member) => member.child)].map((child) => child.output));
+    const outputs = await stopInOrder([[fetcher], members.map((member) => member.child)]);
     for (const output of outputs) expect(output.code, output.stderr).toBe(0);
     expect(outputs[1]!.stderr).not.toContain("started the cluster's crawl");
     // Each injected URL is in its owner's crawl database only, and was fetched once.

@@ -7,7 +7,7 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestWeb, type TestWeb } from '../../scripts/test-web.js';
-import { assertBuilt, freePort, killStartedPetrels, startPetrel, tempDir, waitForEvent } from '../support/petrel-process.js';
+import { assertBuilt, freePort, killStartedPetrels, startPetrel, stopInOrder, tempDir, waitForEvent } from '../support/petrel-process.js';
 import { countBy, pageRequests, politenessViolations, urlOf } from '../support/request-log.js';
 import { adminTokenOf, readStatus } from '../support/admin-api.js';
 import { closeStartedRedis, haveRedis, startRedis, type TestRedis } from '../support/redis-server.js';
@@ -84,8 +84,7 @@ describe.skipIf(!haveRedis())('a cluster of queue servers over Redis', () => {
     expect(view.sum.backlog).toBe(0);
     expect(view.sum.linksForwarded).toBeGreaterThan(0);
     console.log(`cluster crawl test: ${pages} pages; cluster sum ${JSON.stringify(view.sum)}`);
-    for (const child of [...fetchers, ...servers]) child.kill('SIGTERM');
-    const outputs = await Promise.all([...fetchers, ...servers].map((child) => child.output));
+    const outputs = await stopInOrder([fetchers, servers]);
     for (const output of outputs) expect(output.code, output.stderr).toBe(0);
 
     const requested = countBy(pageRequests(web.log), urlOf);
@@ -173,8 +172,7 @@ describe.skipIf(!haveRedis())('a cluster of queue servers over Redis', () => {
       // once the cluster has nothing queued, leased or waiting in a stream.
       await eventually(() => readCluster(String(listeningA.url), adminTokenOf(listeningA)), (v) => v.sum.frontierSize === 0 && v.sum.itemsLeased === 0 && v.sum.backlog === 0, 'the cluster to hold nothing queued, leased or forwarded', 60_000);
       probe.disconnect();
-      for (const child of [...fetchers, a, b]) child.kill('SIGTERM');
-      const outputs = await Promise.all([...fetchers, a, b].map((child) => child.output));
+      const outputs = await stopInOrder([fetchers, [a, b]]);
       for (const output of outputs) expect(output.code, output.stderr).toBe(0);
 
       const requested = countBy(pageRequests(web2.log), urlOf);

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestWeb, type TestWeb } from '../../scripts/test-web.js';
-import { assertBuilt, freePort, killStartedPetrels, startPetrel, tempDir, waitForEvent } from '../support/petrel-process.js';
+import { assertBuilt, freePort, killStartedPetrels, startPetrel, stopInOrder, tempDir, waitForEvent } from '../support/petrel-process.js';
 import { countBy, pageRequests, urlOf } from '../support/request-log.js';
 import { adminTokenOf, readStatus } from '../support/admin-api.js';
 import { closeStartedRedis, haveRedis, startRedis, type TestRedis } from '../support/redis-server.js';
@@ -106,8 +106,7 @@ describe.skipIf(!haveRedis())('queue servers joining and leaving a running clust
       expect(status.fetchers.map((info) => info.name), member.url).toContain('late');
     }
     probe.disconnect();
-    for (const child of [...fetchers, ...members.map((member) => member.child)]) child.kill('SIGTERM');
-    const outputs = await Promise.all([...fetchers, ...members.map((member) => member.child)].map((child) => child.output));
+    const outputs = await stopInOrder([fetchers, members.map((member) => member.child)]);
     for (const output of outputs) expect(output.code, output.stderr).toBe(0);
     const early = outputs[0]!.stderr;
     for (const member of members) expect(early).toContain(`serving the queue server at ${member.url}`);

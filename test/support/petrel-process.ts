@@ -46,6 +46,32 @@ export function startPetrel(args: string[], env: NodeJS.ProcessEnv = {}): ChildP
   return Object.assign(child, { output });
 }
 
+/**
+ * Stops children group by group (fetchers before their queue servers, as `petrel start` does: a fetcher
+ * stopped after its queue server keeps retrying the delivery of what it holds). Each group gets SIGTERM
+ * and `timeoutMs` to exit; a child still running then is killed with everything else still running,
+ * and the error names it with the end of what it said, so that a hang is a failure one can read.
+ */
+export async function stopInOrder(groups: readonly (readonly (ChildProcess & { output: Promise<Finished> })[])[], timeoutMs = 30_000): Promise<Finished[]> {
+  const finished: Finished[] = [];
+  for (const group of groups) {
+    for (const child of group) child.kill('SIGTERM');
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), timeoutMs)));
+    const outputs = await Promise.race([Promise.all(group.map((child) => child.output)), late]);
+    clearTimeout(timer);
+    if (outputs === 'late') {
+      const stuck = group.filter((child) => child.exitCode === null && child.signalCode === null);
+      const stuckArgs = stuck.map((child) => child.spawnargs.slice(2).join(' '));
+      for (const rest of groups.flat()) if (rest.exitCode === null && rest.signalCode === null) rest.kill('SIGKILL');
+      const said = await Promise.all(stuck.map((child) => child.output));
+      throw new Error(`still running ${timeoutMs} ms after SIGTERM:\n${said.map((out, i) => `--- petrel ${stuckArgs[i]}\n${out.stderr.slice(-3000)}`).join('\n')}`);
+    }
+    finished.push(...outputs);
+  }
+  return finished;
+}
+
 export async function runPetrel(args: string[], timeoutMs = 120_000): Promise<Finished> {
   const child = startPetrel(args);
   const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
