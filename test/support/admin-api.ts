@@ -23,7 +23,7 @@ export function adminTokenOf(listening: Record<string, unknown>): string {
 
 /** GET /api/status with the admin token. */
 export async function readStatus(serverUrl: string, adminToken: string): Promise<QueueStatus> {
-  const response = await fetch(new URL('/api/status', serverUrl), { headers: { authorization: `Bearer ${adminToken}` } });
+  const response = await fetch(new URL('/api/status', serverUrl), { headers: { authorization: `Bearer ${adminToken}` }, signal: AbortSignal.timeout(30_000) });
   if (!response.ok) throw new Error(`GET /api/status answered ${response.status}: ${await response.text()}`);
   return (await response.json()) as QueueStatus;
 }

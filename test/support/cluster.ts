@@ -47,7 +47,7 @@ export function partitionOfDir(dataDir: string): number {
 }
 
 export async function control(serverUrl: string, adminToken: string, action: string, body: unknown = {}): Promise<unknown> {
-  const response = await fetch(new URL(`/api/control/${action}`, serverUrl), { method: 'POST', headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const response = await fetch(new URL(`/api/control/${action}`, serverUrl), { method: 'POST', headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(30_000) });
   if (!response.ok) throw new Error(`POST /api/control/${action} answered ${response.status}: ${await response.text()}`);
   return response.json();
 }
@@ -60,7 +60,7 @@ export interface ClusterView {
 }
 
 export async function readCluster(serverUrl: string, adminToken: string): Promise<ClusterView> {
-  const response = await fetch(new URL('/api/cluster', serverUrl), { headers: { authorization: `Bearer ${adminToken}` } });
+  const response = await fetch(new URL('/api/cluster', serverUrl), { headers: { authorization: `Bearer ${adminToken}` }, signal: AbortSignal.timeout(30_000) });
   if (!response.ok) throw new Error(`GET /api/cluster answered ${response.status}`);
   return (await response.json()) as ClusterView;
 }
