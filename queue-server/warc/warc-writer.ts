@@ -23,6 +23,7 @@
 import { readdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fsyncDir, nodeFileOps, writeFully, type FileOps } from '../storage/file-ops.js';
+import { STAGING_BYTES, stagingBuffer } from '../storage/staging-buffer.js';
 import { WarcError } from '../../shared/warc/errors.js';
 import { buildWarcinfoRecord, type WarcinfoContent } from '../../shared/warc/exchange.js';
 import { parseWarcFileName, warcFileName, type RecordLocation } from './location.js';
@@ -192,7 +193,7 @@ export class WarcWriter {
           this.#directoryDirty = true;
         }
         touched.set(run.file, file);
-        this.#named(path, () => writeFully(this.#io, file!.fd, run.bytes, run.offset));
+        this.#named(path, () => writeFully(this.#io, file!.fd, runBytes(run), run.offset));
       }
     });
     return touched;
@@ -272,16 +273,27 @@ export class WarcWriter {
   }
 }
 
-/** Bytes joined per write at most: a run is cut there, so a commit's copy stays small beside what it writes. */
-export const MAX_WRITE_RUN_BYTES = 4 * 1024 * 1024;
+/**
+ * Bytes joined per write at most: the staging buffer's size (storage/staging-buffer.ts), which the
+ * writer joins a run's records in, so a commit allocates no copy of what it writes.
+ */
+export const MAX_WRITE_RUN_BYTES = STAGING_BYTES;
+
+/** Records that follow one another in a file, to go down in one write: `records` are `length` bytes from `offset`. */
+export interface WriteRun {
+  readonly file: string;
+  readonly offset: number;
+  readonly records: readonly Uint8Array[];
+  readonly length: number;
+}
 
 /**
  * `staged`, in order, as runs of records that follow one another in the same file (each next offset is
- * the end of the one before), joined into one buffer each up to MAX_WRITE_RUN_BYTES (a record larger
- * than that is a run of its own, not copied).
+ * the end of the one before), of MAX_WRITE_RUN_BYTES at most (a record larger than that is a run of
+ * its own).
  */
-export function contiguousRuns(staged: readonly Staged[]): Staged[] {
-  const runs: Staged[] = [];
+export function contiguousRuns(staged: readonly Staged[]): WriteRun[] {
+  const runs: WriteRun[] = [];
   let i = 0;
   while (i < staged.length) {
     const first = staged[i]!;
@@ -293,11 +305,22 @@ export function contiguousRuns(staged: readonly Staged[]): Staged[] {
       end += next.bytes.length;
       j++;
     }
-    const bytes = j === i + 1 ? first.bytes : Buffer.concat(staged.slice(i, j).map((s) => s.bytes), end - first.offset);
-    runs.push({ file: first.file, offset: first.offset, bytes });
+    runs.push({ file: first.file, offset: first.offset, records: staged.slice(i, j).map((s) => s.bytes), length: end - first.offset });
     i = j;
   }
   return runs;
+}
+
+/** A run's bytes for one write: its record when it has one, else its records joined in the staging buffer (valid until the next use of it). */
+function runBytes(run: WriteRun): Uint8Array {
+  if (run.records.length === 1) return run.records[0]!;
+  const staging = stagingBuffer();
+  let at = 0;
+  for (const record of run.records) {
+    staging.set(record, at);
+    at += record.length;
+  }
+  return staging.subarray(0, at);
 }
 
 /** Petrel WARC files of a directory, oldest (lowest serial) first. */

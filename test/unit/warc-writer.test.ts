@@ -152,18 +152,19 @@ describe('WARC writer, one write per run of records', () => {
     const c = staged('two.warc.gz', 15, 5, 3);
     const d = staged('two.warc.gz', 30, 5, 4);
     const runs = contiguousRuns([a, b, c, d]);
-    expect(runs.map((run) => [run.file, run.offset, run.bytes.length])).toEqual([
+    expect(runs.map((run) => [run.file, run.offset, run.length])).toEqual([
       ['one.warc.gz', 0, 15],
       ['two.warc.gz', 15, 5],
       ['two.warc.gz', 30, 5],
     ]);
-    expect(runs[0]!.bytes).toEqual(Buffer.concat([a.bytes, b.bytes]));
-    // A run of one is the record itself, not a copy.
-    expect(runs[1]!.bytes).toBe(c.bytes);
+    // The records themselves, in order, not copies (the writer joins them in its staging buffer).
+    expect(runs[0]!.records).toEqual([a.bytes, b.bytes]);
+    expect(runs[0]!.records[1]).toBe(b.bytes);
+    expect(runs[1]!.records).toEqual([c.bytes]);
     // Up to the bound exactly in one run; the next record begins another.
     const big = staged('one.warc.gz', 15, MAX_WRITE_RUN_BYTES - 15, 5);
     const after = staged('one.warc.gz', MAX_WRITE_RUN_BYTES, 20, 6);
-    expect(contiguousRuns([a, b, big, after]).map((run) => [run.offset, run.bytes.length])).toEqual([
+    expect(contiguousRuns([a, b, big, after]).map((run) => [run.offset, run.length])).toEqual([
       [0, MAX_WRITE_RUN_BYTES],
       [MAX_WRITE_RUN_BYTES, 20],
     ]);
@@ -186,6 +187,29 @@ describe('WARC writer, one write per run of records', () => {
     const [name] = warcFiles(dir);
     const records = await checkWarcPath(join(dir, name!));
     expect(records).toHaveLength(41);
+  });
+  it('writes a commit larger than one run in several writes of at most MAX_WRITE_RUN_BYTES, each record whole and in place', async () => {
+    const dir = tempDir();
+    const io = new FaultyFileOps();
+    const writer = WarcWriter.open({ dir, maxFileBytes: 1 << 30, warcinfo: INFO, io });
+    writer.commit();
+    const before = io.ops.length;
+    // Random text barely compresses: about 150 KB a response record, some 1.8 MB in all.
+    const bodies = Array.from({ length: 12 }, () => randomBytes(150_000).toString('base64'));
+    bodies.forEach((body, i) => {
+      const c = capture(`big${i}`, body, T0 + i);
+      writer.append([c.requestRecord, c.responseRecord], T0 + i);
+    });
+    const durable = writer.stats().bytes;
+    writer.commit();
+    const writes = io.ops.slice(before).filter((op) => op.kind === 'write' && op.path.endsWith('.warc.gz'));
+    expect(writes.length).toBeGreaterThan(1);
+    expect(writes.every((op) => op.length <= MAX_WRITE_RUN_BYTES)).toBe(true);
+    expect(writes.reduce((sum, op) => sum + op.length, 0)).toBe(writer.stats().bytes - durable);
+    writer.close();
+    const [name] = warcFiles(dir);
+    const responses = (await checkWarcPath(join(dir, name!))).filter((record) => record.type === 'response');
+    expect(responses.map((record) => record.payload!.toString())).toEqual(bodies);
   });
 });
 
