@@ -203,9 +203,10 @@ describe('WARC writer, one write per run of records', () => {
     const durable = writer.stats().bytes;
     writer.commit();
     const writes = io.ops.slice(before).filter((op) => op.kind === 'write' && op.path.endsWith('.warc.gz'));
-    expect(writes.length).toBeGreaterThan(1);
-    expect(writes.every((op) => op.length <= MAX_WRITE_RUN_BYTES)).toBe(true);
-    expect(writes.reduce((sum, op) => sum + op.length, 0)).toBe(writer.stats().bytes - durable);
+    const lengths = writes.map((op) => op.length ?? 0);
+    expect(lengths.length).toBeGreaterThan(1);
+    expect(lengths.every((length) => length > 0 && length <= MAX_WRITE_RUN_BYTES)).toBe(true);
+    expect(lengths.reduce((sum, length) => sum + length, 0)).toBe(writer.stats().bytes - durable);
     writer.close();
     const [name] = warcFiles(dir);
     const responses = (await checkWarcPath(join(dir, name!))).filter((record) => record.type === 'response');
