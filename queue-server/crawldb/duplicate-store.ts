@@ -4,7 +4,7 @@
  * NEAR_DUPLICATE_DISTANCE bits, found through four 16-bit bands: Manku, Jain and Das Sarma, WWW 2007).
  * The same answers as the in-memory indexes of near-duplicates.ts (which stay as the model its tests
  * hold this one to), at no memory per page: a StagedTree (the pattern of warc/digest-index.ts) whose
- * page cache is the bound (1,024 pages of 4 KiB, 4 MiB) plus what is staged between its commits.
+ * page cache is the bound (4,096 pages of 4 KiB, 16 MiB) plus what is staged between its commits.
  *
  * Keys, 8 bytes, by their first byte:
  *
@@ -38,15 +38,25 @@ export const DUPLICATES_FILE = 'duplicates.btree';
  * written per change. (A file keeps the page size it was created with.)
  */
 export const DUPLICATES_PAGE_SIZE = 4 * 1024;
-/** The page cache's bound in bytes. */
-const DUPLICATES_CACHE_BYTES = 4 * 1024 * 1024;
+/**
+ * The page cache's bound in bytes: 4,096 pages of 4 KiB, twice a full stage's leaves. A page's
+ * look-ups read the leaves its commit rewrites (its signature's and its four bands'), so with the
+ * stage's leaves still cached the commit reads nothing again. With 4 MiB (1,024 pages, fewer than one
+ * commit rewrites) it read each a second time: `node dist/scripts/bench-duplicates.js` (900,000 pages
+ * indexed, then 33,000 more at 110 a group commit; two runs) counted 9.43 and 9.54 page reads a page
+ * with 4 MiB, 5.15 and 5.16 with 16 MiB (writes 5.1 either way), filling took 261 and 253 s instead of
+ * 285 and 267, for 22 MiB more RSS. In a queue server at 2 million known URLs a read cost about 13 us
+ * (`read` 16.6 s of a 60 s profile, about 21,000 reads a second), so about 55 us a page.
+ */
+export const DUPLICATES_CACHE_BYTES = 16 * 1024 * 1024;
 export const DUPLICATES_COMMIT_EVERY = 20;
 /**
  * ...or sooner, once this many changes are staged. A commit copies about one leaf per change while it
  * runs (changes land on random band values and signatures): the changes of 20 group commits copied
  * 2,186 pages of 16 KiB (34 MiB) at 920,000 known URLs, and more as the file grows and fewer changes
- * share a leaf. So the stage bounds that memory: about this many pages (32 MiB) plus one group
- * commit's changes.
+ * share a leaf. So the stage bounds that memory: about this many pages (8 MiB of 4 KiB pages) plus
+ * one group commit's changes. A page makes five changes (a signature, four bands), so at 110 pages a
+ * group commit the stage, not DUPLICATES_COMMIT_EVERY, decides when to commit: every 4th.
  */
 export const DUPLICATES_STAGE_MAX = 2048;
 const SIGNATURE_SPACE = 0x10;
@@ -64,9 +74,10 @@ export class DuplicateStore extends StagedTree<Raw> {
   #nextAge: number | null = null;
   #sinceCommit = 0;
 
-  static open(path: string, options: { io?: FileOps } = {}): DuplicateStore {
+  /** `cacheBytes`: the page cache's bound (default DUPLICATES_CACHE_BYTES; scripts/bench-duplicates.ts compares sizes). */
+  static open(path: string, options: { io?: FileOps; cacheBytes?: number } = {}): DuplicateStore {
     // A new file gets DUPLICATES_PAGE_SIZE; one made with 16 KiB pages keeps them, with a cache of the same bytes.
-    const tree = StagedTree.openTree(path, { pageSize: DUPLICATES_PAGE_SIZE, cacheBytes: DUPLICATES_CACHE_BYTES, io: options.io });
+    const tree = StagedTree.openTree(path, { pageSize: DUPLICATES_PAGE_SIZE, cacheBytes: options.cacheBytes ?? DUPLICATES_CACHE_BYTES, io: options.io });
     return new DuplicateStore(tree, { encode: (value) => value, decode: (bytes) => Uint8Array.from(bytes) });
   }
 

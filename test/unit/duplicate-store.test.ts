@@ -7,7 +7,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { DUPLICATES_STAGE_MAX, DuplicateStore } from '../../queue-server/crawldb/duplicate-store.js';
+import { DUPLICATES_CACHE_BYTES, DUPLICATES_STAGE_MAX, DuplicateStore } from '../../queue-server/crawldb/duplicate-store.js';
 import { NearDuplicateIndex, SignatureIndex } from '../../queue-server/crawldb/near-duplicates.js';
 import { BTree } from '../../queue-server/btree/index.js';
 import { tempFile, withTempFile } from '../support/btree-helpers.js';
@@ -111,14 +111,15 @@ describe('DuplicateStore', () => {
     }
   });
 
-  it('makes 4 KiB pages, keeps a file made with 16 KiB pages at its size with the same 4 MiB of cache, and fits a full signature key in either', () => {
+  it('makes 4 KiB pages, keeps a file made with 16 KiB pages at its size with the same 16 MiB of cache, and fits a full signature key in either', () => {
     const fresh = DuplicateStore.open(tempFile('duplicates.btree'));
     const oldPath = tempFile('duplicates.btree');
     BTree.open(oldPath, { pageSize: 16 * 1024 }).close();
     const old = DuplicateStore.open(oldPath);
     try {
-      expect(fresh.stats()).toMatchObject({ pageSize: 4096, cacheCapacity: 1024 });
-      expect(old.stats()).toMatchObject({ pageSize: 16 * 1024, cacheCapacity: 256 });
+      expect(DUPLICATES_CACHE_BYTES).toBe(16 * 2 ** 20);
+      expect(fresh.stats()).toMatchObject({ pageSize: 4096, cacheCapacity: 4096 });
+      expect(old.stats()).toMatchObject({ pageSize: 16 * 1024, cacheCapacity: 1024 });
       for (const store of [fresh, old]) {
         // 70 pages with one signature: the key's value stops growing at its bound and still fits a leaf.
         for (let n = 0; n < 70; n++) store.addSignature(signatureOf(7), urlHex(n));
