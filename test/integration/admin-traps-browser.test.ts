@@ -52,13 +52,17 @@ describe.skipIf(!existsSync(CHROMIUM))('the admin page shows trap shapes and bac
     await page.goto(adminUrl);
     await page.fill('#token', adminToken);
     await Promise.all([page.waitForURL(adminUrl), page.click('button[type=submit]')]);
+    // What the page shows, with its connection state and any script error after it: when the poll
+    // times out, its message says whether the page stopped hearing the stream or stopped rendering it.
+    const connection = page.locator('#connection');
+    const shown = async (section: string) => `${(await page.locator(section).textContent()) ?? ''} [connection: ${await connection.textContent()}${problems.length > 0 ? `; page errors: ${problems.join(' | ')}` : ''}]`;
     const traps = page.locator('#trap-shapes');
-    await expect.poll(() => traps.textContent(), { timeout: 60_000, interval: 250 }).toContain('/stories/{n}.html');
+    await expect.poll(() => shown('#trap-shapes'), { timeout: 60_000, interval: 250 }).toContain('/stories/{n}.html');
     const text = (await traps.textContent()) ?? '';
     expect(text).toMatch(/links lead only to new URLs of it: \d+ of 40 pages, [\d,]+ new URLs of it, \d+ elsewhere, [\d,]+ URLs refused/);
     const hanging = new URL(web.hanging.origin).host;
     const backedOff = page.locator('#backed-off');
-    await expect.poll(() => backedOff.textContent(), { timeout: 60_000, interval: 250 }).toContain(hanging);
+    await expect.poll(() => shown('#backed-off'), { timeout: 60_000, interval: 250 }).toContain(hanging);
     expect(await backedOff.textContent()).toMatch(/timeout \d+ times in a row: backed off until/);
     expect(problems).toEqual([]);
   }, 120_000);
