@@ -12,7 +12,7 @@
  */
 import * as nodePath from 'node:path';
 import { fsyncDir, nodeFileOps, writeFully, type FileOps } from '../storage/file-ops.js';
-import { stagingBuffer } from '../storage/staging-buffer.js';
+import { STAGING_BYTES, writeJoined } from '../storage/staging-buffer.js';
 import { BTreeError, corruptPage } from './errors.js';
 import { Freelist } from './freelist.js';
 import { asPageId, type PageId } from './keys.js';
@@ -374,24 +374,16 @@ function readInto(io: FileOps, fd: number, bytes: Uint8Array, position: number, 
  */
 function writePages(io: FileOps, fd: number, pages: Array<{ id: PageId; bytes: Uint8Array }>, pageSize: number): void {
   pages.sort((a, b) => a.id - b.id);
-  const staging = stagingBuffer();
-  const perWrite = Math.max(1, Math.floor(staging.length / pageSize));
+  const perWrite = Math.max(1, Math.floor(STAGING_BYTES / pageSize));
   let i = 0;
   while (i < pages.length) {
     let j = i + 1;
     while (j < pages.length && j - i < perWrite && pages[j]!.id === pages[j - 1]!.id + 1) j++;
-    if (j === i + 1) {
-      writeFully(io, fd, pages[i]!.bytes, pages[i]!.id * pageSize);
-    } else {
-      let at = 0;
-      for (let k = i; k < j; k++) {
-        const bytes = pages[k]!.bytes;
-        if (bytes.length !== pageSize) throw new Error(`page ${pages[k]!.id} encoded to ${bytes.length} bytes, not ${pageSize}`);
-        staging.set(bytes, at);
-        at += pageSize;
-      }
-      writeFully(io, fd, staging.subarray(0, at), pages[i]!.id * pageSize);
-    }
+    const run = pages.slice(i, j).map(({ id, bytes }) => {
+      if (bytes.length !== pageSize) throw new Error(`page ${id} encoded to ${bytes.length} bytes, not ${pageSize}`);
+      return bytes;
+    });
+    writeJoined(io, fd, run, pages[i]!.id * pageSize);
     i = j;
   }
 }

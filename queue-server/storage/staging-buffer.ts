@@ -13,6 +13,7 @@
  * Not re-entrant: a caller fills it and writes it within one synchronous call and keeps no view of
  * it (the stores are synchronous: file-ops.ts).
  */
+import { writeFully, type FileOps } from './file-ops.js';
 
 /** Its size: a run of up to 64 pages of 16 KiB per write call. */
 export const STAGING_BYTES = 1 << 20;
@@ -23,4 +24,23 @@ let staging: Buffer | null = null;
 export function stagingBuffer(): Buffer {
   staging ??= Buffer.allocUnsafeSlow(STAGING_BYTES);
   return staging;
+}
+
+/**
+ * Writes `pieces`, which follow one another in the file from `position`, in one write call: a single
+ * piece as it is, several joined in the staging buffer (together at most STAGING_BYTES).
+ */
+export function writeJoined(io: FileOps, fd: number, pieces: readonly Uint8Array[], position: number): void {
+  if (pieces.length === 1) {
+    writeFully(io, fd, pieces[0]!, position);
+    return;
+  }
+  const buffer = stagingBuffer();
+  let at = 0;
+  for (const piece of pieces) {
+    if (at + piece.length > buffer.length) throw new Error(`bug: a joined write of more than ${buffer.length} bytes`);
+    buffer.set(piece, at);
+    at += piece.length;
+  }
+  writeFully(io, fd, buffer.subarray(0, at), position);
 }

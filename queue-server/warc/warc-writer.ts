@@ -22,8 +22,8 @@
  */
 import { readdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { fsyncDir, nodeFileOps, writeFully, type FileOps } from '../storage/file-ops.js';
-import { STAGING_BYTES, stagingBuffer } from '../storage/staging-buffer.js';
+import { fsyncDir, nodeFileOps, type FileOps } from '../storage/file-ops.js';
+import { STAGING_BYTES, writeJoined } from '../storage/staging-buffer.js';
 import { WarcError } from '../../shared/warc/errors.js';
 import { buildWarcinfoRecord, type WarcinfoContent } from '../../shared/warc/exchange.js';
 import { parseWarcFileName, warcFileName, type RecordLocation } from './location.js';
@@ -193,7 +193,7 @@ export class WarcWriter {
           this.#directoryDirty = true;
         }
         touched.set(run.file, file);
-        this.#named(path, () => writeFully(this.#io, file!.fd, runBytes(run), run.offset));
+        this.#named(path, () => writeJoined(this.#io, file!.fd, run.records, run.offset));
       }
     });
     return touched;
@@ -309,18 +309,6 @@ export function contiguousRuns(staged: readonly Staged[]): WriteRun[] {
     i = j;
   }
   return runs;
-}
-
-/** A run's bytes for one write: its record when it has one, else its records joined in the staging buffer (valid until the next use of it). */
-function runBytes(run: WriteRun): Uint8Array {
-  if (run.records.length === 1) return run.records[0]!;
-  const staging = stagingBuffer();
-  let at = 0;
-  for (const record of run.records) {
-    staging.set(record, at);
-    at += record.length;
-  }
-  return staging.subarray(0, at);
 }
 
 /** Petrel WARC files of a directory, oldest (lowest serial) first. */
