@@ -365,7 +365,8 @@ export class Fetcher {
         })
         .then((response) => {
           this.#reachable();
-          if (response.unknownScheduleIds.length > 0) this.#options.log(`leases lost: ${response.unknownScheduleIds.join(', ')}`);
+          const lost = leasesLost(response.unknownScheduleIds, (id) => this.#active.get(id)?.slotsLeft ?? 0);
+          if (lost.length > 0) this.#options.log(`leases lost: ${lost.join(', ')}`);
         })
         .catch((error) => {
           if (!(error instanceof StoppedError)) this.#options.log(`heartbeat failed: ${(error as Error).message}`);
@@ -390,6 +391,17 @@ export class Fetcher {
 }
 
 /** Resolves after `ms`, or at once when `signal` aborts. */
+/**
+ * Of the schedules a heartbeat's answer says the queue server does not know, those whose loss matters:
+ * the ones this fetcher still has URLs of to fetch (`slotsLeftOf` > 0), which the queue server may hand
+ * to another fetcher. A schedule whose slots are all done only waits for the acknowledgement of its
+ * last results; the queue server releases its lease as soon as it has applied them, before their group
+ * commit acknowledges them, so a heartbeat sent in between names it unknown in a crawl that is fine.
+ */
+export function leasesLost(unknownIds: readonly string[], slotsLeftOf: (id: string) => number): string[] {
+  return unknownIds.filter((id) => slotsLeftOf(id) > 0);
+}
+
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   if (ms <= 0 || signal?.aborted === true) return Promise.resolve();
   return new Promise((resolve) => {
