@@ -65,7 +65,9 @@ Options:
   --concurrency N       Petrel slots per fetcher, \`petrel crawl --concurrency\` (default 16)
   --host-concurrency N  Petrel requests per host across fetchers (default 16)
   --crawlee-concurrency N  Crawlee maxConcurrency (default: Petrel's total, see above)
-  --only LIST           comma-separated subset of: ${PEERS.map((p) => p.name).join(',')} (default: all)
+  --only LIST           comma-separated subset of: ${PEERS.map((p) => p.name).join(',')} (default: all
+                        but petrel-noindex and petrel-bare, which with petrel and petrel-nowarc say what the
+                        search index and the web archive each cost the queue server and the fetchers)
   --no-revalidate       skip Petrel's second pass on the real corpora (every page stale, every answer a 304)
   --gzip                real corpora: nginx gzips its text responses (level 6) for clients that accept it,
                         as most sites do (Petrel and Crawlee ask for gzip; wget -r does not), instead of
@@ -144,7 +146,7 @@ const options = {
 };
 const baselineRoot = values['baseline-root'] === undefined ? null : resolve(values['baseline-root']);
 const isBaseline = (peer) => peer.name.startsWith('petrel-base');
-const peers = values.only === undefined ? PEERS.filter((p) => baselineRoot !== null || !isBaseline(p)) : values.only.split(',').map((name) => PEERS.find((p) => p.name === name.trim()) ?? usage(`unknown crawler in --only: ${name}`));
+const peers = values.only === undefined ? PEERS.filter((p) => p.optional !== true && (baselineRoot !== null || !isBaseline(p))) : values.only.split(',').map((name) => PEERS.find((p) => p.name === name.trim()) ?? usage(`unknown crawler in --only: ${name}`));
 const pagesPerHost = Math.round(options.pages / options.hosts);
 
 // 1. Prerequisites, and a private copy of Petrel's build: the tree is shared, and a `npm run build`
@@ -257,6 +259,11 @@ async function runCorpus(corpus) {
       corpusResult.archiving = { pagesPerSecondRatio: ratio, roundRatios, medianRoundRatio: medianRatio, goalMet: met, cpuMsPerPage: { warc: withWarc.cpuMsPerPage, noWarc: withoutWarc.cpuMsPerPage }, warcBytesPerPage: withWarc.warcBytesPerPage, wgetWarcBytesPerPage: rows.find((r) => r.name === 'wget-warc')?.warcBytesPerPage ?? null };
       say(`\nWeb archive on ${corpus.name}: ${withWarc.pagesPerSecond.toFixed(0)} pages/s with WARC, ${withoutWarc.pagesPerSecond.toFixed(0)} with --no-warc (cleanest runs' ratio ${ratio.toFixed(3)}; round by round ${roundRatios.map((r) => r.toFixed(3)).join(', ')}, median ${medianRatio.toFixed(3)}; goal >= 0.85 on both: ${met ? 'met' : 'NOT MET'}); CPU ms/page ${withWarc.cpuMsPerPage?.toFixed(2)} vs ${withoutWarc.cpuMsPerPage?.toFixed(2)}; WARC bytes per page: Petrel ${withWarc.warcBytesPerPage?.toFixed(0) ?? '-'}, wget --warc-file ${corpusResult.archiving.wgetWarcBytesPerPage?.toFixed(0) ?? '-'}`);
     }
+    const features = featureCosts(rows, allRuns);
+    if (features !== null) {
+      corpusResult.featureCosts = features;
+      say(`\nWhat each feature costs on ${corpus.name} (CPU ms per page, cleanest runs; in brackets the median over rounds of the same difference):\n${formatFeatureCosts(features)}`);
+    }
     const baseWarc = rows.find((r) => r.name === 'petrel-base');
     const baseNoWarc = rows.find((r) => r.name === 'petrel-base-nowarc');
     if (baseWarc !== undefined && baseNoWarc !== undefined) {
@@ -279,6 +286,58 @@ async function runCorpus(corpus) {
   } finally {
     await site.close();
   }
+}
+
+/**
+ * The search index's and the web archive's cost, from Petrel's runs with and without them: each as
+ * the difference in CPU ms per page (all processes, the queue server, the fetchers) and the ratio of
+ * pages per second, between a run with the feature and one without it, the other feature alike (the
+ * index: petrel - petrel-noindex, and petrel-nowarc - petrel-bare; the archive: petrel - petrel-nowarc,
+ * and petrel-noindex - petrel-bare). Null unless petrel and at least one run without a feature ran.
+ */
+function featureCosts(rows, allRuns) {
+  const pairs = [
+    ['search index', 'petrel', 'petrel-noindex'],
+    ['search index (archive off)', 'petrel-nowarc', 'petrel-bare'],
+    ['web archive', 'petrel', 'petrel-nowarc'],
+    ['web archive (index off)', 'petrel-noindex', 'petrel-bare'],
+  ];
+  const split = (row, role) => row.cpuSplit?.[role]?.msPerPage ?? null;
+  const minus = (a, b) => (a === null || b === null ? null : a - b);
+  const costs = [];
+  for (const [feature, withIt, without] of pairs) {
+    const a = rows.find((r) => r.name === withIt);
+    const b = rows.find((r) => r.name === without);
+    if (a === undefined || b === undefined) continue;
+    const rounds = [];
+    for (const x of allRuns.filter((r) => r.name === withIt)) {
+      const y = allRuns.find((r) => r.name === without && r.round === x.round);
+      if (y !== undefined) rounds.push({ all: minus(x.cpuMsPerPage, y.cpuMsPerPage), queueServer: minus(split(x, 'queue-server'), split(y, 'queue-server')), fetchers: minus(split(x, 'fetchers'), split(y, 'fetchers')), pagesPerSecond: x.pagesPerSecond / y.pagesPerSecond });
+    }
+    const medianOf = (key) => median(rounds.map((r) => r[key]).filter((v) => v !== null));
+    costs.push({
+      feature,
+      with: withIt,
+      without,
+      cpuMsPerPage: minus(a.cpuMsPerPage, b.cpuMsPerPage),
+      queueServerCpuMsPerPage: minus(split(a, 'queue-server'), split(b, 'queue-server')),
+      fetchersCpuMsPerPage: minus(split(a, 'fetchers'), split(b, 'fetchers')),
+      pagesPerSecondRatio: a.pagesPerSecond / b.pagesPerSecond,
+      rounds,
+      median: { cpuMsPerPage: medianOf('all'), queueServerCpuMsPerPage: medianOf('queueServer'), fetchersCpuMsPerPage: medianOf('fetchers'), pagesPerSecondRatio: medianOf('pagesPerSecond') },
+    });
+  }
+  return costs.length === 0 ? null : costs;
+}
+
+function formatFeatureCosts(costs) {
+  const f = (v) => (v === null || v === undefined ? '-' : `${v >= 0 ? '+' : ''}${v.toFixed(2)}`);
+  const lines = [`  ${'feature'.padEnd(28)} ${'pair'.padEnd(30)} ${'all'.padStart(14)} ${'queue server'.padStart(14)} ${'fetchers'.padStart(14)} ${'pages/s ratio'.padStart(15)}`];
+  for (const c of costs) {
+    const cell = (v, m) => `${f(v)} (${f(m)})`.padStart(14);
+    lines.push(`  ${c.feature.padEnd(28)} ${`${c.with} - ${c.without}`.padEnd(30)} ${cell(c.cpuMsPerPage, c.median.cpuMsPerPage)} ${cell(c.queueServerCpuMsPerPage, c.median.queueServerCpuMsPerPage)} ${cell(c.fetchersCpuMsPerPage, c.median.fetchersCpuMsPerPage)} ${`${c.pagesPerSecondRatio.toFixed(3)} (${c.median.pagesPerSecondRatio?.toFixed(3) ?? '-'})`.padStart(15)}`);
+  }
+  return lines.join('\n');
 }
 
 /** Starts a corpus's server: the test web in its own process, or nginx on the package's directory. */

@@ -136,6 +136,33 @@ export const petrelNoWarc = {
   },
 };
 
+/**
+ * Petrel without the search index (`--no-index`: fetchers send no index data, the queue server keeps
+ * no index), and without both the index and the archive: with `petrel` and `petrel-nowarc` in the same
+ * run, what each feature costs each process (run.mjs prints it). Not in the default set: name them in
+ * --only.
+ */
+export const petrelNoIndex = {
+  ...petrel,
+  name: 'petrel-noindex',
+  label: 'Petrel --no-index',
+  optional: true,
+  command(ctx) {
+    const command = petrel.command(ctx);
+    return { ...command, argv: [...command.argv, '--no-index'] };
+  },
+};
+export const petrelBare = {
+  ...petrel,
+  name: 'petrel-bare',
+  label: 'Petrel --no-index --no-warc',
+  optional: true,
+  command(ctx) {
+    const command = petrel.command(ctx);
+    return { ...command, argv: [...command.argv, '--no-index', '--no-warc'] };
+  },
+};
+
 /** wget -r writing a WARC of its own (`--warc-file`, gzip per record as Petrel's): its archive's bytes per page. */
 export const wgetWarc = {
   ...wget,
@@ -170,7 +197,7 @@ const onBaseline = (peer, name, label) => ({
 export const petrelBase = onBaseline(petrel, 'petrel-base', 'Petrel baseline');
 export const petrelBaseNoWarc = onBaseline(petrelNoWarc, 'petrel-base-nowarc', 'Petrel baseline --no-warc');
 
-export const PEERS = [petrel, petrelNoWarc, petrelBase, petrelBaseNoWarc, crawlee, wget, wgetWarc];
+export const PEERS = [petrel, petrelNoWarc, petrelNoIndex, petrelBare, petrelBase, petrelBaseNoWarc, crawlee, wget, wgetWarc];
 
 /** wget's "Total wall clock time": "0.4s", "12s", "1m 3s", "1h 2m 3s". */
 function wgetDuration(text) {
