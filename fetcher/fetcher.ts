@@ -390,7 +390,6 @@ export class Fetcher {
   }
 }
 
-/** Resolves after `ms`, or at once when `signal` aborts. */
 /**
  * Of the schedules a heartbeat's answer says the queue server does not know, those whose loss matters:
  * the ones this fetcher still has URLs of to fetch (`slotsLeftOf` > 0), which the queue server may hand
@@ -402,6 +401,7 @@ export function leasesLost(unknownIds: readonly string[], slotsLeftOf: (id: stri
   return unknownIds.filter((id) => slotsLeftOf(id) > 0);
 }
 
+/** Resolves after `ms`, or at once when `signal` aborts. */
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   if (ms <= 0 || signal?.aborted === true) return Promise.resolve();
   return new Promise((resolve) => {
