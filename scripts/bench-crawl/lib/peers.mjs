@@ -125,16 +125,20 @@ export const wget = {
   },
 };
 
-/** Petrel with archiving off: what the web archive (WARC records built by the fetchers, stored by the queue server) costs. */
-export const petrelNoWarc = {
+/** Petrel with more flags on its command line: a variant measured beside the plain run. */
+const petrelWith = (name, label, flags, more = {}) => ({
   ...petrel,
-  name: 'petrel-nowarc',
-  label: 'Petrel --no-warc',
+  name,
+  label,
+  ...more,
   command(ctx) {
     const command = petrel.command(ctx);
-    return { ...command, argv: [...command.argv, '--no-warc'] };
+    return { ...command, argv: [...command.argv, ...flags] };
   },
-};
+});
+
+/** Petrel with archiving off: what the web archive (WARC records built by the fetchers, stored by the queue server) costs. */
+export const petrelNoWarc = petrelWith('petrel-nowarc', 'Petrel --no-warc', ['--no-warc']);
 
 /**
  * Petrel without the search index (`--no-index`: fetchers send no index data, the queue server keeps
@@ -142,26 +146,8 @@ export const petrelNoWarc = {
  * run, what each feature costs each process (run.mjs prints it). Not in the default set: name them in
  * --only.
  */
-export const petrelNoIndex = {
-  ...petrel,
-  name: 'petrel-noindex',
-  label: 'Petrel --no-index',
-  optional: true,
-  command(ctx) {
-    const command = petrel.command(ctx);
-    return { ...command, argv: [...command.argv, '--no-index'] };
-  },
-};
-export const petrelBare = {
-  ...petrel,
-  name: 'petrel-bare',
-  label: 'Petrel --no-index --no-warc',
-  optional: true,
-  command(ctx) {
-    const command = petrel.command(ctx);
-    return { ...command, argv: [...command.argv, '--no-index', '--no-warc'] };
-  },
-};
+export const petrelNoIndex = petrelWith('petrel-noindex', 'Petrel --no-index', ['--no-index'], { optional: true });
+export const petrelBare = petrelWith('petrel-bare', 'Petrel --no-index --no-warc', ['--no-index', '--no-warc'], { optional: true });
 
 /** wget -r writing a WARC of its own (`--warc-file`, gzip per record as Petrel's): its archive's bytes per page. */
 export const wgetWarc = {
