@@ -33,8 +33,18 @@ describe('a fetcher killed mid-lease', () => {
     const fetcherArgs = (name: string) => ['fetcher', '--server', String(listening.url), '--token-file', String(listening.tokenFile), '--name', name, '--concurrency', '2'];
 
     const doomed = startPetrel(fetcherArgs('doomed'));
+    const said = { doomed: '', server: '' };
+    doomed.stderr!.on('data', (chunk: Buffer) => (said.doomed += chunk.toString()));
+    server.stderr!.on('data', (chunk: Buffer) => (said.server += chunk.toString()));
     // Let the doomed fetcher get well into its lease: a handful of page requests at the main host.
-    await until(() => pageRequests(web.log).filter((entry) => entry.host === mainHost).length >= 4, 20_000);
+    const atMain = () => pageRequests(web.log).filter((entry) => entry.host === mainHost).length;
+    await until(() => atMain() >= 4, 20_000, () =>
+      [
+        `the doomed fetcher made ${atMain()} page requests at the main host (${web.log.length} requests in all: ${web.log.slice(0, 10).map((entry) => `${entry.status} ${urlOf(entry)}`).join(', ')})`,
+        `doomed fetcher: ${doomed.exitCode === null && doomed.signalCode === null ? 'running' : `exited ${doomed.exitCode ?? doomed.signalCode}`}; its stderr: ${said.doomed.slice(-2000)}`,
+        `queue server stderr: ${said.server.slice(-2000)}`,
+      ].join('\n'),
+    );
     doomed.kill('SIGKILL');
     const requestsBeforeKill = pageRequests(web.log).length;
 
@@ -57,10 +67,11 @@ describe('a fetcher killed mid-lease', () => {
   }, 90_000);
 });
 
-async function until(condition: () => boolean, timeoutMs: number): Promise<void> {
+/** Waits for `condition`; past `timeoutMs`, fails with what `describe` says of the state of things. */
+async function until(condition: () => boolean, timeoutMs: number, describe: () => string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
+    if (Date.now() > deadline) throw new Error(`condition not met in ${timeoutMs} ms:\n${describe()}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
