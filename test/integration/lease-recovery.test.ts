@@ -33,16 +33,13 @@ describe('a fetcher killed mid-lease', () => {
     const fetcherArgs = (name: string) => ['fetcher', '--server', String(listening.url), '--token-file', String(listening.tokenFile), '--name', name, '--concurrency', '2'];
 
     const doomed = startPetrel(fetcherArgs('doomed'));
-    const said = { doomed: '', server: '' };
-    doomed.stderr!.on('data', (chunk: Buffer) => (said.doomed += chunk.toString()));
-    server.stderr!.on('data', (chunk: Buffer) => (said.server += chunk.toString()));
     // Let the doomed fetcher get well into its lease: a handful of page requests at the main host.
     const atMain = () => pageRequests(web.log).filter((entry) => entry.host === mainHost).length;
     await until(() => atMain() >= 4, 20_000, () =>
       [
         `the doomed fetcher made ${atMain()} page requests at the main host (${web.log.length} requests in all: ${web.log.slice(0, 10).map((entry) => `${entry.status} ${urlOf(entry)}`).join(', ')})`,
-        `doomed fetcher: ${doomed.exitCode === null && doomed.signalCode === null ? 'running' : `exited ${doomed.exitCode ?? doomed.signalCode}`}; its stderr: ${said.doomed.slice(-2000)}`,
-        `queue server stderr: ${said.server.slice(-2000)}`,
+        `doomed fetcher: ${doomed.exitCode === null && doomed.signalCode === null ? 'running' : `exited ${doomed.exitCode ?? doomed.signalCode}`}; its stderr: ${doomed.said().stderr.slice(-2000)}`,
+        `queue server stderr: ${server.said().stderr.slice(-2000)}`,
       ].join('\n'),
     );
     doomed.kill('SIGKILL');

@@ -34,7 +34,8 @@ export function killStartedPetrels(): void {
   started.clear();
 }
 
-export function startPetrel(args: string[], env: NodeJS.ProcessEnv = {}): ChildProcess & { output: Promise<Finished> } {
+/** `output`: everything once it has exited; `said()`: what it has written so far, for a test that gives up waiting on a running child. */
+export function startPetrel(args: string[], env: NodeJS.ProcessEnv = {}): ChildProcess & { output: Promise<Finished>; said: () => { stdout: string; stderr: string } } {
   const child = spawn(process.execPath, [PETREL_BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   started.add(child);
   child.once('exit', () => started.delete(child));
@@ -43,7 +44,7 @@ export function startPetrel(args: string[], env: NodeJS.ProcessEnv = {}): ChildP
   child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const output = new Promise<Finished>((resolve) => child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr })));
-  return Object.assign(child, { output });
+  return Object.assign(child, { output, said: () => ({ stdout, stderr }) });
 }
 
 /**
