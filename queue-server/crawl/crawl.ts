@@ -13,7 +13,7 @@
 import { randomBytes } from 'node:crypto';
 import type { ClaimRequest, HeartbeatRequest, ResultsRequest, ResultsResponse, Schedule } from '../../shared/protocol.js';
 import { RESULTS_FRAME_VERSION } from '../../shared/results-frame.js';
-import { urlHash, urlHashHex, type UrlHash } from '../../shared/url-hash.js';
+import { urlHash, type UrlHash } from '../../shared/url-hash.js';
 import { normalizeUrl, type NormalizedUrl } from '../../shared/url-normalize.js';
 import { Admission } from '../admission/admission.js';
 import type { LinkRouter } from '../cluster/link-router.js';
@@ -371,8 +371,11 @@ export class Crawl {
       hashes.push(hash);
     }
     const seen = hashes.length > 0 ? this.#admission.seenAmong(hashes) : [];
-    // Hashes admitted from this batch: the same URL twice in one batch is queued already the second time.
-    const admittedNow = new Set<string>();
+    // URLs admitted from this batch: the same URL twice in one batch is queued already the second time.
+    const admittedNow = new Set<NormalizedUrl>();
+    // Origins of this batch already trusted or found to be a seed's host (a URL parse each, done once per origin).
+    const originsDone = new Set<string>();
+    const seedHosts = this.#seedHosts();
     let next = 0;
     for (const item of checked) {
       if ('refusal' in item) {
@@ -380,7 +383,7 @@ export class Crawl {
         continue;
       }
       const { url, normalized, origin, hash } = item;
-      const wasSeen = seen[next++]! || (admittedNow.size > 0 && admittedNow.has(urlHashHex(hash)));
+      const wasSeen = seen[next++]! || (admittedNow.size > 0 && admittedNow.has(normalized));
       const known = wasSeen ? this.#stores.crawlDb.get(hash) : null;
       if (known !== null) {
         // Queued: pending (in memory or leased), or never fetched while its origin has URLs on disk
@@ -395,12 +398,15 @@ export class Crawl {
         refuse(url, 'not-admitted', `not admitted: the host's budget is spent (--max-pages-per-host)`);
         continue;
       } else {
-        admittedNow.add(urlHashHex(hash));
+        admittedNow.add(normalized);
       }
       // Not a seed: the seeds stay the crawl's settings (crawl.json), whatever is injected, and an
       // injected URL in scope cannot widen it. Its origin is trusted as a seed's host is (private
       // addresses), kept in frontier.btree with the URLs (frontier.ts `trust`).
-      if (!this.#seedHosts().has(new URL(origin).hostname)) this.#frontier.trust(origin);
+      if (!originsDone.has(origin)) {
+        originsDone.add(origin);
+        if (!seedHosts.has(new URL(origin).hostname)) this.#frontier.trust(origin);
+      }
       admitted++;
     }
     if (admitted > 0) this.#stats.start(now);

@@ -160,6 +160,8 @@ export function newCrawlDbRecord(url: string, depth: number, score: number, now:
   };
 }
 
+const NO_BYTES = Buffer.alloc(0);
+
 /**
  * Encodes a record. A record that breaks the type's invariants (an unknown status, a hash that is not
  * 16 lowercase hex digits, a negative depth, a NaN time) is a bug and throws a plain Error; one that is
@@ -169,7 +171,7 @@ export function encodeCrawlDbRecord(record: CrawlDbRecord): Uint8Array {
   const statusIndex = CRAWL_STATUSES.indexOf(record.status);
   if (statusIndex < 0) throw new Error(`crawl db record of ${record.url}: unknown status ${JSON.stringify(record.status)}`);
   const url = Buffer.from(record.url, 'utf8');
-  const errorCode = record.errorCode === null ? Buffer.alloc(0) : Buffer.from(record.errorCode, 'utf8');
+  const errorCode = record.errorCode === null ? NO_BYTES : Buffer.from(record.errorCode, 'utf8');
   const headerBytes = record.warc === null ? HEADER_BYTES : HEADER_BYTES_WARC;
   const size = headerBytes + url.length + errorCode.length;
   if (size > MAX_CRAWLDB_RECORD_BYTES) {
@@ -179,7 +181,10 @@ export function encodeCrawlDbRecord(record: CrawlDbRecord): Uint8Array {
       record.url.slice(0, 200),
     );
   }
-  const out = Buffer.alloc(size);
+  // From the Buffer pool (a zeroed allocation of its own cost about 1 µs a record: 1.1 s of a
+  // 1,000,000-URL inject, profiled): the header is zeroed here, the URL and error code fill the rest.
+  // Records live until their commit writes them (insert log, tree page), so the pool's slabs do not stay.
+  const out = Buffer.allocUnsafe(size).fill(0, 0, headerBytes);
   let flags = 0;
   out.writeUInt8(VERSION, 0);
   out.writeUInt8(statusIndex, 1);

@@ -15,10 +15,9 @@
  * Pure bookkeeping: no clock, no I/O.
  */
 
-interface Placed<K> {
-  readonly group: number | null;
-  readonly queued: number;
-  readonly key: K;
+interface Placed {
+  group: number | null;
+  queued: number;
 }
 
 class Group<K> {
@@ -50,23 +49,31 @@ class Group<K> {
 
 export class BiggestQueues<K> {
   readonly #groups = new Map<number | null, Group<K>>();
-  readonly #placed = new Map<K, Placed<K>>();
+  readonly #placed = new Map<K, Placed>();
 
   /** The origin `key` has `queued` URLs queued (0: none) and is paced as `group` (its Crawl-delay in ms, null for none). */
   set(key: K, group: number | null, queued: number): void {
-    const placed = this.#placed.get(key);
-    if (placed !== undefined && placed.group === group && placed.queued === queued) return;
+    // Called for every URL queued or taken: an origin that stays tracked keeps its Placed, changed in place.
+    let placed = this.#placed.get(key);
     if (placed !== undefined) {
+      if (placed.group === group && placed.queued === queued) return;
       const from = this.#groups.get(placed.group)!;
       from.remove(key, placed.queued);
       if (from.byCount.size === 0) this.#groups.delete(placed.group);
-      this.#placed.delete(key);
+      if (queued <= 0) {
+        this.#placed.delete(key);
+        return;
+      }
+      placed.group = group;
+      placed.queued = queued;
+    } else {
+      if (queued <= 0) return;
+      placed = { group, queued };
+      this.#placed.set(key, placed);
     }
-    if (queued <= 0) return;
     let to = this.#groups.get(group);
     if (to === undefined) this.#groups.set(group, (to = new Group()));
     to.add(key, queued);
-    this.#placed.set(key, { group, queued, key });
   }
 
   /** Up to `perGroup` origins holding each group's largest count. */
