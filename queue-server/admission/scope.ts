@@ -10,7 +10,7 @@
  *  - `any`: every http(s) URL. Only sensible with --max-depth or --max-pages.
  */
 import { getDomain } from 'tldts';
-import type { NormalizedUrl } from '../../shared/url-normalize.js';
+import { hostnameOf, type NormalizedUrl } from '../../shared/url-normalize.js';
 
 export const SCOPES = ['prefix', 'host', 'domain', 'any'] as const;
 export type ScopeKind = (typeof SCOPES)[number];
@@ -91,10 +91,6 @@ export function directoryPrefix(seed: NormalizedUrl): string {
   const queryStart = seed.indexOf('?', pathStart);
   const path = seed.slice(pathStart, queryStart < 0 ? undefined : queryStart);
   return seed.slice(0, pathStart) + path.slice(0, path.lastIndexOf('/') + 1);
-}
-
-function hostnameOf(url: string): string {
-  return new URL(url).hostname;
 }
 
 function domainOf(url: string): string {

@@ -14,7 +14,7 @@ import { randomBytes } from 'node:crypto';
 import type { ClaimRequest, HeartbeatRequest, ResultsRequest, ResultsResponse, Schedule } from '../../shared/protocol.js';
 import { RESULTS_FRAME_VERSION } from '../../shared/results-frame.js';
 import { urlHash, type UrlHash } from '../../shared/url-hash.js';
-import { normalizeUrl, type NormalizedUrl } from '../../shared/url-normalize.js';
+import { hostnameOf, normalizeUrl, type NormalizedUrl } from '../../shared/url-normalize.js';
 import { Admission } from '../admission/admission.js';
 import type { LinkRouter } from '../cluster/link-router.js';
 import { applyUrlRules, DEFAULT_URL_RULES } from '../admission/url-rules.js';
@@ -405,7 +405,7 @@ export class Crawl {
       // addresses), kept in frontier.btree with the URLs (frontier.ts `trust`).
       if (!originsDone.has(origin)) {
         originsDone.add(origin);
-        if (!seedHosts.has(new URL(origin).hostname)) this.#frontier.trust(origin);
+        if (!seedHosts.has(hostnameOf(origin))) this.#frontier.trust(origin);
       }
       admitted++;
     }
@@ -509,7 +509,7 @@ export class Crawl {
     const lease = this.#leases.issue(request.fetcherId, cut.slots, now, this.#config.leaseMs);
     const seedHosts = this.#seedHosts();
     // Results come back as binary frames (shared/results-frame.ts) from fetchers that write them.
-    return { ...scheduleOf(lease, this.#config.leaseMs, (origin) => seedHosts.has(new URL(origin).hostname) || this.#frontier.isTrusted(origin), this.archiving, this.#config.index), resultsFrame: RESULTS_FRAME_VERSION };
+    return { ...scheduleOf(lease, this.#config.leaseMs, (origin) => seedHosts.has(hostnameOf(origin)) || this.#frontier.isTrusted(origin), this.archiving, this.#config.index), resultsFrame: RESULTS_FRAME_VERSION };
   }
 
   /**

@@ -7,6 +7,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   DEFAULT_MAX_URL_LENGTH,
+  hostnameOf,
   mustNormalize,
   normalizeUrl,
   originOf,
@@ -332,6 +333,20 @@ describe('properties', () => {
       }),
       { seed, numRuns: 500 },
     );
+  });
+
+  it('hostnameOf reads the host name off a normalized URL and off its origin as the WHATWG parser gives it', () => {
+    fc.assert(
+      fc.property(urlArb, (href) => {
+        const { url, origin } = ok(href);
+        const expected = new URL(url).hostname;
+        expect(hostnameOf(url)).toBe(expected);
+        expect(hostnameOf(origin)).toBe(expected);
+      }),
+      { seed, numRuns: 1000 },
+    );
+    expect(hostnameOf(mustNormalize('http://[2001:db8::a]:8080/a:b/c'))).toBe('[2001:db8::a]');
+    expect(hostnameOf(mustNormalize('https://user:pw@Example.org:8443?q=a:b'))).toBe('example.org');
   });
 });
 
