@@ -290,8 +290,11 @@ async function simulatedFetcher(id: number, client: QueueClient, web: SyntheticW
   const fetcherId = `bench-fetcher-${id}`;
   const stats = { rssBytes: 0, inFlight: 0, pagesFetched: 0, errors: 0, bytesDownloaded: 0 };
   const open = new Set<Promise<void>>();
+  // Results go as the fetcher sends them: a binary frame of the version the schedules name (JSON from a
+  // build whose schedules name none).
+  let frame = 0;
   const post = (scheduleId: string, results: ItemResult[]): void => {
-    const done = client.results({ protocolVersion: PROTOCOL_VERSION, fetcherId, scheduleId, results }).then((response) => {
+    const done = client.results({ protocolVersion: PROTOCOL_VERSION, fetcherId, scheduleId, results }, { frame }).then((response) => {
       tally.applied += response.applied;
       tally.duplicates += response.duplicates;
     });
@@ -303,7 +306,10 @@ async function simulatedFetcher(id: number, client: QueueClient, web: SyntheticW
   const claim = async () => {
     const sent = performance.now();
     const answer = await client.claim({ protocolVersion: PROTOCOL_VERSION, fetcherId, name: fetcherId, capacity: opts.concurrency, waitMs: 2000, stats });
-    if (answer.kind === 'schedule') tally.claimMs.push(performance.now() - sent);
+    if (answer.kind === 'schedule') {
+      tally.claimMs.push(performance.now() - sent);
+      frame = answer.schedule.resultsFrame ?? 0;
+    }
     return answer;
   };
   if (opts.rate === 0) {

@@ -260,7 +260,8 @@ async function fleetMember(n: number, fleet: Fleet): Promise<void> {
     const { results, pageIds } = synthetic.resultsOf(answer.schedule, Date.now());
     for (let at = 0; at < results.length; at += opts.batch) {
       const ids = pageIds.subarray(at, at + opts.batch);
-      const posted = client.results({ protocolVersion: PROTOCOL_VERSION, fetcherId, scheduleId, results: results.slice(at, at + opts.batch) }).then(
+      // As the fetcher posts: a binary frame of the version the schedule names (JSON when it names none).
+      const posted = client.results({ protocolVersion: PROTOCOL_VERSION, fetcherId, scheduleId, results: results.slice(at, at + opts.batch) }, { frame: answer.schedule.resultsFrame ?? 0 }).then(
         (response) => tally.acknowledged(ids, response.applied, response.duplicates),
         (error: unknown) => {
           // Posts cut off by the kill are not acknowledged: their links are not owed.
