@@ -209,8 +209,8 @@ const WORD = /[\p{L}\p{Nd}\p{Pc}][\p{L}\p{Nd}\p{Pc}\p{M}]*(?:(?:(?<=\p{L}\p{M}*)
 const NOT_ASCII = /[^\u0000-\u007f]/;
 const NON_ASCII_CHAR = /[^\u0000-\u007f]/g;
 
-/** JavaScript's \s: the characters no word contains (UAX #29 breaks around all of them). */
-function isSpace(c: number): boolean {
+/** JavaScript's \s (and `trim`'s white space): the characters no word contains (UAX #29 breaks around all of them). */
+export function isSpace(c: number): boolean {
   return c === 32 || (c >= 9 && c <= 13) || c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff;
 }
 

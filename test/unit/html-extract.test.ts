@@ -3,9 +3,10 @@
  * first (fetcher/decode.ts). Every page extracted here must also fit the wire contract
  * (pageDataSchema), since it is posted to the queue server as is.
  */
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { decodeHtml, charsetFromContentType } from '../../fetcher/decode.js';
-import { bound, extractPage, type ExtractedPage } from '../../fetcher/html-extract.js';
+import { bound, collapseWhitespace, extractPage, type ExtractedPage } from '../../fetcher/html-extract.js';
 import { LIMITS, pageDataSchema } from '../../shared/protocol.js';
 
 const PAGE = 'http://site.example/dir/page.html';
@@ -318,5 +319,20 @@ describe('what the search index data is built from', () => {
     const { indexSource, links } = extract('<html><head><meta name="robots" content="nofollow"></head><body><a href="a.html">anchor words</a></body></html>');
     expect(links).toEqual([]);
     expect(indexSource.anchors).toEqual([]);
+  });
+});
+
+describe('collapseWhitespace', () => {
+  it("gives what replace(/\\s+/g, ' ').trim() gives, on any mix of words and every kind of white space", () => {
+    const spaces = [' ', '\t', '\n', '\v', '\f', '\r', '\u00a0', '\u1680', '\u2000', '\u200a', '\u2028', '\u2029', '\u202f', '\u205f', '\u3000', '\ufeff'];
+    const piece = fc.oneof(fc.constantFrom(...spaces), fc.string({ maxLength: 5 }), fc.constantFrom('word', 'é', '\u200b', '\u180e'));
+    fc.assert(
+      fc.property(fc.array(piece, { maxLength: 40 }), (pieces) => {
+        const text = pieces.join('');
+        expect(collapseWhitespace(text)).toBe(text.replace(/\s+/g, ' ').trim());
+      }),
+      { numRuns: 3000 },
+    );
+    for (const text of ['', ' ', '  ', 'a', ' a', 'a ', 'a b', 'a  b', 'a\tb', '\n a \n', 'a \u3000 b']) expect(collapseWhitespace(text), JSON.stringify(text)).toBe(text.replace(/\s+/g, ' ').trim());
   });
 });
