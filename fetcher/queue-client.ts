@@ -100,8 +100,16 @@ function isLoopback(hostname: string): boolean {
 
 /** Bodies above this size are sent gzip-compressed (unless the queue server is on this machine). */
 const GZIP_THRESHOLD = 16 * 1024;
+/**
+ * zlib level of compressed bodies. A results frame of the test web's pages (27 KB a page, 6 KB of it
+ * WARC records, gzip members already) took 0.690 ms of CPU a page at zlib's default (6) for 14,850
+ * bytes, and 0.308 ms at level 1 for 15,334 (`node dist/scripts/bench-results-wire.js 512 3`,
+ * 2026-12-06): a third of a fetcher's per-page budget, for 3 % more bytes.
+ */
+export const POST_GZIP_LEVEL = 1;
 /** zlib's gzip on libuv's thread pool: a results post of a few MB compresses off the event loop. */
-const gzip = promisify(gzipCallback);
+const gzipOnPool = promisify(gzipCallback);
+const gzip = (bytes: Uint8Array): Promise<Buffer> => gzipOnPool(bytes, { level: POST_GZIP_LEVEL });
 
 export class QueueClient {
   readonly #pool: Pool;

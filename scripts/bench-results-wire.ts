@@ -4,13 +4,16 @@
  * a post, and then, interleaved round by round so that a busy machine disturbs both alike, each form is
  * encoded as the fetcher does (JSON with base64 captures; the binary frame) and read back as the queue
  * server's results route does (bounded JSON parse, schema, base64 decode; frame decode with the same
- * checks). Prints CPU ms per page on each side and bytes per page.
+ * checks). Prints CPU ms per page on each side and bytes per page, and what gzipping a frame costs a
+ * fetcher whose queue server is on another machine.
  *
  *   npm run build && node dist/scripts/bench-results-wire.js [PAGES] [ROUNDS]
  */
 import { loadavg } from 'node:os';
+import { constants, gzipSync } from 'node:zlib';
 import { TrustedHosts } from '../fetcher/address-guard.js';
 import { createCrawlAgent } from '../fetcher/download.js';
+import { POST_GZIP_LEVEL } from '../fetcher/queue-client.js';
 import { fetchItem } from '../fetcher/fetch-item.js';
 import { JSON_BOUNDS } from '../queue-server/api/bounded-json.js';
 import { FrameBody, parseBoundedJson } from '../queue-server/api/request-auth.js';
@@ -75,6 +78,20 @@ async function main(): Promise<void> {
   const per = (ms: number) => (ms / rounds / n).toFixed(4);
   console.log(`fetcher, encode a post:     JSON ${per(totals.jsonEncode)} ms/page, frame ${per(totals.frameEncode)} ms/page (${(totals.frameEncode / totals.jsonEncode).toFixed(3)}x)`);
   console.log(`queue server, read a post:  JSON ${per(totals.jsonDecode)} ms/page, frame ${per(totals.frameDecode)} ms/page (${(totals.frameDecode / totals.jsonDecode).toFixed(3)}x)`);
+  // A fetcher whose queue server is not on loopback gzips each post (fetcher/queue-client.ts): what
+  // that costs it at the level it uses and at zlib's default, in turns.
+  const gzipTotals = new Map<number, { ms: number; bytes: number }>([[constants.Z_DEFAULT_COMPRESSION, { ms: 0, bytes: 0 }], [POST_GZIP_LEVEL, { ms: 0, bytes: 0 }]]);
+  for (let round = 0; round <= rounds; round++) {
+    for (const [level, total] of gzipTotals) {
+      let out = 0;
+      const ms = cpuMs(() => frames.forEach((f) => (out += gzipSync(f, { level }).length)));
+      if (round === 0) continue;
+      total.ms += ms;
+      total.bytes += out;
+    }
+  }
+  const gz = (level: number) => `${per(gzipTotals.get(level)!.ms)} ms/page, ${(gzipTotals.get(level)!.bytes / rounds / n).toFixed(0)} bytes/page`;
+  console.log(`fetcher, gzip a frame (not on loopback): level ${POST_GZIP_LEVEL} ${gz(POST_GZIP_LEVEL)}; zlib's default (6) ${gz(constants.Z_DEFAULT_COMPRESSION)}`);
   console.log(`load average at the end ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
 }
 
