@@ -108,8 +108,7 @@ const GZIP_THRESHOLD = 16 * 1024;
  */
 export const POST_GZIP_LEVEL = 1;
 /** zlib's gzip on libuv's thread pool: a results post of a few MB compresses off the event loop. */
-const gzipOnPool = promisify(gzipCallback);
-const gzip = (bytes: Uint8Array): Promise<Buffer> => gzipOnPool(bytes, { level: POST_GZIP_LEVEL });
+const gzip = promisify(gzipCallback);
 
 export class QueueClient {
   readonly #pool: Pool;
@@ -186,7 +185,7 @@ export class QueueClient {
     encoded: { readonly bytes: Buffer; readonly contentType: string } = { bytes: Buffer.from(JSON.stringify(body)), contentType: 'application/json' },
   ): Promise<z.infer<T>> {
     const compressed = this.#compress && encoded.bytes.length > GZIP_THRESHOLD;
-    const payload = compressed ? await gzip(encoded.bytes) : encoded.bytes;
+    const payload = compressed ? await gzip(encoded.bytes, { level: POST_GZIP_LEVEL }) : encoded.bytes;
     const response = await this.#send({ method: 'POST', route, fetcherId: body.fetcherId, what, signal, body: payload, contentType: encoded.contentType, contentEncoding: compressed ? 'gzip' : undefined });
     const text = await response.body.text();
     let parsed;

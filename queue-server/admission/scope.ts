@@ -10,7 +10,7 @@
  *  - `any`: every http(s) URL. Only sensible with --max-depth or --max-pages.
  */
 import { getDomain } from 'tldts';
-import { hostnameOf, type NormalizedUrl } from '../../shared/url-normalize.js';
+import { hostnameOf, originOf, type NormalizedUrl } from '../../shared/url-normalize.js';
 
 export const SCOPES = ['prefix', 'host', 'domain', 'any'] as const;
 export type ScopeKind = (typeof SCOPES)[number];
@@ -76,12 +76,6 @@ function scopeFilter(kind: ScopeKind): ScopeFilter {
       return { has: (url) => domains.has(domainOf(url)), add: (seed) => void domains.add(domainOf(seed)) };
     }
   }
-}
-
-/** `http://h:8080/docs/a.html` -> `http://h:8080` (a normalized URL: scheme and host lower-case, a path always). */
-function originOf(url: string): string {
-  const pathStart = url.indexOf('/', url.indexOf('://') + 3);
-  return pathStart < 0 ? url : url.slice(0, pathStart);
 }
 
 /** Origin plus the path up to and including its last `/`: `http://h/docs/a.html?q` -> `http://h/docs/`. */

@@ -373,8 +373,6 @@ export class Crawl {
     const seen = hashes.length > 0 ? this.#admission.seenAmong(hashes) : [];
     // URLs admitted from this batch: the same URL twice in one batch is queued already the second time.
     const admittedNow = new Set<NormalizedUrl>();
-    // Origins of this batch already trusted or found to be a seed's host (a URL parse each, done once per origin).
-    const originsDone = new Set<string>();
     const seedHosts = this.#seedHosts();
     let next = 0;
     for (const item of checked) {
@@ -403,10 +401,7 @@ export class Crawl {
       // Not a seed: the seeds stay the crawl's settings (crawl.json), whatever is injected, and an
       // injected URL in scope cannot widen it. Its origin is trusted as a seed's host is (private
       // addresses), kept in frontier.btree with the URLs (frontier.ts `trust`).
-      if (!originsDone.has(origin)) {
-        originsDone.add(origin);
-        if (!seedHosts.has(hostnameOf(origin))) this.#frontier.trust(origin);
-      }
+      if (!seedHosts.has(hostnameOf(origin))) this.#frontier.trust(origin);
       admitted++;
     }
     if (admitted > 0) this.#stats.start(now);
