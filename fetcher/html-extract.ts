@@ -44,6 +44,7 @@ import { LIMITS, type PageData } from '../shared/protocol.js';
 import { simhash } from '../shared/simhash.js';
 import { isSpace } from '../shared/tokenize.js';
 import { normalizeUrl } from '../shared/url-normalize.js';
+import { LinkResolver } from './link-resolver.js';
 import { bound } from './text-bounds.js';
 
 export { bound };
@@ -79,6 +80,8 @@ const HEADING_TEXT_CHARS = 1024;
 const SKIP_TEXT = new Set(['script', 'style', 'noscript', 'template', 'head', 'title']);
 /** Elements whose boundaries separate words in the excerpt. */
 const BLOCK = new Set(['p', 'div', 'li', 'ul', 'ol', 'br', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'tr', 'td', 'th', 'section', 'article', 'header', 'footer', 'nav', 'main', 'aside', 'blockquote', 'pre', 'dt', 'dd', 'table', 'form', 'hr']);
+/** This process's resolver of links, remembering the answers of recent pages per directory (link-resolver.ts). */
+const linkResolver = new LinkResolver(LIMITS.urlChars);
 /** Links that can never be crawled, dropped before they take a place under the cap. */
 const NOT_CRAWLABLE = /^\s*(javascript|mailto|data|tel|about|blob|vbscript|sms|ftp):/i;
 
@@ -265,8 +268,9 @@ export function extractPage(input: string, pageUrl: string, maxLinks: number = L
   const anchors: Array<{ url: string; text: string }> = [];
   if (!found.nofollow) {
     const seen = new Set<string>();
+    const resolve = linkResolver.forPage(baseUrl);
     for (let h = 0; h < found.hrefs.length; h++) {
-      const result = normalizeUrl(found.hrefs[h]!.trim(), baseUrl, LIMITS.urlChars);
+      const result = resolve(found.hrefs[h]!.trim());
       if (!result.ok) continue;
       // Every followable link's text counts for its target, repeated links' too (index-data.ts joins them).
       const anchorText = found.anchorTexts[h]!;

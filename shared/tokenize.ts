@@ -31,6 +31,7 @@
  */
 import { createRequire } from 'node:module';
 import { stem as porter2Stem } from 'porter2';
+import { ownString } from './own-string.js';
 
 /** Longest term kept, in UTF-16 code units after folding; longer tokens are dropped. */
 export const MAX_TERM_CHARS = 64;
@@ -109,20 +110,6 @@ class StemCache {
     this.#young.set(ownString(word), term);
     return term;
   }
-}
-
-/**
- * `text` as a string that holds only its own characters. V8 makes a slice of 13 characters or more
- * (`asciiWords`, the regular expressions' matches) a view into the string it was cut from, which keeps
- * that whole string alive: a word cut from a page's text, kept by the stem cache across thousands of
- * pages, kept the whole page, with no bound but the cache's entry count. In a crawl of the Rust
- * documentation (2026-12-06), a fetcher's heap snapshot 25 s in held 97.6 MB, 72 MB of it strings,
- * among them page texts of up to 4 MB each kept by one long word apiece in the cache; with the copy,
- * at the same point, 31.4 MB and 7.5 MB. Joining a character in front copies the characters into a
- * new string; the slice of that is a view of the copy alone.
- */
-function ownString(text: string): string {
-  return (' ' + text).slice(1);
 }
 
 const caches = new Map<string, StemCache>();
