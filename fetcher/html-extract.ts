@@ -1,7 +1,8 @@
 /**
  * Index data and links from one HTML page, in one streaming pass: htmlparser2's `Parser` calls back for
- * each tag and text run, and those callbacks collect links, title, description, language, canonical,
- * meta robots and the visible text. No DOM is built.
+ * each tag, attribute and text run, and those callbacks collect links, title, description, language,
+ * canonical, meta robots and the visible text. No DOM is built, nor an object of each tag's attributes:
+ * only the attributes a rule reads are kept (`ScanParser`).
  *
  * Why no DOM: on the PostgreSQL manual's pages (13.5 KB mean) the extractor that built a cheerio
  * (htmlparser2) DOM and walked it took 1.07 ms a page, this one 0.37 ms, of which the parse is
@@ -134,13 +135,87 @@ class PageCollector implements Partial<Handler> {
     this.#maxHrefs = maxHrefs;
   }
 
-  onopentag(name: string, attribs: Record<string, string>): void {
+  /** The open tag being read: its name, until its attributes are complete (`openTagComplete`). */
+  #tag: string | null = null;
+  /** Attributes of the open tag that a rule reads (the first of each name counts, as in htmlparser2's attribs), or undefined. */
+  #href: string | undefined;
+  #rel: string | undefined;
+  #lang: string | undefined;
+  #name: string | undefined;
+  #content: string | undefined;
+  #httpEquiv: string | undefined;
+  /** The parser is closing what is left open at the end of the page: an open tag still being read was cut off. */
+  ending = false;
+
+  onopentagname(name: string): void {
+    this.#settleOpenTag();
+    this.#tag = name;
+    this.#href = this.#rel = this.#lang = this.#name = this.#content = this.#httpEquiv = undefined;
+  }
+
+  onattribute(name: string, value: string): void {
+    switch (this.#tag) {
+      case 'a':
+      case 'area':
+      case 'base':
+      case 'html':
+      case 'link':
+      case 'meta':
+        break;
+      default:
+        return;
+    }
+    switch (name) {
+      case 'href':
+        this.#href ??= value;
+        break;
+      case 'rel':
+        this.#rel ??= value;
+        break;
+      case 'lang':
+        this.#lang ??= value;
+        break;
+      case 'name':
+        this.#name ??= value;
+        break;
+      case 'content':
+        this.#content ??= value;
+        break;
+      case 'http-equiv':
+        this.#httpEquiv ??= value;
+        break;
+    }
+  }
+
+  /**
+   * The open tag's attributes are complete (`>` or `/>` read): it takes effect now, before the events
+   * that follow it (its implied close, when it is a void element).
+   */
+  openTagComplete(): void {
+    const name = this.#tag;
+    if (name === null) return;
+    this.#tag = null;
+    this.#openTag(name);
+  }
+
+  /**
+   * Before any other event: an open tag still pending was opened by the parser itself, with no
+   * attributes (`</p>` with no `<p>` open opens one, `</br>` is a `<br>`), and takes effect; one cut
+   * off by the end of the page never does (the DOM has no such element either).
+   */
+  #settleOpenTag(): void {
+    if (this.#tag === null) return;
+    if (this.ending) this.#tag = null;
+    else this.openTagComplete();
+  }
+
+  #openTag(name: string): void {
     this.#inTextRun = false;
     switch (name) {
       case 'a':
       case 'area': {
-        const href = attribs.href;
-        if (href !== undefined && this.hrefs.length < this.#maxHrefs && !hasToken(attribs.rel, 'nofollow') && !NOT_CRAWLABLE.test(href) && !href.startsWith('#')) {
+        const href = this.#href;
+        if (href !== undefined && this.hrefs.length < this.#maxHrefs && !hasToken(this.#rel, 'nofollow') && !NOT_CRAWLABLE.test(href) && !href.startsWith('#')) {
           this.hrefs.push(href);
           this.anchorTexts.push('');
           if (name === 'a') this.#anchor = this.hrefs.length - 1;
@@ -156,26 +231,26 @@ class PageCollector implements Partial<Handler> {
         if (this.#headingDepth++ === 0 && this.headings.length < MAX_HEADINGS) this.headings.push('');
         break;
       case 'base':
-        if (this.base === null && attribs.href !== undefined) this.base = attribs.href;
+        if (this.base === null && this.#href !== undefined) this.base = this.#href;
         break;
       case 'title':
         if (this.title === null) this.#inTitle = true;
         break;
       case 'html':
-        if (attribs.lang !== undefined) this.language = attribs.lang;
+        if (this.#lang !== undefined) this.language = this.#lang;
         break;
       case 'link':
-        if (this.canonicalHref === null && hasToken(attribs.rel, 'canonical') && attribs.href !== undefined) this.canonicalHref = attribs.href;
+        if (this.canonicalHref === null && hasToken(this.#rel, 'canonical') && this.#href !== undefined) this.canonicalHref = this.#href;
         break;
       case 'meta': {
-        const metaName = attribs.name?.toLowerCase();
-        const content = attribs.content ?? '';
+        const metaName = this.#name?.toLowerCase();
+        const content = this.#content ?? '';
         if (metaName === 'description' && this.description === null) this.description = content;
         else if (metaName === 'robots' || metaName === 'petrel') {
           const directives = content.toLowerCase();
           if (/\b(noindex|none)\b/.test(directives)) this.noindex = true;
           if (/\b(nofollow|none)\b/.test(directives)) this.nofollow = true;
-        } else if (attribs['http-equiv']?.toLowerCase() === 'content-language' && this.contentLanguage === null) this.contentLanguage = content;
+        } else if (this.#httpEquiv?.toLowerCase() === 'content-language' && this.contentLanguage === null) this.contentLanguage = content;
         break;
       }
     }
@@ -187,6 +262,7 @@ class PageCollector implements Partial<Handler> {
   }
 
   onclosetag(name: string): void {
+    this.#settleOpenTag();
     this.#inTextRun = false;
     if (SKIP_TEXT.has(name)) this.#hidden--;
     if (name === 'a') this.#anchor = -1;
@@ -198,6 +274,7 @@ class PageCollector implements Partial<Handler> {
   }
 
   ontext(data: string): void {
+    this.#settleOpenTag();
     const startsNode = !this.#inTextRun;
     this.#inTextRun = true;
     if (this.#inTitle) {
@@ -219,11 +296,45 @@ class PageCollector implements Partial<Handler> {
   }
 
   oncomment(): void {
+    this.#settleOpenTag();
     this.#inTextRun = false;
   }
 
   onprocessinginstruction(): void {
+    this.#settleOpenTag();
     this.#inTextRun = false;
+  }
+}
+
+/**
+ * htmlparser2's Parser, telling the collector when an open tag's attributes are complete. The collector
+ * takes attributes one by one (`onattribute`) and only those its rules read, instead of an object of
+ * every attribute of every tag (`onopentag`), which was a third of the parser's own time on the Rust
+ * documentation's pages. The three methods are the tokenizer's calls into the parser: the end of an
+ * open tag (`>`), of a self-closing one (`/>`), and of the page.
+ */
+class ScanParser extends Parser {
+  readonly #collector: PageCollector;
+
+  constructor(collector: PageCollector) {
+    // The options of cheerio's htmlparser2 mode, which the DOM extractor used: HTML, entities decoded.
+    super(collector, { decodeEntities: true });
+    this.#collector = collector;
+  }
+
+  override onopentagend(endIndex: number): void {
+    this.#collector.openTagComplete();
+    super.onopentagend(endIndex);
+  }
+
+  override onselfclosingtag(endIndex: number): void {
+    this.#collector.openTagComplete();
+    super.onselfclosingtag(endIndex);
+  }
+
+  override onend(): void {
+    this.#collector.ending = true;
+    super.onend();
   }
 }
 
@@ -254,8 +365,7 @@ export function scanPage(input: string, maxHrefs: number): PageScan {
   const cut = startTagBudgetEnd(input, MAX_START_TAGS);
   const html = cut === null ? input : input.slice(0, cut);
   const found = new PageCollector(maxHrefs);
-  // The options of cheerio's htmlparser2 mode, which the DOM extractor used: HTML, entities decoded.
-  new Parser(found, { decodeEntities: true }).end(html);
+  new ScanParser(found).end(html);
   const { base, title, description, language, contentLanguage, canonicalHref, noindex, nofollow, hrefs, anchorTexts, headings, text } = found;
   return { base, title, description, language, contentLanguage, canonicalHref, noindex, nofollow, hrefs, anchorTexts, headings, text, truncated: cut !== null };
 }
