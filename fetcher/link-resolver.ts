@@ -3,8 +3,9 @@
  * answers of recent pages remembered per directory of their base URL.
  *
  * Pages of one directory share most of their links (navigation, sidebars, the index of a manual), and
- * a WHATWG parse costs about 1 µs a link: on the Rust documentation (about 200 links a page) resolving
- * was a third of the extraction's time. The answer for a relative reference that begins with anything
+ * a WHATWG parse with the normalization costs about 1.4 µs a link: on 2,000 pages of the Rust
+ * documentation (75 links a page) resolving took 0.105 ms of the extraction's 0.53 ms a page, through
+ * this resolver 0.05 ms (a script not kept, 2026-12-07). The answer for a relative reference that begins with anything
  * but `?` or `#` depends on the base URL's scheme, host, port and path up to its last `/` only (the
  * WHATWG URL standard's relative state takes the base's path and removes its last segment; its query
  * is dropped), so answers are remembered per such directory and are the same as a fresh parse. Other
