@@ -15,18 +15,29 @@
  *
  * Memory bound: at most MAX_DIRECTORIES directories (the least recently used goes first) of at most
  * MAX_LINKS answers each, an answer holding the reference as written (a copy of its own, never a view
- * of the page) and its normalized URL: with references of ~60 characters about 200 bytes an answer,
- * about 6 MiB in all at most.
+ * of the page), its normalized URL and origin, about 100 bytes besides their characters; and at most
+ * MAX_CHARS characters of those strings in all (older directories are forgotten to make room, and an
+ * answer that still does not fit is not kept), so a hostile site's long references cannot grow it:
+ * 32,768 answers and 4 MiB characters (4 to 8 MiB) at most, about 3 MB for 2,000 pages of the Rust
+ * documentation.
  */
 import { normalizeUrl, type NormalizeResult } from '../shared/url-normalize.js';
 import { ownString } from '../shared/own-string.js';
 
 export const MAX_DIRECTORIES = 32;
 export const MAX_LINKS = 1024;
+export const MAX_CHARS = 4 * 1024 * 1024;
+
+/** The answers remembered for one directory, and the characters of their strings. */
+interface Directory {
+  readonly answers: Map<string, NormalizeResult>;
+  chars: number;
+}
 
 export class LinkResolver {
   readonly #maxLength: number;
-  readonly #byDirectory = new Map<string, Map<string, NormalizeResult>>();
+  readonly #byDirectory = new Map<string, Directory>();
+  #chars = 0;
 
   /** `maxLength`: longest normalized URL accepted (normalizeUrl's bound), the same for every answer. */
   constructor(maxLength: number) {
@@ -36,16 +47,31 @@ export class LinkResolver {
   /** Resolves references of one page: `baseUrl` is a normalized URL (the page's, or its `<base href>` resolved). */
   forPage(baseUrl: string): (href: string) => NormalizeResult {
     const maxLength = this.#maxLength;
-    const answers = this.#directory(directoryOf(baseUrl));
+    const directory = this.#directory(directoryOf(baseUrl));
+    const answers = directory.answers;
     return (href) => {
       if (!dependsOnDirectoryOnly(href)) return normalizeUrl(href, baseUrl, maxLength);
       let answer = answers.get(href);
       if (answer === undefined) {
         answer = normalizeUrl(href, baseUrl, maxLength);
-        if (answers.size < MAX_LINKS) answers.set(ownString(href), answer);
+        if (answers.size < MAX_LINKS) this.#remember(directory, href, answer);
       }
       return answer;
     };
+  }
+
+  #remember(directory: Directory, href: string, answer: NormalizeResult): void {
+    const chars = href.length + (answer.ok ? answer.url.length + answer.origin.length : 0);
+    // Room is made by forgetting the least recently used directories, never the page's own.
+    for (const [name, other] of this.#byDirectory) {
+      if (this.#chars + chars <= MAX_CHARS || other === directory) break;
+      this.#byDirectory.delete(name);
+      this.#chars -= other.chars;
+    }
+    if (this.#chars + chars > MAX_CHARS) return;
+    directory.answers.set(ownString(href), answer);
+    directory.chars += chars;
+    this.#chars += chars;
   }
 
   /** Directories remembered. */
@@ -56,26 +82,36 @@ export class LinkResolver {
   /** Answers remembered, all directories together. */
   get answers(): number {
     let count = 0;
-    for (const answers of this.#byDirectory.values()) count += answers.size;
+    for (const directory of this.#byDirectory.values()) count += directory.answers.size;
     return count;
+  }
+
+  /** Characters of the remembered answers' strings (references, URLs and origins). */
+  get chars(): number {
+    return this.#chars;
   }
 
   /** Whether the answer for `href` in `directory` (a `directoryOf`) is remembered; does not count as a use. */
   remembers(directory: string, href: string): boolean {
-    return this.#byDirectory.get(directory)?.has(href) ?? false;
+    return this.#byDirectory.get(directory)?.answers.has(href) ?? false;
   }
 
-  #directory(directory: string): Map<string, NormalizeResult> {
-    let answers = this.#byDirectory.get(directory);
-    if (answers !== undefined) {
+  #directory(name: string): Directory {
+    let directory = this.#byDirectory.get(name);
+    if (directory !== undefined) {
       // Most recently used last, so the first key is the one to drop.
-      this.#byDirectory.delete(directory);
+      this.#byDirectory.delete(name);
     } else {
-      if (this.#byDirectory.size >= MAX_DIRECTORIES) this.#byDirectory.delete(this.#byDirectory.keys().next().value!);
-      answers = new Map();
+      if (this.#byDirectory.size >= MAX_DIRECTORIES) {
+        const [oldest, dropped] = this.#byDirectory.entries().next().value!;
+        this.#byDirectory.delete(oldest);
+        this.#chars -= dropped.chars;
+      }
+      directory = { answers: new Map(), chars: 0 };
+      name = ownString(name);
     }
-    this.#byDirectory.set(directory, answers);
-    return answers;
+    this.#byDirectory.set(name, directory);
+    return directory;
   }
 }
 

@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { dependsOnDirectoryOnly, directoryOf, LinkResolver, MAX_DIRECTORIES, MAX_LINKS } from '../../fetcher/link-resolver.js';
+import { dependsOnDirectoryOnly, directoryOf, LinkResolver, MAX_CHARS, MAX_DIRECTORIES, MAX_LINKS } from '../../fetcher/link-resolver.js';
 import { normalizeUrl } from '../../shared/url-normalize.js';
 
 const seed = process.env.FC_SEED === undefined ? Date.now() % 2 ** 31 : Number(process.env.FC_SEED);
@@ -83,6 +83,22 @@ describe('LinkResolver', () => {
     expect(resolver.remembers(`http://h/d${MAX_DIRECTORIES + 9}/`, 'l0.html')).toBe(true);
     // Still the same answers past the bounds.
     expect(resolver.forPage('http://h/d0/other.html')(`l${MAX_LINKS + 10}.html`)).toEqual(normalizeUrl(`http://h/d0/l${MAX_LINKS + 10}.html`));
+  });
+
+  it('holds at most MAX_CHARS characters, forgetting older directories first, whatever the references', () => {
+    const resolver = new LinkResolver(MAX_URL);
+    const long = (i: number) => `${String(i).padStart(6, '0')}${'x'.repeat(5_000)}`;
+    // One directory's long references: kept until the budget is spent, then answered without being kept.
+    const first = resolver.forPage('http://h/first/page.html');
+    for (let i = 0; i < MAX_LINKS; i++) expect(first(long(i))).toEqual(normalizeUrl(long(i), 'http://h/first/page.html', MAX_URL));
+    expect(resolver.chars).toBeLessThanOrEqual(MAX_CHARS);
+    expect(resolver.answers).toBe(Math.floor(MAX_CHARS / long(0).length));
+    // Another directory's answer makes room by forgetting the first directory.
+    const second = resolver.forPage('http://h/second/page.html');
+    expect(second(long(1))).toEqual(normalizeUrl(long(1), 'http://h/second/page.html', MAX_URL));
+    expect(resolver.remembers('http://h/second/', long(1))).toBe(true);
+    expect(resolver.directories).toBe(1);
+    expect(resolver.chars).toBe(long(1).length);
   });
 
   it('keeps a recently used directory over older ones', () => {
