@@ -198,7 +198,10 @@ class PageCollector implements Partial<Handler> {
     this.#openTag(name);
   }
 
-  /** The page has ended: the parser closes what is left open next. */
+  /**
+   * The parser has read the whole page: an open tag still pending now was cut off by its end, and the
+   * events left (the text after a tag cut at its `/`, the closes of what is left open) are not its end.
+   */
   pageEnds(): void {
     this.#ending = true;
   }
@@ -315,9 +318,9 @@ class PageCollector implements Partial<Handler> {
  * htmlparser2's Parser, telling the collector when an open tag's attributes are complete. The collector
  * takes attributes one by one (`onattribute`) and only those its rules read, instead of an object of
  * every attribute of every tag (`onopentag`): on 2,000 pages of the Rust documentation htmlparser2 took
- * 0.285 ms a page with those objects and 0.248 ms without (a script not kept, 2026-12-07). The three
- * methods are the tokenizer's calls into the parser: the end of an open tag (`>`), of a self-closing
- * one (`/>`), and of the page.
+ * 0.285 ms a page with those objects and 0.248 ms without (a script not kept, 2026-12-07). The two
+ * methods are the tokenizer's calls into the parser at the end of an open tag (`>`) and of a
+ * self-closing one (`/>`).
  */
 class ScanParser extends Parser {
   readonly #collector: PageCollector;
@@ -336,11 +339,6 @@ class ScanParser extends Parser {
   override onselfclosingtag(endIndex: number): void {
     this.#collector.openTagComplete();
     super.onselfclosingtag(endIndex);
-  }
-
-  override onend(): void {
-    this.#collector.pageEnds();
-    super.onend();
   }
 }
 
@@ -371,7 +369,10 @@ export function scanPage(input: string, maxHrefs: number): PageScan {
   const cut = startTagBudgetEnd(input, MAX_START_TAGS);
   const html = cut === null ? input : input.slice(0, cut);
   const found = new PageCollector(maxHrefs);
-  new ScanParser(found).end(html);
+  const parser = new ScanParser(found);
+  parser.write(html);
+  found.pageEnds();
+  parser.end();
   const { base, title, description, language, contentLanguage, canonicalHref, noindex, nofollow, hrefs, anchorTexts, headings, text } = found;
   return { base, title, description, language, contentLanguage, canonicalHref, noindex, nofollow, hrefs, anchorTexts, headings, text, truncated: cut !== null };
 }
