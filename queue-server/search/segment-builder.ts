@@ -21,6 +21,7 @@ import { ByteWriter } from './bytes.js';
 import { PostingPool } from './posting-pool.js';
 import { BlockSink, encodeHead, HEAD_BLOCK_BYTES, TEXT_BLOCK_BYTES } from './doc-store.js';
 import { IndexError } from './errors.js';
+import { sortedTermIds } from './term-sort.js';
 import {
   ENTRY_ALIAS,
   FIELD_BODY,
@@ -351,7 +352,7 @@ export class SegmentBuilder {
   content(): SegmentContent {
     this.#heads.seal();
     this.#texts.seal();
-    const order = [...this.#terms.keys()].sort().map((t) => this.#terms.get(t)!);
+    const order = sortedTermIds(this.#termList);
     const termList = this.#termList;
     const pool = this.#pool;
     const streams = { pageDocs: this.#pageDocs, pagePositions: this.#pagePositions, anchorDocs: this.#anchorDocs, anchorPositions: this.#anchorPositions };

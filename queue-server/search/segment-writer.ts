@@ -163,7 +163,11 @@ export function writeSegmentAt(fd: number, start: number, content: SegmentConten
     const block = new ByteWriter(1 << 12);
     let blocks = 0;
     let inBlock = 0;
-    let previous: Buffer | null = null;
+    // The term being written and the one before it, as UTF-8 (two buffers taking turns: a Buffer per
+    // term was 0.6 s of a 100-commit benchmark build).
+    let current = new TermBytes();
+    let previous = new TermBytes();
+    let hasPrevious = false;
     let previousTerm: string | null = null;
     let terms = 0;
     const flushBlock = (): void => {
@@ -178,19 +182,19 @@ export function writeSegmentAt(fd: number, start: number, content: SegmentConten
     for (const t of content.terms) {
       if (previousTerm !== null && !(previousTerm < t.term)) throw new Error(`segment terms out of order: ${JSON.stringify(previousTerm)} then ${JSON.stringify(t.term)}`);
       if (t.pageDf === 0 && t.anchorDf === 0) continue;
-      const encoded = Buffer.from(t.term, 'utf8');
+      current.encode(t.term);
       if (inBlock === DICTIONARY_BLOCK_TERMS) flushBlock();
       if (inBlock === 0) {
         blocks++;
         blockIndex.string(t.term);
         blockIndex.varint(dictionary.length);
         blockIndex.varint(out.offset - HEADER_BYTES);
-        previous = null;
+        hasPrevious = false;
       }
-      const prefix = previous === null ? 0 : sharedPrefix(previous, encoded);
+      const prefix = hasPrevious ? sharedPrefix(previous, current) : 0;
       block.varint(prefix);
-      block.varint(encoded.length - prefix);
-      block.bytes(encoded.subarray(prefix));
+      block.varint(current.length - prefix);
+      block.range(current.bytes, prefix, current.length);
       block.varint(t.pageDf);
       block.varint(t.anchorDf);
       if (t.pageDf > 0) {
@@ -207,7 +211,8 @@ export function writeSegmentAt(fd: number, start: number, content: SegmentConten
       }
       inBlock++;
       terms++;
-      previous = encoded;
+      [previous, current] = [current, previous];
+      hasPrevious = true;
       previousTerm = t.term;
     }
     flushBlock();
@@ -277,9 +282,32 @@ export function writeSegmentAt(fd: number, start: number, content: SegmentConten
   }
 }
 
-function sharedPrefix(a: Buffer, b: Buffer): number {
+/** A term's UTF-8 bytes in a buffer reused from term to term. */
+class TermBytes {
+  bytes = Buffer.allocUnsafe(256);
+  length = 0;
+
+  encode(term: string): void {
+    if (term.length * 3 > this.bytes.length) this.bytes = Buffer.allocUnsafe(term.length * 3);
+    const bytes = this.bytes;
+    const n = term.length;
+    for (let i = 0; i < n; i++) {
+      const unit = term.charCodeAt(i);
+      if (unit >= 0x80) {
+        this.length = bytes.write(term, 0, 'utf8');
+        return;
+      }
+      bytes[i] = unit;
+    }
+    this.length = n;
+  }
+}
+
+function sharedPrefix(a: TermBytes, b: TermBytes): number {
   const n = Math.min(a.length, b.length, 255);
+  const x = a.bytes;
+  const y = b.bytes;
   let i = 0;
-  while (i < n && a[i] === b[i]) i++;
+  while (i < n && x[i] === y[i]) i++;
   return i;
 }
