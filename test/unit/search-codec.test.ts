@@ -126,8 +126,9 @@ describe('search index codec', () => {
 
   it('keeps interleaved streams of the posting pool apart, across slices, blocks and a reset', () => {
     fc.assert(
-      // Small values (one to four bytes: the pool's fast path at a slice's end), up to 2^28 - 1, and any up to 2^53 - 1.
-      fc.property(fc.array(fc.tuple(fc.nat(20), fc.oneof(fc.nat(300), fc.nat(0x0fffffff), fc.maxSafeNat())), { maxLength: 30_000 }), (writes) => {
+      // Small values (one to four bytes: the pool's fast path at a slice's end), up to 2^28 - 1, around
+      // 2^28 (four bytes or five), and any up to 2^53 - 1.
+      fc.property(fc.array(fc.tuple(fc.nat(20), fc.oneof(fc.nat(300), fc.nat(0x0fffffff), fc.integer({ min: 0x0ffffff0, max: 0x1000000f }), fc.maxSafeNat())), { maxLength: 30_000, size: 'max' }), (writes) => {
         const pool = new PostingPool();
         for (let round = 0; round < 2; round++) {
           pool.reset();
