@@ -211,7 +211,9 @@ export function writeSegmentAt(fd: number, start: number, content: SegmentConten
       }
       inBlock++;
       terms++;
-      [previous, current] = [current, previous];
+      const written = previous;
+      previous = current;
+      current = written;
       hasPrevious = true;
       previousTerm = t.term;
     }
