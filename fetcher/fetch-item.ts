@@ -9,7 +9,7 @@ import type { Dispatcher } from 'undici';
 import { LIMITS, type CacheHeaders, type ItemResult, type ScheduleItem } from '../shared/protocol.js';
 import { contentSignature } from '../shared/url-hash.js';
 import { normalizeUrl } from '../shared/url-normalize.js';
-import { decodeHtml } from './decode.js';
+import { decodeHtml, decodeHtmlChunks } from './decode.js';
 import { download, type DownloadOptions, type DownloadResult } from './download.js';
 import { bound } from './text-bounds.js';
 import { xRobotsTag } from './x-robots-tag.js';
@@ -142,7 +142,8 @@ async function fetchPage(ctx: FetchContext, slot: number, item: ScheduleItem): P
     return { ...result, signature, index: buildIndexData({ title: null, headings: [], bodyText: text, language: firstLanguage(contentLanguage), anchors: [] }) };
   }
   const { extractPage } = await preloadExtractor();
-  const extracted = extractPage(decodeHtml(response.body, contentType), item.url);
+  // In pieces: a page of megabytes is never one string (decode.ts).
+  const extracted = extractPage(decodeHtmlChunks(response.body, contentType), item.url);
   // X-Robots-Tag says what the meta robots tag says (x-robots-tag.ts); either one is enough.
   const header = xRobotsTag(response.headers['x-robots-tag'], 'petrel');
   const page =

@@ -116,6 +116,10 @@ class PageCollector implements Partial<Handler> {
    * concatenation, and `endsWith` on such a string copies it, once per block element.
    */
   #endsWithSpace = false;
+  /** The current text node is added to the open link's anchor text (it began while that was under ANCHOR_TEXT_CHARS). */
+  #keepAnchorRun = false;
+  /** The current text node is added to the open heading's text (it began while that was under HEADING_TEXT_CHARS). */
+  #keepHeadingRun = false;
   /** The current text node is being kept (it began while the text was under its budget). */
   #keepTextRun = false;
   /**
@@ -296,11 +300,14 @@ class PageCollector implements Partial<Handler> {
       this.#endsWithSpace = data.charCodeAt(data.length - 1) === 0x20;
     }
     if (this.#hidden !== 0) return;
-    if (this.#anchor >= 0 && this.anchorTexts[this.#anchor]!.length < ANCHOR_TEXT_CHARS) this.anchorTexts[this.#anchor] += data;
-    if (this.#headingDepth > 0 && this.headings.length > 0) {
-      const last = this.headings.length - 1;
-      if (this.headings[last]!.length < HEADING_TEXT_CHARS) this.headings[last] += data;
+    // Anchor and heading texts are bounded per text node too, as the DOM walk bounded them: one node
+    // can come in several events (entities, and a page written to the parser in pieces).
+    if (startsNode) {
+      this.#keepAnchorRun = this.#anchor >= 0 && this.anchorTexts[this.#anchor]!.length < ANCHOR_TEXT_CHARS;
+      this.#keepHeadingRun = this.#headingDepth > 0 && this.headings.length > 0 && this.headings[this.headings.length - 1]!.length < HEADING_TEXT_CHARS;
     }
+    if (this.#keepAnchorRun) this.anchorTexts[this.#anchor] += data;
+    if (this.#keepHeadingRun) this.headings[this.headings.length - 1] += data;
   }
 
   oncomment(): void {
@@ -329,6 +336,16 @@ class ScanParser extends Parser {
     // The options of cheerio's htmlparser2 mode, which the DOM extractor used: HTML, entities decoded.
     super(collector, { decodeEntities: true });
     this.#collector = collector;
+  }
+
+  /**
+   * A page whose end cuts a tag after its `/` (`<a href=x /`) ends with a text event that htmlparser2
+   * starts at -1, its "no section" mark: read from the page in one write, that is the page's last
+   * character; read from a page written in pieces, a stretch of the last piece. The last character
+   * either way, so a page gives the same in pieces as whole.
+   */
+  override ontext(start: number, endIndex: number): void {
+    super.ontext(start < 0 ? endIndex - 1 : start, endIndex);
   }
 
   override onopentagend(endIndex: number): void {
@@ -364,20 +381,50 @@ export interface PageScan {
   readonly truncated: boolean;
 }
 
-/** The one parse of a page (`extractPage` is this, then the links resolved and the strings bounded). */
-export function scanPage(input: string, maxHrefs: number): PageScan {
-  const cut = startTagBudgetEnd(input, MAX_START_TAGS);
-  const html = cut === null ? input : input.slice(0, cut);
+/**
+ * The one parse of a page (`extractPage` is this, then the links resolved and the strings bounded).
+ * `input` is the page's text whole or in pieces (fetcher/decode.ts `decodeHtmlChunks`), which the
+ * parser takes one write each: the result is the same either way.
+ */
+export function scanPage(input: string | Iterable<string>, maxHrefs: number): PageScan {
   const found = new PageCollector(maxHrefs);
   const parser = new ScanParser(found);
-  parser.write(html);
+  const truncated = writeWithinBudget(parser, typeof input === 'string' ? [input] : input, MAX_START_TAGS);
   found.pageEnds();
   parser.end();
   const { base, title, description, language, contentLanguage, canonicalHref, noindex, nofollow, hrefs, anchorTexts, headings, text } = found;
-  return { base, title, description, language, contentLanguage, canonicalHref, noindex, nofollow, hrefs, anchorTexts, headings, text, truncated: cut !== null };
+  return { base, title, description, language, contentLanguage, canonicalHref, noindex, nofollow, hrefs, anchorTexts, headings, text, truncated };
 }
 
-export function extractPage(input: string, pageUrl: string, maxLinks: number = LIMITS.linksPerPage): ExtractedPage {
+/**
+ * Writes the pieces to the parser up to where the (budget+1)-th start tag begins; true if it cut the
+ * page there. A `<` that ends a piece is held back and written with the next one, so a start tag split
+ * between two pieces is counted where the whole page would count it.
+ */
+function writeWithinBudget(parser: Parser, pieces: Iterable<string>, budget: number): boolean {
+  let left = budget;
+  let held = '';
+  for (const piece of pieces) {
+    let text = held + piece;
+    held = '';
+    if (text.length === 0) continue;
+    if (text.charCodeAt(text.length - 1) === 0x3c) {
+      held = '<';
+      text = text.slice(0, -1);
+    }
+    const tags = startTagsWithin(text, left);
+    if (tags.cut !== null) {
+      parser.write(text.slice(0, tags.cut));
+      return true;
+    }
+    left -= tags.count;
+    if (text.length > 0) parser.write(text);
+  }
+  if (held.length > 0) parser.write(held);
+  return false;
+}
+
+export function extractPage(input: string | Iterable<string>, pageUrl: string, maxLinks: number = LIMITS.linksPerPage): ExtractedPage {
   // Twice the cap of links is kept as written: some are dropped as duplicates once normalized.
   const found = scanPage(input, maxLinks * 2);
   const baseUrl = resolveBase(found.base, pageUrl);
@@ -444,19 +491,20 @@ function excerptOf(text: string): string {
 }
 
 /**
- * Where the (budget+1)-th start tag begins (`<` followed by a letter), or null when the page has no
- * more than `budget`. Counting is a linear scan; `<` inside scripts and comments counts too, which only
- * makes the cut earlier on pages that are huge anyway.
+ * The start tags (`<` followed by a letter) of `html`, counted up to `budget`: `cut` is where the
+ * (budget+1)-th begins, or null when there are no more than `budget` (`count` of them). Counting is a
+ * linear scan; `<` inside scripts and comments counts too, which only makes the cut earlier on pages
+ * that are huge anyway.
  */
-function startTagBudgetEnd(html: string, budget: number): number | null {
+function startTagsWithin(html: string, budget: number): { cut: number | null; count: number } {
   let count = 0;
   for (let at = html.indexOf('<'); at !== -1; at = html.indexOf('<', at + 1)) {
     const next = html.charCodeAt(at + 1);
     if ((next >= 0x61 && next <= 0x7a) || (next >= 0x41 && next <= 0x5a)) {
-      if (++count > budget) return at;
+      if (++count > budget) return { cut: at, count: budget };
     }
   }
-  return null;
+  return { cut: null, count };
 }
 
 function resolveBase(base: string | null, pageUrl: string): string {

@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { decodeHtml, charsetFromContentType } from '../../fetcher/decode.js';
+import { decodeHtml, decodeHtmlChunks, charsetFromContentType } from '../../fetcher/decode.js';
 import { bound, collapseWhitespace, extractPage, type ExtractedPage } from '../../fetcher/html-extract.js';
 import { LIMITS, pageDataSchema } from '../../shared/protocol.js';
 
@@ -226,6 +226,15 @@ describe('index data', () => {
 describe('decodeHtml', () => {
   const SHIFT_JIS_NIHON = [0x93, 0xfa, 0x96, 0x7b]; // "日本"
   const ascii = (text: string) => [...Buffer.from(text, 'latin1')];
+
+  it('decodes windows-1252 as WHATWG says, 0x80-0x9F included, under its own label and those mapped to it', () => {
+    // “Café” – 5 € … Ÿ, and 0x81, which windows-1252 leaves unmapped (U+0081).
+    const bytes = Buffer.from([0x93, 0x43, 0x61, 0x66, 0xe9, 0x94, 0x20, 0x96, 0x20, 0x35, 0x20, 0x80, 0x20, 0x85, 0x20, 0x9f, 0x81]);
+    for (const label of ['windows-1252', 'iso-8859-1', 'latin1', 'us-ascii']) {
+      expect(decodeHtml(bytes, `text/html; charset=${label}`)).toBe('“Café” – 5 € … Ÿ\u0081');
+      expect([...decodeHtmlChunks(bytes, `text/html; charset=${label}`, 3)].join('')).toBe('“Café” – 5 € … Ÿ\u0081');
+    }
+  });
 
   it('decodes UTF-8 by default', () => {
     expect(decodeHtml(Buffer.from('<p>héllo 日本</p>', 'utf8'), null)).toBe('<p>héllo 日本</p>');
