@@ -93,3 +93,15 @@ export function* decodeHtmlChunks(bytes: Uint8Array, contentType: string | null,
   const rest = decoder.decode();
   if (rest.length > 0) yield rest;
 }
+
+/** The first `maxChars` characters of the text (a text/plain page's indexed part): only the pieces that hold them are decoded. */
+export function decodedPrefix(bytes: Uint8Array, contentType: string | null, maxChars: number): string {
+  const pieces: string[] = [];
+  let length = 0;
+  for (const piece of decodeHtmlChunks(bytes, contentType)) {
+    pieces.push(piece);
+    length += piece.length;
+    if (length >= maxChars) break;
+  }
+  return pieces.join('').slice(0, maxChars);
+}

@@ -9,7 +9,7 @@ import type { Dispatcher } from 'undici';
 import { LIMITS, type CacheHeaders, type ItemResult, type ScheduleItem } from '../shared/protocol.js';
 import { contentSignature } from '../shared/url-hash.js';
 import { normalizeUrl } from '../shared/url-normalize.js';
-import { decodeHtml, decodeHtmlChunks } from './decode.js';
+import { decodedPrefix, decodeHtmlChunks } from './decode.js';
 import { download, type DownloadOptions, type DownloadResult } from './download.js';
 import { bound } from './text-bounds.js';
 import { xRobotsTag } from './x-robots-tag.js';
@@ -138,7 +138,7 @@ async function fetchPage(ctx: FetchContext, slot: number, item: ScheduleItem): P
     if (!indexing || !isPlainText(contentType) || xRobotsTag(response.headers['x-robots-tag'], 'petrel').noindex) return { ...result, signature };
     // A text/plain page is indexed as body text alone (no title, headings or links).
     const { buildIndexData } = await loadIndexer();
-    const text = decodeHtml(response.body, contentType).slice(0, PLAIN_TEXT_CHARS);
+    const text = decodedPrefix(response.body, contentType, PLAIN_TEXT_CHARS);
     return { ...result, signature, index: buildIndexData({ title: null, headings: [], bodyText: text, language: firstLanguage(contentLanguage), anchors: [] }) };
   }
   const { extractPage } = await preloadExtractor();

@@ -6,7 +6,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { decodeHtml, decodeHtmlChunks } from '../../fetcher/decode.js';
+import { decodedPrefix, decodeHtml, decodeHtmlChunks } from '../../fetcher/decode.js';
 import { extractPage, MAX_START_TAGS } from '../../fetcher/html-extract.js';
 
 const seed = process.env.FC_SEED === undefined ? Date.now() % 2 ** 31 : Number(process.env.FC_SEED);
@@ -112,6 +112,14 @@ describe('decodeHtmlChunks', () => {
       }
     });
   }
+
+  it('decodes a prefix as the whole text cut to its length', () => {
+    const big = Buffer.from('<p>héllo 日本 \u{1F600}</p>\n'.repeat(10_000), 'utf8');
+    for (const [bytes, contentType] of [...cases.map(([, b, c]) => [b, c] as const), [big, null] as const]) {
+      const whole = decodeHtml(bytes, contentType);
+      for (const n of [0, 1, 5, 17, 40_000, 200_000, 10_000_000]) expect(decodedPrefix(bytes, contentType, n)).toBe(whole.slice(0, n));
+    }
+  });
 
   it('extracts from a page decoded in pieces what it extracts from the page decoded whole', () => {
     const html = `<html lang="ja"><title>日本語のページ</title><body>${'<p>段落 é <a href="/リンク">リンク</a></p>\n'.repeat(3000)}</body>`;
