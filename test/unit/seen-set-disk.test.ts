@@ -24,8 +24,8 @@ describe('BTree.hasSorted', () => {
   it('answers a sorted batch exactly as one look-up per key would, across leaves and levels (property)', () => {
     fc.assert(
       fc.property(
-        fc.uniqueArray(fc.integer({ min: 0, max: 20_000 }), { maxLength: 1_500 }),
-        fc.array(fc.integer({ min: -5, max: 20_005 }), { maxLength: 600 }),
+        fc.uniqueArray(fc.integer({ min: 0, max: 20_000 }), { maxLength: 1_500, size: 'max' }),
+        fc.array(fc.integer({ min: -5, max: 20_005 }), { maxLength: 600, size: 'max' }),
         (stored, asked) =>
           withTempFile((file) => {
             // 1 KiB pages and 40-byte values: a few dozen keys per leaf, so batches cross many leaves.
@@ -62,7 +62,7 @@ describe('BTree.hasSorted', () => {
 type Step = { kind: 'batch'; urls: number[] } | { kind: 'commit' } | { kind: 'crash' } | { kind: 'reopen' };
 
 const stepArb: fc.Arbitrary<Step> = fc.oneof(
-  { weight: 6, arbitrary: fc.array(fc.integer({ min: 0, max: 3_000 }), { minLength: 1, maxLength: 300 }).map((urls) => ({ kind: 'batch' as const, urls })) },
+  { weight: 6, arbitrary: fc.array(fc.integer({ min: 0, max: 3_000 }), { minLength: 1, maxLength: 300, size: 'max' }).map((urls) => ({ kind: 'batch' as const, urls })) },
   { weight: 2, arbitrary: fc.constant({ kind: 'commit' as const }) },
   { weight: 1, arbitrary: fc.constant({ kind: 'crash' as const }) },
   { weight: 1, arbitrary: fc.constant({ kind: 'reopen' as const }) },
@@ -81,7 +81,7 @@ function openSeen(file: string): { db: CrawlDb; seen: SeenSet } {
 describe('SeenSet over the crawl database', () => {
   it('admits each URL once across batches, commits, kills before a commit and reopens (property, against a model)', () => {
     fc.assert(
-      fc.property(fc.array(stepArb, { maxLength: 25 }), (steps) =>
+      fc.property(fc.array(stepArb, { maxLength: 25, size: 'max' }), (steps) =>
         withTempFile((file) => {
           let { db, seen } = openSeen(file);
           /** URLs durable in the crawl database; and those admitted since the last commit. */

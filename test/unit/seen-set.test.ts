@@ -44,7 +44,7 @@ const hashWithEdges = fc.oneof({ weight: 5, arbitrary: hashArb }, { weight: 1, a
 describe('ScalableBloomFilter', () => {
   it('never forgets an added hash (no false negatives), across stage growth', () => {
     fc.assert(
-      fc.property(fc.array(hashWithEdges, { maxLength: 400 }), fc.integer({ min: 1, max: 50 }), fc.double({ min: 0.001, max: 0.9, noNaN: true }), (hashes, capacity, rate) => {
+      fc.property(fc.array(hashWithEdges, { maxLength: 400, size: 'max' }), fc.integer({ min: 1, max: 50 }), fc.double({ min: 0.001, max: 0.9, noNaN: true }), (hashes, capacity, rate) => {
         const filter = new ScalableBloomFilter({ capacity, falsePositiveRate: rate });
         hashes.forEach((hash, index) => {
           filter.add(...halves(hash));
@@ -113,7 +113,7 @@ describe('ScalableBloomFilter', () => {
 describe('UrlHashSet', () => {
   it('is an exact set: matches a model set under any sequence of adds and look-ups', () => {
     fc.assert(
-      fc.property(fc.array(fc.tuple(fc.boolean(), fc.integer({ min: 0, max: 300 })), { maxLength: 600 }), fc.integer({ min: 0, max: 64 }), (ops, initialCapacity) => {
+      fc.property(fc.array(fc.tuple(fc.boolean(), fc.integer({ min: 0, max: 300 })), { maxLength: 600, size: 'max' }), fc.integer({ min: 0, max: 64 }), (ops, initialCapacity) => {
         // A small pool of hashes, spread over both halves and including the all-zero hash, so adds repeat.
         const pool = (n: number): [number, number] => (n === 0 ? [0, 0] : [(n * 0x9e3779b1) >>> 0 & 0xff, (n * 0x85ebca6b) >>> 0]);
         const set = new UrlHashSet(initialCapacity);
@@ -207,7 +207,7 @@ describe('SeenSet', () => {
 
   it('admits interleaved repeats once each (property, against a model)', () => {
     fc.assert(
-      fc.property(fc.array(fc.integer({ min: 0, max: 500 }), { maxLength: 1500 }), (picks) => {
+      fc.property(fc.array(fc.integer({ min: 0, max: 500 }), { maxLength: 1500, size: 'max' }), (picks) => {
         const seen = new SeenSet({ capacity: 20, falsePositiveRate: 0.3 });
         const model = new Set<number>();
         for (const n of picks) {
