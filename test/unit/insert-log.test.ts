@@ -59,7 +59,7 @@ describe('UrlHashMap', () => {
   it('agrees with a Map through sets, replacements and deletions (backward shift keeps every entry findable)', () => {
     fc.assert(
       fc.property(
-        fc.array(fc.tuple(fc.constantFrom('set', 'delete'), fc.integer({ min: 0, max: 300 }), fc.integer({ min: 0, max: 1000 })), { maxLength: 2000 }),
+        fc.array(fc.tuple(fc.constantFrom('set', 'delete'), fc.integer({ min: 0, max: 300 }), fc.integer({ min: 0, max: 1000 })), { maxLength: 2000, size: 'max' }),
         (ops) => {
           const map = new UrlHashMap(4);
           const model = new Map<number, number>();
@@ -116,7 +116,7 @@ describe('CrawlDb with an insert log', () => {
     /** The runs must reach what they are for: a sweep spread over commits, with two files live (a kill in one: the next test). */
     const reached = { longSweep: false };
     fc.assert(
-      fc.property(fc.array(op, { minLength: 20, maxLength: 400 }), fc.integer({ min: 8, max: 120 }), fc.integer({ min: 1, max: 40 }), (ops, logEntries, logSliceKeys) => {
+      fc.property(fc.array(op, { minLength: 20, maxLength: 400, size: 'max' }), fc.integer({ min: 8, max: 120 }), fc.integer({ min: 1, max: 40 }), (ops, logEntries, logSliceKeys) => {
         const dir = tempDir();
         const path = join(dir, 'crawldb.btree');
         const open = () => {
@@ -173,7 +173,7 @@ describe('CrawlDb with an insert log', () => {
           closeIfOpen(db);
         }
       }),
-      { seed, numRuns: 60 },
+      { seed, numRuns: 20 },
     );
     expect(reached).toEqual({ longSweep: true });
   });
@@ -183,7 +183,7 @@ describe('CrawlDb with an insert log', () => {
     /** Loads that met a key in both the tree and the log (a changed record, or a swept one, before a kill). */
     const reached = { inBoth: false };
     fc.assert(
-      fc.property(fc.array(op, { minLength: 20, maxLength: 300 }), fc.integer({ min: 8, max: 100 }), fc.integer({ min: 1, max: 30 }), (ops, logEntries, logSliceKeys) => {
+      fc.property(fc.array(op, { minLength: 20, maxLength: 300, size: 'max' }), fc.integer({ min: 8, max: 100 }), fc.integer({ min: 1, max: 30 }), (ops, logEntries, logSliceKeys) => {
         const dir = tempDir();
         const path = join(dir, 'crawldb.btree');
         const hashOf = (n: number): UrlHash => urlHash(urlOf(n));
@@ -248,7 +248,7 @@ describe('CrawlDb with an insert log', () => {
           closeIfOpen(db);
         }
       }),
-      { seed, numRuns: 60 },
+      { seed, numRuns: 30 },
     );
     expect(reached).toEqual({ inBoth: true });
   });
