@@ -55,7 +55,7 @@ const keyArb = keysFrom(300);
 const valueArb = fc
   .oneof(
     { weight: 3, arbitrary: fc.uint8Array({ maxLength: 12 }) },
-    { weight: 2, arbitrary: fc.uint8Array({ minLength: 100, maxLength: MAX }) },
+    { weight: 2, arbitrary: fc.uint8Array({ minLength: 100, maxLength: MAX, size: 'max' }) },
     { weight: 1, arbitrary: fc.constant(new Uint8Array(MAX).fill(0xee)) },
   )
   .map(hex);
@@ -246,7 +246,7 @@ describe('BTree against a Map model', () => {
 
   it('forEachEntry hands over every entry once in key order, as views that stay right while the visitor reads the tree', () => {
     const walkArb: fc.Arbitrary<Step> = fc.record({ op: fc.constant('walk' as const), probe: keyArb });
-    const bulkArb = fc.record({ op: fc.constant('batch' as const), ops: fc.array(mutationArb, { minLength: 50, maxLength: 300 }), abort: fc.constant(false) });
+    const bulkArb = fc.record({ op: fc.constant('batch' as const), ops: fc.array(mutationArb, { minLength: 50, maxLength: 300, size: 'max' }), abort: fc.constant(false) });
     fc.assert(
       fc.property(bulkArb, fc.array(fc.oneof({ weight: 3, arbitrary: stepArb }, { weight: 2, arbitrary: walkArb }), { minLength: 1, maxLength: 40, size: 'medium' }), (bulk, steps) =>
         runSteps([bulk, ...steps]),
@@ -259,8 +259,8 @@ describe('BTree against a Map model', () => {
     const entryArb = fc.record({ key: keysFrom(3000), value: valueArb });
     const insertArb: fc.Arbitrary<Step> = fc.record({
       op: fc.constant('insertAbsent' as const),
-      before: fc.array(mutationsOn(keysFrom(3000)), { maxLength: 20 }),
-      entries: fc.array(entryArb, { minLength: 0, maxLength: 400 }),
+      before: fc.array(mutationsOn(keysFrom(3000)), { maxLength: 20, size: 'max' }),
+      entries: fc.array(entryArb, { minLength: 0, maxLength: 400, size: 'medium' }),
     });
     fc.assert(
       fc.property(fc.array(fc.oneof({ weight: 2, arbitrary: stepArb }, { weight: 3, arbitrary: insertArb }), { minLength: 1, maxLength: 25, size: 'medium' }), (steps) => runSteps(steps)),

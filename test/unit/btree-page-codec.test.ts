@@ -61,7 +61,7 @@ describe('page checksum', () => {
       return (c ^ 0xffffffff) >>> 0;
     };
     fc.assert(
-      fc.property(fc.uint8Array({ minLength: 4, maxLength: 100 }), (bytes) => pageChecksum(bytes) === slow(bytes)),
+      fc.property(fc.uint8Array({ minLength: 4, maxLength: 100, size: 'max' }), (bytes) => pageChecksum(bytes) === slow(bytes)),
       { seed, numRuns: 200 },
     );
   });
@@ -83,8 +83,8 @@ describe('page codec', () => {
   it('round-trips random leaves, branches and free-list pages', () => {
     fc.assert(
       fc.property(
-        fc.array(fc.uint8Array({ maxLength: 60 }), { maxLength: 14 }),
-        fc.array(fc.integer({ min: 2, max: 2 ** 32 - 1 }), { minLength: 1, maxLength: 80 }),
+        fc.array(fc.uint8Array({ maxLength: 60, size: 'max' }), { maxLength: 14, size: 'max' }),
+        fc.array(fc.integer({ min: 2, max: 2 ** 32 - 1 }), { minLength: 1, maxLength: 80, size: 'max' }),
         (values, ids) => {
           const pageSize = 1024;
           const keys = values.map((_, i) => k(i));
