@@ -20,7 +20,7 @@ describe('BiggestQueues', () => {
   it('names, per Crawl-delay, origins with the most queued URLs, as a brute-force model does', () => {
     const step = fc.record({ origin: fc.integer({ min: 0, max: 11 }), group: fc.constantFrom(...GROUPS), queued: fc.oneof(fc.integer({ min: 0, max: 40 }), fc.constant(0)) , delta: fc.boolean() });
     fc.assert(
-      fc.property(fc.array(step, { maxLength: 300 }), (steps) => {
+      fc.property(fc.array(step, { maxLength: 300, size: 'max' }), (steps) => {
         const tracked = new BiggestQueues<number>();
         const model = new Map<number, { group: number | null; queued: number }>();
         for (const { origin, group, queued, delta } of steps) {

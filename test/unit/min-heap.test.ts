@@ -14,7 +14,7 @@ describe('MinHeap', () => {
       { arbitrary: fc.record({ kind: fc.constant('clear' as const) }), weight: 1 },
     );
     fc.assert(
-      fc.property(fc.array(op, { maxLength: 120 }), (ops) => {
+      fc.property(fc.array(op, { maxLength: 120, size: 'max' }), (ops) => {
         const heap = new MinHeap<{ value: number; seq: number }>((a, b) => a.value < b.value || (a.value === b.value && a.seq < b.seq));
         let model: { value: number; seq: number }[] = [];
         let seq = 0;
