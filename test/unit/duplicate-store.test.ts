@@ -44,7 +44,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
 describe('DuplicateStore', () => {
   it('answers as the in-memory indexes do through adds, removals, commits and reopens (property, against the model)', () => {
     fc.assert(
-      fc.property(fc.array(opArb, { minLength: 30, maxLength: 150 }), (ops) =>
+      fc.property(fc.array(opArb, { minLength: 30, maxLength: 150, size: 'max' }), (ops) =>
         withTempFile((file) => {
           let store = DuplicateStore.open(file);
           const signatures = new SignatureIndex();
