@@ -200,7 +200,7 @@ describe('search index codec', () => {
 
   it('keeps the number of segments logarithmic in the entries committed', () => {
     fc.assert(
-      fc.property(fc.array(fc.integer({ min: 1, max: 500 }), { minLength: 1, maxLength: 400 }), (commits) => {
+      fc.property(fc.array(fc.integer({ min: 1, max: 500 }), { minLength: 1, maxLength: 400, size: 'max' }), (commits) => {
         let segments: Array<{ id: number; entries: number; deleted: number }> = [];
         let id = 0;
         let total = 0;
