@@ -190,8 +190,8 @@ describe('cache record properties', () => {
   // long ones (often over MAX_FIELD_BYTES in UTF-8) and ASCII runs around the limit, so that the drop
   // rule and its boundary are exercised as often as the plain round trip.
   const text = fc.oneof(
-    fc.string({ unit: 'grapheme', minLength: 1, maxLength: 60 }),
-    fc.string({ unit: 'grapheme', minLength: 60, maxLength: 160 }),
+    fc.string({ unit: 'grapheme', minLength: 1, maxLength: 60, size: 'max' }),
+    fc.string({ unit: 'grapheme', minLength: 60, maxLength: 160, size: 'max' }),
     fc.integer({ min: MAX_FIELD_BYTES - 20, max: MAX_FIELD_BYTES + 20 }).map((n) => 'a'.repeat(n)),
   );
   const field = fc.option(text, { nil: null });

@@ -52,7 +52,7 @@ const locationArb: fc.Arbitrary<CaptureLocation> = fc
   }));
 
 const recordArb: fc.Arbitrary<CrawlDbRecord> = fc.record({
-  url: fc.oneof(fc.string({ maxLength: MAX_URL }), fc.webUrl().filter((url) => url.length <= MAX_URL)),
+  url: fc.oneof(fc.string({ maxLength: MAX_URL, size: 'max' }), fc.webUrl().filter((url) => url.length <= MAX_URL)),
   status: fc.constantFrom(...CRAWL_STATUSES),
   depth: fc.integer({ min: 0, max: 0xffffffff }),
   score: finite,
@@ -67,7 +67,7 @@ const recordArb: fc.Arbitrary<CrawlDbRecord> = fc.record({
   simhash: fc.option(hex16),
   duplicateOf: fc.option(hex16),
   redirectTo: fc.option(hex16),
-  errorCode: fc.option(fc.oneof(fc.constantFrom('', 'timeout', 'http-503', 'robots-disallowed'), fc.string({ unit: 'grapheme', maxLength: 100 }))),
+  errorCode: fc.option(fc.oneof(fc.constantFrom('', 'timeout', 'http-503', 'robots-disallowed'), fc.string({ unit: 'grapheme', maxLength: 100, size: 'max' }))),
   warc: fc.option(locationArb),
 });
 
