@@ -380,7 +380,7 @@ describe('invariants under random claims, results, expiries and time', () => {
     const origins = ['http://c1.example', 'http://c2.example', 'http://c3.example', 'http://slow.example'];
     const concurrency: Record<string, number> = { 'http://c1.example': 1, 'http://c2.example': 2, 'http://c3.example': 3, 'http://slow.example': 1 };
     fc.assert(
-      fc.property(fc.array(stepArb, { minLength: 1, maxLength: 80 }), (steps) => {
+      fc.property(fc.array(stepArb, { minLength: 1, maxLength: 80, size: 'max' }), (steps) => {
         const world = new World({ concurrency, delayMs: 1000, slotUrls: 3 });
         const all = new Set<string>();
         for (const origin of origins) {

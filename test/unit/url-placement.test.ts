@@ -64,7 +64,7 @@ describe('UrlPlacement pending URLs', () => {
       fc.record({ kind: fc.constant('drop' as const) }),
     );
     fc.assert(
-      fc.property(fc.array(op, { maxLength: 60 }), (ops) => {
+      fc.property(fc.array(op, { maxLength: 60, size: 'max' }), (ops) => {
         const placement = new UrlPlacement();
         const model = new Map<string, QueuedUrl>();
         const made: QueuedUrl[] = [];
