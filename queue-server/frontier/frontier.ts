@@ -15,8 +15,8 @@
  * stale and skipped, so nothing is ever removed from the middle of a heap.
  *
  * With a store every queued URL is on disk from the moment it is queued until it is settled (its
- * result, denial or skip applied: `settle`), and at most `memoryUrls` of them (plus one refill batch)
- * are in memory as heads; a URL queued while memory is full, or behind URLs of its origin that are on
+ * result, denial or skip applied: `settle`), and at most `memoryUrls` of them (plus `refillSlack`,
+ * as many again, and URLs given back from leases) are in memory as heads; a URL queued while memory is full, or behind URLs of its origin that are on
  * disk only, stays on disk only. Nothing is dropped for lack of memory. Within an origin the URLs come
  * in priority order, except that heads already in memory go before a better URL queued after them
  * while memory was full (the next refill reads the disk in order again).
@@ -269,6 +269,20 @@ export interface FrontierOptions {
 const REFILL_MIN = 32;
 const REFILL_MAX = 512;
 
+/**
+ * How far refills may take the URLs in memory past `memoryUrls`: a refill reads REFILL_MIN URLs even
+ * when memory is full (so an origin is not read back one URL per take), and each origin refilled so
+ * keeps the rest of its batch as heads. Without a cap that added up to 31 URLs for every origin taken
+ * from while memory was full, a number that grows with the crawl's hosts (found by the frontier's model
+ * test once it generated long runs). Past the slack a refill reads only the URL being taken. As many
+ * again as `memoryUrls`: with an eighth, `bench-queue-server scale --target-urls 1000000` (100,000
+ * hosts) spent 0.968, 1.219 and 1.130 times the queue server's CPU a page of the build without a cap
+ * (one-URL refills), with as many again 1.005 (2026-12-07).
+ */
+export function refillSlack(memoryUrls: number): number {
+  return Math.max(REFILL_MIN, memoryUrls);
+}
+
 export class Frontier {
   readonly #origins = new Map<string, OriginQueue>();
   readonly #eligible = new MinHeap<HeapEntry>((a, b) => a.priority < b.priority || (a.priority === b.priority && a.seq < b.seq));
@@ -276,6 +290,7 @@ export class Frontier {
   readonly #policy: FrontierPolicy;
   readonly #store: FrontierStore | null;
   readonly #memoryUrls: number;
+  readonly #refillSlack: number;
   readonly #onResident: (entry: QueuedUrl) => void;
   readonly #validate: (entry: QueuedUrl) => boolean;
   readonly #isPending: (hash: UrlHash) => boolean;
@@ -298,6 +313,7 @@ export class Frontier {
     this.#policy = policy;
     this.#store = options.store ?? null;
     this.#memoryUrls = this.#store === null ? Infinity : (options.memoryUrls ?? 100_000);
+    this.#refillSlack = refillSlack(this.#memoryUrls);
     this.#onResident = options.onResident ?? (() => {});
     this.#validate = options.validate ?? (() => true);
     this.#isPending = options.isPending ?? (() => false);
@@ -549,7 +565,8 @@ export class Frontier {
   take(queue: OriginQueue): QueuedUrl | undefined {
     const line = lineOf(queue);
     let entry = line.urls.pop();
-    if (entry === undefined && line.onDisk > 0) {
+    // A batch read back may hold only URLs settled meanwhile (dropped as it is read): read on.
+    while (entry === undefined && line.onDisk > 0) {
       this.#refill(queue, line);
       entry = line.urls.pop();
     }
@@ -629,7 +646,11 @@ export class Frontier {
    */
   #refill(queue: OriginQueue, line: OriginLine): void {
     const store = this.#store!;
-    const limit = Math.min(line.onDisk, Math.max(REFILL_MIN, Math.min(REFILL_MAX, this.#memoryUrls - this.#resident)));
+    // A batch up to the room left in memory; with less room than REFILL_MIN, REFILL_MIN while the
+    // slack past `memoryUrls` lasts, then the one URL being taken.
+    const room = this.#memoryUrls - this.#resident;
+    const slack = this.#memoryUrls + this.#refillSlack - this.#resident;
+    const limit = Math.min(line.onDisk, room >= REFILL_MIN ? Math.min(REFILL_MAX, room) : Math.max(1, Math.min(REFILL_MIN, slack)));
     const rows = store.readOrigin(line.id, limit, (key) => this.#out.has(key));
     // Fewer than asked: the disk holds no more of the origin than this (counts from a directory record
     // written before a kill may be high).
