@@ -11,7 +11,7 @@ import { contentSignature } from '../shared/url-hash.js';
 import { normalizeUrl } from '../shared/url-normalize.js';
 import { decodedPrefix, decodeHtmlChunks } from './decode.js';
 import { download, type DownloadOptions, type DownloadResult } from './download.js';
-import { bound } from './text-bounds.js';
+import { bound } from '../shared/text-bounds.js';
 import { xRobotsTag } from './x-robots-tag.js';
 import { buildCapture, type Capture } from '../shared/warc/exchange.js';
 import { WarcError } from '../shared/warc/errors.js';

@@ -46,7 +46,7 @@ import { simhash } from '../shared/simhash.js';
 import { isSpace } from '../shared/tokenize.js';
 import { normalizeUrl } from '../shared/url-normalize.js';
 import { LinkResolver } from './link-resolver.js';
-import { bound } from './text-bounds.js';
+import { bound } from '../shared/text-bounds.js';
 
 export { bound };
 

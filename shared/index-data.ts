@@ -30,6 +30,7 @@
  */
 import { z } from 'zod';
 import { MAX_TERM_CHARS, normalizeText, STEMMERS, stemmerFor, tokenize } from './tokenize.js';
+import { bound } from './text-bounds.js';
 
 export const INDEX_LIMITS = {
   /** Stored text for snippets, UTF-8 bytes. */
@@ -147,9 +148,10 @@ export interface IndexDataInput {
 
 /** Builds a page's index data (pure; the fetcher calls it once per indexable page). */
 export function buildIndexData(input: IndexDataInput): IndexData {
-  const language = input.language === null ? null : input.language.slice(0, INDEX_LIMITS.languageChars);
+  const language = input.language === null ? null : bound(input.language, INDEX_LIMITS.languageChars);
   const stemmer = stemmerFor(language);
-  const title = input.title === null ? null : input.title.slice(0, INDEX_LIMITS.titleChars);
+  // Cut between characters: a lone surrogate would come out of UTF-8 (the results frame) as U+FFFD.
+  const title = input.title === null ? null : bound(input.title, INDEX_LIMITS.titleChars);
 
   const headingTerms: string[] = [];
   const headingPositions: number[] = [];
@@ -225,7 +227,7 @@ function anchorTerms(anchors: IndexDataInput['anchors'], language: string | null
     }
     const budget = INDEX_LIMITS.anchorTerms - terms.length;
     if (budget <= 0) continue;
-    terms.push(...tokenize(anchor.text.slice(0, INDEX_LIMITS.anchorTextChars), { language, maxTerms: budget }));
+    terms.push(...tokenize(bound(anchor.text, INDEX_LIMITS.anchorTextChars), { language, maxTerms: budget }));
   }
   const out: AnchorTerms[] = [];
   for (const [url, terms] of byUrl) if (terms.length > 0) out.push({ url, terms });

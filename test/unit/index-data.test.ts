@@ -64,6 +64,15 @@ describe('index data', () => {
     expect(refuses(() => {})).toBe(false);
   });
 
+  it('cuts a long title and anchor text between characters, never inside a surrogate pair', () => {
+    // A character beyond the BMP straddling the title's bound: cut before it, not after its first half.
+    const title = `${'t'.repeat(INDEX_LIMITS.titleChars - 1)}\u{1D11E}tail`;
+    const data = buildIndexData({ title, headings: [], bodyText: 'body', language: null, anchors: [{ url: 'http://a.example/', text: `${'a '.repeat(5000)}\u{1D11E}` }] });
+    expect(data.title).toBe('t'.repeat(INDEX_LIMITS.titleChars - 1));
+    expect(Buffer.from(data.title!, 'utf8').toString('utf8')).toBe(data.title);
+    expect(indexDataSchema.parse(data)).toEqual(data);
+  });
+
   it('cuts UTF-8 without splitting a character', () => {
     expect(cutUtf8('aé😀b', 3)).toBe('aé');
     expect(cutUtf8('aé😀b', 6)).toBe('aé');

@@ -1,4 +1,4 @@
-/** Bounding strings from the web before they leave the fetcher (the protocol's LIMITS say how long). */
+/** Bounding strings from the web before they are posted or stored (the protocol's LIMITS say how long). */
 
 /** Cuts to at most `max` characters without splitting a surrogate pair. */
 export function bound(text: string, max: number): string {
