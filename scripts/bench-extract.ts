@@ -12,6 +12,8 @@
  *   index data   the search index's data of the page from what the extraction gathered (buildIndexData,
  *                shared/index-data.ts: tokenizing, stemming, positions), and its JSON bytes (plain, gzipped)
  *   dom extract  the DOM extractor it replaced (scripts/bench-extract/cheerio-extract.ts), for comparison
+ *   in pieces    decode and extract as the fetcher does them: the page decoded 32 KiB at a time and each
+ *                piece written to the parser (decodeHtmlChunks), beside decode + extract of the whole text
  *
  * Each stage runs over all pages `--rounds` times after one warm-up round; the fastest round counts (on
  * a shared machine the least disturbed one). CPU is process.cpuUsage (user + system), so garbage
@@ -22,7 +24,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { decodeHtml } from '../fetcher/decode.js';
+import { decodeHtml, decodeHtmlChunks } from '../fetcher/decode.js';
 import { collapseWhitespace, extractPage, scanPage } from '../fetcher/html-extract.js';
 import { gzipSync } from 'node:zlib';
 import { buildIndexData } from '../shared/index-data.js';
@@ -118,6 +120,8 @@ function main(): number {
     return collapseWhitespace(text.slice(0, 16)) === '' ? null : simhash(text);
   }));
   const dom = perPage(time(pages, rounds, (page) => extractPageWithCheerio(page.html, page.url)));
+  const whole = perPage(time(pages, rounds, (page) => extractPage(decodeHtml(page.bytes, 'text/html'), page.url)));
+  const inPieces = perPage(time(pages, rounds, (page) => extractPage(decodeHtmlChunks(page.bytes, 'text/html'), page.url)));
   const extracted = pages.map((page) => extractPage(page.html, page.url));
   const indexInput = (i: number) => {
     const { page, indexSource } = extracted[i]!;
@@ -147,6 +151,8 @@ function main(): number {
       extractRest: Math.max(0, extract - scan - simhashMs),
       indexData,
       domExtract: dom,
+      decodeExtractWhole: whole,
+      decodeExtractInPieces: inPieces,
     },
     indexDataBytesPerPage: { json: indexJsonBytes / pages.length, gzip: indexGzipBytes / pages.length },
   };
@@ -170,6 +176,9 @@ function main(): number {
       `  its JSON: ${(figures.indexDataBytesPerPage.json / 1024).toFixed(1)} KB a page, ${(figures.indexDataBytesPerPage.gzip / 1024).toFixed(1)} KB gzipped`,
       line('extract, DOM (before, for comparison)', dom, null),
       `  streaming extraction is ${(dom / extract).toFixed(1)}x faster than the DOM one`,
+      line('decode + extract, the whole text', whole, null),
+      line('decode + extract in 32 KiB pieces', inPieces, null),
+      `  as the fetcher does it, in pieces: ${(inPieces / whole).toFixed(3)}x the whole text's cost`,
       '',
     ].join('\n'),
   );
