@@ -126,7 +126,7 @@ describe('on messy HTML', () => {
       fc.stringMatching(/^[a-zA-Z0-9 .,!?éß日本-]{0,12}$/),
     );
     fc.assert(
-      fc.property(fc.array(piece, { maxLength: 80 }), (pieces) => {
+      fc.property(fc.array(piece, { maxLength: 80, size: 'max' }), (pieces) => {
         expectSameExtraction(pieces.join(''), PAGE);
       }),
       { numRuns: 400, seed: 20261203 },
