@@ -8,13 +8,15 @@ import { MinHeap } from '../../queue-server/frontier/heap.js';
 
 describe('MinHeap', () => {
   it('pops in order of the comparison, ties first come first served when the comparison says so', () => {
-    const op = fc.oneof(
-      { arbitrary: fc.record({ kind: fc.constant('push' as const), value: fc.integer({ min: 0, max: 20 }) }), weight: 3 },
-      { arbitrary: fc.record({ kind: fc.constant('pop' as const) }), weight: 2 },
-      { arbitrary: fc.record({ kind: fc.constant('clear' as const) }), weight: 1 },
-    );
+    const op = (clears: number) =>
+      fc.oneof(
+        { arbitrary: fc.record({ kind: fc.constant('push' as const), value: fc.integer({ min: 0, max: 20 }) }), weight: 3 },
+        { arbitrary: fc.record({ kind: fc.constant('pop' as const) }), weight: clears === 0 ? 1 : 2 },
+        { arbitrary: fc.record({ kind: fc.constant('clear' as const) }), weight: clears },
+      );
+    // With clears a heap stays small; without them, and fewer pops, it grows to about 60 (past 16).
     fc.assert(
-      fc.property(fc.array(op, { maxLength: 120, size: 'max' }), (ops) => {
+      fc.property(fc.oneof(fc.array(op(1), { maxLength: 120, size: 'max' }), fc.array(op(0), { maxLength: 120, size: 'max' })), (ops) => {
         const heap = new MinHeap<{ value: number; seq: number }>((a, b) => a.value < b.value || (a.value === b.value && a.seq < b.seq));
         let model: { value: number; seq: number }[] = [];
         let seq = 0;
