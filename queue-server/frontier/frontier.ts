@@ -16,8 +16,8 @@
  *
  * With a store every queued URL is on disk from the moment it is queued until it is settled (its
  * result, denial or skip applied: `settle`), and at most `memoryUrls` of them (plus `refillSlack`,
- * as many again, and URLs given back from leases) are in memory as heads; a URL queued while memory is full, or behind URLs of its origin that are on
- * disk only, stays on disk only. Nothing is dropped for lack of memory. Within an origin the URLs come
+ * as many again, and URLs given back from leases) are in memory as heads; a URL queued while memory
+ * is full, or behind URLs of its origin that are on disk only, stays on disk only. Nothing is dropped for lack of memory. Within an origin the URLs come
  * in priority order, except that heads already in memory go before a better URL queued after them
  * while memory was full (the next refill reads the disk in order again).
  *
