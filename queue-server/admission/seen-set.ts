@@ -10,13 +10,17 @@
  * batches (`seenAmong`): the "maybe" answers of a whole results post or inject batch are sorted and
  * confirmed in one ordered pass over the B-Tree (IRLbot's DRUM, Lee et al., WWW 2008), so admission
  * pays no random disk read per link. `UrlHashSet` (12 bytes per URL in memory) remains as the exact
- * store of tests and models.
+ * store of tests and models. Before the exact store, the "maybe" answers ask a bounded set of the URLs
+ * confirmed or admitted lately (recently-seen.ts): most links of a large crawl's pages are known, and
+ * the same ones come back while their hosts are crawled.
  *
- * Memory: the Bloom filter only, about 1.8 MB per million URLs at p = 0.001 (bloom-filter.ts).
+ * Memory: the Bloom filter, about 1.8 MB per million URLs at p = 0.001 (bloom-filter.ts), and the
+ * recently seen URLs' fixed 16 MiB.
  */
 import { urlHashFromHalves, urlHashHigh, urlHashLow, type UrlHash } from '../../shared/url-hash.js';
 import type { CrawlDb } from '../crawldb/crawl-db.js';
 import { ScalableBloomFilter, type BloomFilterOptions } from './bloom-filter.js';
+import { RECENTLY_SEEN_GENERATION_URLS, RecentlySeen } from './recently-seen.js';
 import { UrlHashSet } from './url-hash-set.js';
 
 export interface ExactUrlStore {
@@ -36,20 +40,33 @@ export interface SeenSetStats {
   /** Look-ups where the filter said "maybe" for a URL that was in fact new. */
   bloomFalsePositives: number;
   exactLookups: number;
+  /** "Maybe" answers the recently seen URLs confirmed without asking the exact store. */
+  recentHits: number;
+  recentUrls: number;
+  recentBytes: number;
   /** Batches of "maybe" answers confirmed against the exact store (each one ordered pass). */
   exactBatches: number;
+}
+
+export interface SeenSetOptions extends BloomFilterOptions {
+  /** URLs a generation of the recently seen set holds (default RECENTLY_SEEN_GENERATION_URLS); 0: none, every "maybe" asks the exact store. */
+  readonly recentUrls?: number;
 }
 
 export class SeenSet {
   readonly #bloom: ScalableBloomFilter;
   readonly #exact: ExactUrlStore;
+  readonly #recent: RecentlySeen | null;
   #falsePositives = 0;
   #exactLookups = 0;
   #exactBatches = 0;
+  #recentHits = 0;
 
-  constructor(options: BloomFilterOptions, exact: ExactUrlStore = new UrlHashSet(Math.min(options.capacity, 1 << 20))) {
+  constructor(options: SeenSetOptions, exact: ExactUrlStore = new UrlHashSet(Math.min(options.capacity, 1 << 20))) {
     this.#bloom = new ScalableBloomFilter(options);
     this.#exact = exact;
+    const recentUrls = options.recentUrls ?? RECENTLY_SEEN_GENERATION_URLS;
+    this.#recent = recentUrls === 0 ? null : new RecentlySeen(recentUrls);
   }
 
   /** Records the URL; returns true if it had never been seen before. */
@@ -66,10 +83,17 @@ export class SeenSet {
    */
   seenAmong(hashes: readonly UrlHash[]): boolean[] {
     const seen = new Array<boolean>(hashes.length).fill(false);
+    const recent = this.#recent;
     const maybe: number[] = [];
     for (let i = 0; i < hashes.length; i++) {
       const hash = hashes[i]!;
-      if (this.#bloom.mightContain(urlHashHigh(hash), urlHashLow(hash))) maybe.push(i);
+      const hi = urlHashHigh(hash);
+      const lo = urlHashLow(hash);
+      if (!this.#bloom.mightContain(hi, lo)) continue;
+      if (recent !== null && recent.has(hi, lo)) {
+        seen[i] = true;
+        this.#recentHits++;
+      } else maybe.push(i);
     }
     if (maybe.length === 0) return seen;
     this.#exactLookups += maybe.length;
@@ -77,8 +101,11 @@ export class SeenSet {
     maybe.sort((a, b) => Buffer.compare(hashes[a]!, hashes[b]!));
     const answers = this.#confirm(maybe.map((i) => hashes[i]!));
     for (let j = 0; j < maybe.length; j++) {
-      if (answers[j]!) seen[maybe[j]!] = true;
-      else this.#falsePositives++;
+      if (answers[j]!) {
+        seen[maybe[j]!] = true;
+        const hash = hashes[maybe[j]!]!;
+        recent?.add(urlHashHigh(hash), urlHashLow(hash));
+      } else this.#falsePositives++;
     }
     return seen;
   }
@@ -89,6 +116,7 @@ export class SeenSet {
     const lo = urlHashLow(hash);
     this.#bloom.add(hi, lo);
     this.#exact.add(hi, lo);
+    this.#recent?.add(hi, lo);
   }
 
   /** A URL known from the exact store (the crawl database on start): into the filter, once. */
@@ -116,6 +144,9 @@ export class SeenSet {
       bloomFalsePositiveRateBound: bloom.falsePositiveRateBound,
       bloomFalsePositives: this.#falsePositives,
       exactLookups: this.#exactLookups,
+      recentHits: this.#recentHits,
+      recentUrls: this.#recent?.size ?? 0,
+      recentBytes: this.#recent?.bytes ?? 0,
       exactBatches: this.#exactBatches,
     };
   }

@@ -39,6 +39,14 @@ export class UrlHashSet {
     }
   }
 
+  /** Forgets every hash, keeping the table's size (no allocation). */
+  clear(): void {
+    this.#hi.fill(0);
+    this.#lo.fill(0);
+    this.#size = 0;
+    this.#hasZero = false;
+  }
+
   /** Adds the hash; returns false if it was already present. */
   add(hi: number, lo: number): boolean {
     if ((hi | lo) === 0) {

@@ -25,6 +25,8 @@ export interface StatusFigures {
   pagesFetched: number;
   urlsDiscovered: number;
   errorsByCode: Record<string, number>;
+  /** The seen-set's counters (recentHits since the recently seen URLs came; absent in older builds). */
+  seenSet?: { exactLookups: number; recentHits?: number; bloomFalsePositives: number };
 }
 
 export async function status(serverUrl: string, adminToken: string): Promise<StatusFigures> {

@@ -282,6 +282,8 @@ interface Sample {
   known: number;
   qsCpuMs: number;
   driverCpuMs: number;
+  exactLookups: number;
+  recentHits: number;
 }
 
 function driverCpuMs(): number {
@@ -341,7 +343,7 @@ export async function runScale(argv: string[], ownDist: string): Promise<number>
   };
 
   const started = performance.now();
-  const first: Sample = { at: started, applied: 0, pages: 0, known: 0, qsCpuMs: qsCpuMs(pid), driverCpuMs: driverCpuMs() };
+  const first: Sample = { at: started, applied: 0, pages: 0, known: 0, qsCpuMs: qsCpuMs(pid), driverCpuMs: driverCpuMs(), exactLookups: 0, recentHits: 0 };
   let last = first;
   let stopReason: string | null = null;
   let peakRssMib = 0;
@@ -376,7 +378,16 @@ export async function runScale(argv: string[], ownDist: string): Promise<number>
       const figures = await status(listening.url, adminToken);
       const statusMs = performance.now() - asked;
       lastStatus = figures;
-      const now: Sample = { at: performance.now(), applied: tally.resultsApplied, pages: tally.pagesAcked, known: knownUrlsOf(figures), qsCpuMs: qsCpuMs(pid), driverCpuMs: driverCpuMs() };
+      const now: Sample = {
+        at: performance.now(),
+        applied: tally.resultsApplied,
+        pages: tally.pagesAcked,
+        known: knownUrlsOf(figures),
+        qsCpuMs: qsCpuMs(pid),
+        driverCpuMs: driverCpuMs(),
+        exactLookups: figures.seenSet?.exactLookups ?? 0,
+        recentHits: figures.seenSet?.recentHits ?? 0,
+      };
       const seconds = (now.at - last.at) / 1000;
       const memory = memoryOf(pid);
       const metrics = await memoryMetrics(listening.url, adminToken).catch(() => null);
@@ -391,6 +402,9 @@ export async function runScale(argv: string[], ownDist: string): Promise<number>
         pagesPerSecond: Math.round((now.pages - last.pages) / seconds),
         linksPerSecond: Math.round(((now.pages - last.pages) * opts.links) / seconds),
         admittedPerSecond: Math.round((now.known - last.known) / seconds),
+        // Links the Bloom filter said "maybe" for, confirmed by the crawl database (a leaf read once it outgrows its cache) or by the recently seen URLs.
+        exactLookupsPerSecond: Math.round((now.exactLookups - last.exactLookups) / seconds),
+        recentHitsPerSecond: Math.round((now.recentHits - last.recentHits) / seconds),
         claims: tally.intervalClaims,
         claimP50Ms: p50,
         claimP99Ms: p99,
@@ -434,7 +448,7 @@ export async function runScale(argv: string[], ownDist: string): Promise<number>
   clearInterval(statusTimer);
   clearInterval(memoryTimer);
   const crawlSeconds = (performance.now() - started) / 1000;
-  const beforeKill: Sample = { at: performance.now(), applied: tally.resultsApplied, pages: tally.pagesAcked, known: last.known, qsCpuMs: qsCpuMs(pid), driverCpuMs: driverCpuMs() };
+  const beforeKill: Sample = { ...last, at: performance.now(), applied: tally.resultsApplied, pages: tally.pagesAcked, qsCpuMs: qsCpuMs(pid), driverCpuMs: driverCpuMs() };
   const rssAtStopMib = Math.round((memoryOf(pid)?.rssKib ?? 0) / 1024);
   // The crash: the fleet is still posting (--profile: SIGTERM, so that the profile is written).
   fleet.stopping = true;

@@ -138,7 +138,8 @@ describe('SeenSet over the crawl database', () => {
   it('counts a URL admitted in the current commit window as seen before the commit, and after it', () => {
     const db = CrawlDb.open(tempFile('crawldb.btree'));
     try {
-      const seen = new SeenSet({ capacity: 1000, falsePositiveRate: 0.001 }, crawlDbExactStore(db));
+      // The crawl database's own answer: no recently seen URLs in front of it.
+      const seen = new SeenSet({ capacity: 1000, falsePositiveRate: 0.001, recentUrls: 0 }, crawlDbExactStore(db));
       const hash = urlHash('http://a.example/');
       expect(seen.seenAmong([hash])).toEqual([false]);
       seen.addNew(hash);
@@ -155,7 +156,7 @@ describe('SeenSet over the crawl database', () => {
   it('confirms the "maybe" answers of a batch in one ordered pass of the tree', () => {
     const db = CrawlDb.open(tempFile('crawldb.btree'));
     try {
-      const seen = new SeenSet({ capacity: 100_000, falsePositiveRate: 0.001 }, crawlDbExactStore(db));
+      const seen = new SeenSet({ capacity: 100_000, falsePositiveRate: 0.001, recentUrls: 0 }, crawlDbExactStore(db));
       const hashes: UrlHash[] = Array.from({ length: 5_000 }, (_, i) => urlHash(`http://h${i % 50}.example/${i}`));
       for (const hash of hashes) {
         seen.addNew(hash);
@@ -167,6 +168,38 @@ describe('SeenSet over the crawl database', () => {
       const after = seen.stats();
       expect(after.exactBatches - before.exactBatches).toBe(1);
       expect(after.exactLookups - before.exactLookups).toBe(5_000);
+    } finally {
+      db.close();
+    }
+  });
+
+  it('confirms a URL known from the crawl database (a restart) in the tree once, then from the recently seen URLs', () => {
+    const path = tempFile('crawldb.btree');
+    const hashes: UrlHash[] = Array.from({ length: 3_000 }, (_, i) => urlHash(`http://h${i % 30}.example/${i}`));
+    const fresh: UrlHash[] = Array.from({ length: 3_000 }, (_, i) => urlHash(`http://new${i % 30}.example/${i}`));
+    const first = CrawlDb.open(path);
+    try {
+      for (const hash of hashes) first.put(hash, newCrawlDbRecord(`http://x.example/${urlHashHex(hash)}`, 0, 1, 0, DEFAULT_FETCH_SCHEDULE), null);
+      first.commit();
+    } finally {
+      first.close();
+    }
+    const db = CrawlDb.open(path);
+    try {
+      const seen = new SeenSet({ capacity: 100_000, falsePositiveRate: 0.001, recentUrls: 1_000 }, crawlDbExactStore(db));
+      for (const hash of hashes) seen.markKnown(hash);
+      const batch = [...hashes, ...fresh];
+      const expected = batch.map((_, i) => i < hashes.length);
+      expect(seen.seenAmong(batch)).toEqual(expected);
+      const once = seen.stats();
+      // Marked known on start is not remembered as met: the tree confirms all 3,000 (and the filter's false positives among the new).
+      expect(once.exactLookups).toBe(3_000 + once.bloomFalsePositives);
+      expect(once.recentHits).toBe(0);
+      expect(seen.seenAmong(batch)).toEqual(expected);
+      const twice = seen.stats();
+      // Asked again: the 1,000 to 2,000 last confirmed answer from memory, the rest from the tree, the new ones are still new.
+      expect(twice.recentHits - once.recentHits).toBeGreaterThanOrEqual(1_000);
+      expect(twice.recentHits - once.recentHits + (twice.exactLookups - once.exactLookups) - (twice.bloomFalsePositives - once.bloomFalsePositives)).toBe(3_000);
     } finally {
       db.close();
     }

@@ -8,6 +8,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { urlHash, urlHashFromHex, type UrlHash } from '../../shared/url-hash.js';
 import { ScalableBloomFilter } from '../../queue-server/admission/bloom-filter.js';
+import { RecentlySeen } from '../../queue-server/admission/recently-seen.js';
 import { SeenSet, type ExactUrlStore } from '../../queue-server/admission/seen-set.js';
 import { UrlHashSet } from '../../queue-server/admission/url-hash-set.js';
 
@@ -189,7 +190,7 @@ describe('UrlHashSet', () => {
 describe('SeenSet', () => {
   it('admits every URL exactly once even when the Bloom filter answers "maybe" for new URLs', () => {
     // A tiny, sloppy filter (1000 items at p = 0.4) gives false positives by the thousand.
-    const seen = new SeenSet({ capacity: 1000, falsePositiveRate: 0.4 });
+    const seen = new SeenSet({ capacity: 1000, falsePositiveRate: 0.4, recentUrls: 0 });
     const urls = Array.from({ length: 20_000 }, (_, i) => urlHash(`http://example.com/page/${i}`));
     const admittedFirst = urls.filter((hash) => seen.addIfNew(hash)).length;
     const admittedAgain = urls.filter((hash) => seen.addIfNew(hash)).length;
@@ -198,17 +199,42 @@ describe('SeenSet', () => {
     expect(stats.bloomFalsePositives).toBeGreaterThan(0);
     expect(stats.urls).toBe(20_000);
     expect(seen.size).toBe(20_000);
-    // Every second-round look-up and every false positive went to the exact store.
+    // Without the recently seen URLs, every second-round look-up and every false positive went to the exact store.
     expect(stats.exactLookups).toBe(20_000 + stats.bloomFalsePositives);
+    expect(stats.recentHits).toBe(0);
     expect(stats.bloomStages).toBeGreaterThan(1);
     expect(stats.bloomFalsePositiveRateBound).toBe(0.4);
     expect(urls.every((hash) => seen.has(hash))).toBe(true);
   });
 
-  it('admits interleaved repeats once each (property, against a model)', () => {
+  it('answers the "maybe" of a URL met lately from the recently seen URLs, and only a false positive or a URL met longer ago asks the exact store', () => {
+    const seen = new SeenSet({ capacity: 1000, falsePositiveRate: 0.4, recentUrls: 5_000 });
+    const urls = Array.from({ length: 20_000 }, (_, i) => urlHash(`http://example.com/page/${i}`));
+    expect(urls.filter((hash) => seen.addIfNew(hash)).length).toBe(20_000);
+    const first = seen.stats();
+    // The first round asked the exact store for false positives only (and each found the URL new).
+    expect(first.exactLookups).toBe(first.bloomFalsePositives);
+    expect(first.recentHits).toBe(0);
+    // Asked again newest first: the last 10,000 admitted are remembered (two generations of 5,000), the rest are asked for.
+    expect([...urls].reverse().filter((hash) => seen.addIfNew(hash)).length).toBe(0);
+    const second = seen.stats();
+    const recentHits = second.recentHits - first.recentHits;
+    const exact = second.exactLookups - first.exactLookups;
+    expect(recentHits).toBe(10_000);
+    expect(exact).toBe(10_000);
+    expect(second.bloomFalsePositives).toBe(first.bloomFalsePositives);
+    expect(second.recentUrls).toBeLessThanOrEqual(10_000);
+    // What the exact store confirmed is remembered in turn: the 5,000 it confirmed last need it no more.
+    expect(urls.slice(0, 5_000).filter((hash) => seen.addIfNew(hash)).length).toBe(0);
+    const third = seen.stats();
+    expect(third.exactLookups).toBe(second.exactLookups);
+    expect(third.recentHits - second.recentHits).toBe(5_000);
+  });
+
+  it('admits interleaved repeats once each, the recently seen URLs turning over all the while (property, against a model)', () => {
     fc.assert(
-      fc.property(fc.array(fc.integer({ min: 0, max: 500 }), { maxLength: 1500, size: 'max' }), (picks) => {
-        const seen = new SeenSet({ capacity: 20, falsePositiveRate: 0.3 });
+      fc.property(fc.array(fc.integer({ min: 0, max: 500 }), { maxLength: 1500, size: 'max' }), fc.constantFrom(0, 1, 7, 64, 4096), (picks, recentUrls) => {
+        const seen = new SeenSet({ capacity: 20, falsePositiveRate: 0.3, recentUrls });
         const model = new Set<number>();
         for (const n of picks) {
           const hash = urlHash(`http://example.com/${n}`);
@@ -253,10 +279,55 @@ describe('SeenSet', () => {
         return inner.size;
       },
     };
-    const seen = new SeenSet({ capacity: 10_000, falsePositiveRate: 0.001 }, counting);
+    const seen = new SeenSet({ capacity: 10_000, falsePositiveRate: 0.001, recentUrls: 0 }, counting);
     for (let i = 0; i < 5000; i++) seen.addIfNew(urlHash(`http://example.com/${i}`));
     expect(lookups).toBe(seen.stats().exactLookups);
     expect(lookups).toBe(seen.stats().bloomFalsePositives);
     expect(lookups).toBeLessThan(50);
+  });
+});
+
+describe('RecentlySeen', () => {
+  it('never answers for a hash it was not given, always for the last generation of hashes given, and holds at most two generations (property, against a model)', () => {
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: 300 }), { maxLength: 2000, size: 'max' }), fc.integer({ min: 1, max: 50 }), (picks, generation) => {
+        const recent = new RecentlySeen(generation);
+        const given = new Set<number>();
+        /** Distinct hashes in the order they were last given. */
+        const order: number[] = [];
+        for (const n of picks) {
+          const [hi, lo] = halves(urlHash(`http://example.com/${n}`));
+          recent.add(hi, lo);
+          given.add(n);
+          const at = order.indexOf(n);
+          if (at >= 0) order.splice(at, 1);
+          order.push(n);
+          expect(recent.size).toBeLessThanOrEqual(2 * generation);
+        }
+        for (let n = 0; n <= 300; n++) {
+          const [hi, lo] = halves(urlHash(`http://example.com/${n}`));
+          if (!given.has(n)) expect(recent.has(hi, lo)).toBe(false);
+        }
+        // A hash given again while in the current generation is not added twice, so the last
+        // `generation` distinct hashes given are all still there.
+        for (const n of order.slice(-generation)) {
+          const [hi, lo] = halves(urlHash(`http://example.com/${n}`));
+          expect(recent.has(hi, lo)).toBe(true);
+        }
+      }),
+      { seed, numRuns: 100 },
+    );
+  });
+
+  it('keeps its tables when a generation turns over: its bytes stop growing', () => {
+    const recent = new RecentlySeen(1000);
+    const probes = hashHalves('http://example.com/r/', 10_000);
+    for (let i = 0; i < 2000; i++) recent.add(probes[i * 2]!, probes[i * 2 + 1]!);
+    const bytes = recent.bytes;
+    for (let i = 2000; i < 10_000; i++) recent.add(probes[i * 2]!, probes[i * 2 + 1]!);
+    expect(recent.bytes).toBe(bytes);
+    expect(recent.size).toBeLessThanOrEqual(2000);
+    expect(recent.has(probes[0]!, probes[1]!)).toBe(false);
+    expect(recent.has(probes[9_999 * 2]!, probes[9_999 * 2 + 1]!)).toBe(true);
   });
 });
