@@ -86,9 +86,74 @@ export const MAX_SHOWN_TRAPS = 50;
 const ID_TOKEN = /^(?:[0-9a-f]{8,}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/i;
 const MIXED_TOKEN = /^[A-Za-z0-9_-]{16,}$/;
 
+/** A path segment or parameter name with ids made `{id}` and other digit runs `{n}`. */
 function abstractPart(part: string): string {
   if (/[0-9]/.test(part) && (ID_TOKEN.test(part) || (MIXED_TOKEN.test(part) && /[A-Za-z]/.test(part)))) return '{id}';
   return part.replace(/[0-9]+/g, '{n}');
+}
+
+const enum Char {
+  Slash = 0x2f,
+  Zero = 0x30,
+  Nine = 0x39,
+  Dash = 0x2d,
+  Underscore = 0x5f,
+}
+
+/**
+ * `abstractPart` of each segment of `path` (from `start` to `end`, which starts with '/'), joined by
+ * '/' again: the same string, found by scanning char codes rather than by splitting and three or four
+ * regular expressions a segment (admission asks it for every same-host link of every page: 3.8 % of a
+ * queue server's time at 2.6 million known URLs). Segments without a digit are copied as they are; the
+ * rest go through `abstractPart` only when they could be an id, else their digit runs become `{n}`.
+ */
+function abstractPath(url: string, start: number, end: number): string {
+  let out = '';
+  let from = start;
+  for (let at = start; at <= end; at++) {
+    if (at < end && url.charCodeAt(at) !== Char.Slash) continue;
+    // url[from, at) is '/' plus a segment, or the first segment's '/' alone at `start`.
+    out += from === at ? '' : abstractSegment(url, from, at);
+    from = at;
+  }
+  return out;
+}
+
+/** `url[from, to)`: a '/' followed by a segment, abstracted as `abstractPart` would. */
+function abstractSegment(url: string, from: number, to: number): string {
+  let digits = false;
+  let letters = false;
+  let hexOnly = true;
+  let wordOnly = true;
+  for (let at = from + 1; at < to; at++) {
+    const code = url.charCodeAt(at);
+    if (code >= Char.Zero && code <= Char.Nine) digits = true;
+    else {
+      const lower = code | 0x20;
+      if (lower >= 0x61 && lower <= 0x7a) {
+        letters = true;
+        if (lower > 0x66) hexOnly = false;
+      } else {
+        hexOnly = false;
+        if (code !== Char.Dash && code !== Char.Underscore) wordOnly = false;
+      }
+    }
+  }
+  if (!digits) return url.slice(from, to);
+  const length = to - from - 1;
+  // The id tokens of ID_TOKEN and MIXED_TOKEN need one of these; a UUID has dashes, so it is not hexOnly.
+  if ((hexOnly && length >= 8) || length === 36 || (wordOnly && letters && length >= 16)) return `/${abstractPart(url.slice(from + 1, to))}`;
+  let out = '/';
+  let run = from + 1;
+  for (let at = from + 1; at < to; at++) {
+    const code = url.charCodeAt(at);
+    if (code < Char.Zero || code > Char.Nine) continue;
+    out += url.slice(run, at);
+    while (at + 1 < to && url.charCodeAt(at + 1) >= Char.Zero && url.charCodeAt(at + 1) <= Char.Nine) at++;
+    out += '{n}';
+    run = at + 1;
+  }
+  return out + url.slice(run, to);
 }
 
 /**
@@ -104,8 +169,7 @@ export function urlShapeOf(url: string): { shape: string; family: string | null 
   if (queryStart < 0 || queryStart > end) queryStart = end;
   let pathStart = url.indexOf('/', hostStart);
   if (pathStart < 0 || pathStart > queryStart) pathStart = queryStart;
-  const rawPath = pathStart < queryStart ? url.slice(pathStart, queryStart) : '/';
-  const path = /[0-9]/.test(rawPath) ? rawPath.split('/').map(abstractPart).join('/') : rawPath;
+  const path = pathStart < queryStart ? abstractPath(url, pathStart, queryStart) : '/';
   const base = `${url.slice(hostStart, pathStart)}${path}`;
   if (queryStart + 1 >= end) return { shape: base, family: null };
   const names = [...new Set([...new URLSearchParams(url.slice(queryStart + 1, end)).keys()].map(abstractPart))].sort();

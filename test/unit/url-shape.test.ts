@@ -1,9 +1,42 @@
 import { readdirSync, readFileSync, existsSync } from 'node:fs';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { extractPage } from '../../fetcher/html-extract.js';
 import { FANOUT_WINDOW, isTrapShape, SHAPE_MIN_PAGES, templateHash, urlShapeOf, UrlShapes, withLinks, withPage, type ShapeStats } from '../../queue-server/admission/url-shape.js';
 
+const seed = process.env.FC_SEED === undefined ? Date.now() % 2 ** 31 : Number(process.env.FC_SEED);
+console.log(`url-shape fast-check seed ${seed} (set FC_SEED to replay)`);
+
+/** The path's shape as url-shape.ts first wrote it, with a regular expression a test (the model of its char-code scan). */
+function modelPathShape(path: string): string {
+  const part = (segment: string): string => {
+    if (/[0-9]/.test(segment) && (/^(?:[0-9a-f]{8,}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/i.test(segment) || (/^[A-Za-z0-9_-]{16,}$/.test(segment) && /[A-Za-z]/.test(segment)))) return '{id}';
+    return segment.replace(/[0-9]+/g, '{n}');
+  };
+  return /[0-9]/.test(path) ? path.split('/').map(part).join('/') : path;
+}
+
 describe('URL shapes', () => {
+  it('abstracts a path as the regular expressions do, whatever its segments (property, against the model)', () => {
+    // Segments near the id lengths (8, 16, 36) of hex digits, the letters just past them, other letters, dashes, underscores and the odd other character.
+    const segment = fc.oneof(
+      fc.string({ unit: fc.constantFrom(...'0123456789abcdefABCDEF'), maxLength: 40 }),
+      fc.string({ unit: fc.constantFrom(...'0123456789abcdef-'), minLength: 30, maxLength: 40 }),
+      fc.uuid(),
+      fc.string({ unit: fc.constantFrom(...'09azAZ_-.%~xyzXYZ'), maxLength: 24 }),
+      fc.string({ unit: fc.constantFrom(...'0123456789abcdefgxyzABCGXYZ_-'), minLength: 6, maxLength: 18 }),
+      fc.string({ unit: fc.constantFrom(...'0123456789é@[`{'), maxLength: 12 }),
+    );
+    fc.assert(
+      fc.property(fc.array(segment, { maxLength: 6, size: 'max' }), fc.boolean(), (segments, trailingSlash) => {
+        const path = `/${segments.join('/')}${trailingSlash ? '/' : ''}`;
+        expect(urlShapeOf(`http://a.test${path}`).shape).toBe(`a.test${modelPathShape(path)}`);
+        expect(urlShapeOf(`http://a.test${path}?x1=2`).shape).toBe(`a.test${modelPathShape(path)}?x{n}`);
+      }),
+      { seed, numRuns: 2000 },
+    );
+  });
+
   it('abstracts numbers, dates and ids in the path and keeps the sorted parameter names', () => {
     expect(urlShapeOf('http://a.test/events/2024/06/15')).toEqual({ shape: 'a.test/events/{n}/{n}/{n}', family: null });
     expect(urlShapeOf('http://a.test/section-3/page-12.html').shape).toBe('a.test/section-{n}/page-{n}.html');
