@@ -4,7 +4,8 @@
  * NEAR_DUPLICATE_DISTANCE bits, found through four 16-bit bands: Manku, Jain and Das Sarma, WWW 2007).
  * The same answers as the in-memory indexes of near-duplicates.ts (which stay as the model its tests
  * hold this one to), at no memory per page: a StagedTree (the pattern of warc/digest-index.ts) whose
- * page cache is the bound (4,096 pages of 4 KiB, 16 MiB) plus what is staged between its commits.
+ * page cache is the bound (4,096 pages of 4 KiB, 16 MiB) plus what is staged between its commits, and
+ * the band log's bounded generations of new entries.
  *
  * Keys, 8 bytes, by their first byte:
  *
@@ -19,17 +20,26 @@
  * bytes match; the whole signature is in the value and compared; at most 62 pages per key are kept
  * (the 63rd and later are never the oldest).
  *
- * Commit: with every DUPLICATES_COMMIT_EVERY-th commit of the crawl database (before it), with the first
- * after DUPLICATES_STAGE_MAX changes are staged, and at close,
- * as the payload digest index is committed with the WARC files. A kill loses at most those commits'
- * changes: a lost entry lets a later copy count as an original; a lost removal leaves an entry naming a
- * page that no longer holds that content, which the crawl database's record of that page gives away
- * (crawl-db.ts checks every answer against it and drops such an entry).
+ * A new band entry does not go to the tree at once: it is appended to the band log (band-log.ts),
+ * which keeps it in memory, chained per bucket, until a sweep puts a whole generation of them in the
+ * tree bucket by bucket, a leaf rewritten once for all its new keys instead of once per key. A bucket's
+ * look-up merges the tree's entries with the log's by age. Removals of logged entries are logged too;
+ * removals of the tree's entries, the signatures and the next age are staged in the tree.
+ *
+ * Commit: the band log's frames are written with every commit of the crawl database (before it); the
+ * stage, with a slice of the band log's sweep and after an fsync of the log, with every
+ * DUPLICATES_COMMIT_EVERY-th, with the first after DUPLICATES_STAGE_MAX changes are staged, and at
+ * close, as the payload digest index is committed with the WARC files. A kill -9 loses only the stage
+ * (the written frames are the kernel's), a power loss also the frames since the last fsync: a lost
+ * entry lets a later copy count as an original; a lost removal leaves an entry naming a page that no
+ * longer holds that content, which the crawl database's record of that page gives away (crawl-db.ts
+ * checks every answer against it and drops such an entry).
  */
 import { NEAR_DUPLICATE_DISTANCE, popcount32, simhashHalves } from '../../shared/simhash.js';
 import { urlHash, type UrlHash } from '../../shared/url-hash.js';
-import type { FileOps } from '../storage/file-ops.js';
+import { nodeFileOps, type FileOps } from '../storage/file-ops.js';
 import { StagedTree } from '../storage/staged-tree.js';
+import { BANDS, BandLog, bandKey, bandValue, type BandLogStats, type LoggedBand } from './band-log.js';
 
 export const DUPLICATES_FILE = 'duplicates.btree';
 /**
@@ -63,22 +73,41 @@ const SIGNATURE_SPACE = 0x10;
 const META_KEY = Buffer.from([0xff, 0, 0, 0, 0, 0, 0, 0]);
 /** Pages per signature key (oldest first): 3 + 62 x 16 bytes, within the 1,010 a 4 KiB page's leaf takes (btree/page-codec.ts maxValueBytes). */
 const MAX_HOLDERS = 62;
-const BANDS = 4;
 const MAX_AGE = 2 ** 40;
 
 type Raw = Uint8Array;
 
 export class DuplicateStore extends StagedTree<Raw> {
-  /** Staged band entries by bucket (band << 16 | value): hex key -> value, or null for a removal. A range read merges them in. */
+  /** Staged band deletions by bucket (band << 16 | value): hex key -> null. A range read leaves them out. */
   readonly #bucketStage = new Map<number, Map<string, Raw | null>>();
+  /** New band entries, before the tree (band-log.ts). */
+  readonly #log: BandLog;
   #nextAge: number | null = null;
   #sinceCommit = 0;
 
-  /** `cacheBytes`: the page cache's bound (default DUPLICATES_CACHE_BYTES; scripts/bench-duplicates.ts compares sizes). */
-  static open(path: string, options: { io?: FileOps; cacheBytes?: number } = {}): DuplicateStore {
+  /**
+   * `cacheBytes`: the page cache's bound (default DUPLICATES_CACHE_BYTES; scripts/bench-duplicates.ts
+   * compares sizes). `bandLogEntries`, `bandSweepBuckets`: a band log generation's entries and a sweep
+   * slice's buckets (tests make them small, so that sweeps happen and take several commits).
+   */
+  static open(path: string, options: { io?: FileOps; cacheBytes?: number; bandLogEntries?: number; bandSweepBuckets?: number } = {}): DuplicateStore {
     // A new file gets DUPLICATES_PAGE_SIZE; one made with 16 KiB pages keeps them, with a cache of the same bytes.
+    const fresh = !(options.io ?? nodeFileOps).exists(path);
     const tree = StagedTree.openTree(path, { pageSize: DUPLICATES_PAGE_SIZE, cacheBytes: options.cacheBytes ?? DUPLICATES_CACHE_BYTES, io: options.io });
-    return new DuplicateStore(tree, { encode: (value) => value, decode: (bytes) => Uint8Array.from(bytes) });
+    let log: BandLog;
+    try {
+      // A new tree (the crawl database rebuilds the indexes when the file is missing) starts a new log too.
+      log = BandLog.open(path, { io: options.io, generationEntries: options.bandLogEntries, sweepSliceBuckets: options.bandSweepBuckets, discard: fresh });
+    } catch (error) {
+      tree.close();
+      throw error;
+    }
+    return new DuplicateStore(tree, { encode: (value) => value, decode: (bytes) => Uint8Array.from(bytes) }, log);
+  }
+
+  private constructor(tree: ConstructorParameters<typeof StagedTree<Raw>>[0], codec: ConstructorParameters<typeof StagedTree<Raw>>[1], log: BandLog) {
+    super(tree, codec);
+    this.#log = log;
   }
 
   // Exact duplicates -----------------------------------------------------------------------------
@@ -143,34 +172,62 @@ export class DuplicateStore extends StagedTree<Raw> {
     if (this.#entryOf(urlHex, simhash) !== null) return;
     const [high, low] = simhashHalves(simhash);
     const age = this.#takeAge();
-    const value = Buffer.alloc(17);
-    value[0] = 1;
-    Buffer.from(urlHex, 'hex').copy(value, 1);
-    value.writeUInt32BE(high, 9);
-    value.writeUInt32BE(low, 13);
-    for (let band = 0; band < BANDS; band++) this.#stageBand(bandKey(band, bandOf(high, low, band), age), value);
+    this.#log.add(age, Number.parseInt(urlHex.slice(0, 8), 16), Number.parseInt(urlHex.slice(8, 16), 16), high, low);
   }
 
   removeNear(urlHex: string, simhash: string): void {
     const entry = this.#entryOf(urlHex, simhash);
     if (entry === null) return;
     const [high, low] = simhashHalves(simhash);
-    for (let band = 0; band < BANDS; band++) this.#stageBand(bandKey(band, bandOf(high, low, band), entry.age), null);
+    // Logged: gone from the log's buckets at once; those a sweep already put in the tree are deleted there.
+    // In the tree alone (or in both, after a crash during a sweep): deleted from the tree.
+    const swept = this.#log.remove(entry.age);
+    for (let band = 0; band < BANDS; band++) {
+      const value = bandOf(high, low, band);
+      if (swept === null || bucketId(band, value) < swept) this.#stageBandDeletion(bandKey(band, value, entry.age));
+    }
+    if (swept === null) return;
+    // After a crash during a sweep a logged entry may be in the tree for every band: deleted there too.
+    for (let band = 0; band < BANDS; band++) {
+      const value = bandOf(high, low, band);
+      if (bucketId(band, value) >= swept && this.#committedHas(band, value, entry.age)) this.#stageBandDeletion(bandKey(band, value, entry.age));
+    }
   }
 
-  /** Part of the crawl database's commit: the staged changes every DUPLICATES_COMMIT_EVERY-th time (`force`: now). */
+  /**
+   * Part of the crawl database's commit: the band log's new frames are written every time; the staged
+   * changes, with a slice of the band log's sweep, go to the tree every DUPLICATES_COMMIT_EVERY-th time
+   * (`force`: now), the log's frames made durable first.
+   */
   commitSome(force = false): void {
+    this.#log.flush();
     if (!force && ++this.#sinceCommit < DUPLICATES_COMMIT_EVERY && this.stagedCount < DUPLICATES_STAGE_MAX) return;
-    this.commit();
+    this.#log.sync();
+    const slice = this.#log.sweepSlice();
+    if (slice === null) this.commit();
+    else {
+      // In key order, bucket by bucket: each leaf takes its run of keys in one pass. Only where the tree
+      // has no such key: after a crash during a sweep, part of a generation is in the tree already.
+      this.commit((batch) => batch.insertAbsentSorted(slice.entries));
+      this.#log.sweptTo(slice.toBucket);
+    }
     this.#bucketStage.clear();
     this.#sinceCommit = 0;
+  }
+
+  bandLogStats(): BandLogStats {
+    return this.#log.stats();
   }
 
   override close(): void {
     try {
       this.commitSome(true);
     } finally {
-      super.close();
+      try {
+        super.close();
+      } finally {
+        this.#log.close();
+      }
     }
   }
 
@@ -216,22 +273,38 @@ export class DuplicateStore extends StagedTree<Raw> {
     this.stage(key as UrlHash, value);
   }
 
-  /** The entries of one band bucket, oldest first: committed ones merged with the staged ones. */
+  /** The entries of one band bucket, oldest first: the tree's (less those staged for deletion) merged with the band log's. */
   #bucket(band: number, value: number): BandEntry[] {
     const from = bandKey(band, value, 0);
     const staged = this.#bucketStage.get(bucketId(band, value));
     const entries: BandEntry[] = [];
     for (const [key, bytes] of this.committedFrom(from)) {
       if (key[0] !== band || key[1] !== from[1] || key[2] !== from[2]) break;
-      // A key changed since the last commit is taken from the stage instead (below).
       if (staged !== undefined && staged.has(Buffer.from(key.buffer, key.byteOffset, key.byteLength).toString('hex'))) continue;
       entries.push(bandEntry(key, bytes));
     }
-    // Keys are (band, value, age): the committed entries came in age order. Most buckets have nothing
-    // staged; a scan of one that has merges it in and sorts again.
-    if (staged === undefined) return entries;
-    for (const [hex, bytes] of staged) if (bytes !== null) entries.push(bandEntry(Buffer.from(hex, 'hex'), bytes));
-    return entries.sort((a, b) => a.age - b.age);
+    const logged = this.#log.bucket(bucketId(band, value));
+    if (logged.length === 0) return entries;
+    // Keys are (band, value, age), so the tree's came in age order, and the log's are in age order too.
+    // Most of the time every logged entry is newer than the tree's; after a crash during a sweep some are in both: one of each age is kept.
+    const merged: BandEntry[] = [];
+    let t = 0;
+    for (const entry of logged) {
+      while (t < entries.length && entries[t]!.age < entry.age) merged.push(entries[t++]!);
+      if (t < entries.length && entries[t]!.age === entry.age) continue;
+      merged.push(loggedEntry(entry));
+    }
+    while (t < entries.length) merged.push(entries[t++]!);
+    return merged;
+  }
+
+  /** Whether the tree holds the band key (band, value, age), committed and not staged for deletion. */
+  #committedHas(band: number, value: number, age: number): boolean {
+    const key = bandKey(band, value, age);
+    const staged = this.#bucketStage.get(bucketId(band, value));
+    if (staged !== undefined && staged.has(key.toString('hex'))) return false;
+    for (const [found] of this.committedFrom(key)) return Buffer.compare(found, key) === 0;
+    return false;
   }
 
   /** The page's entry under this simhash (looked for in its first band's bucket), or null. */
@@ -241,18 +314,20 @@ export class DuplicateStore extends StagedTree<Raw> {
     return null;
   }
 
-  #stageBand(key: Buffer, value: Raw | null): void {
+  #stageBandDeletion(key: Buffer): void {
     const id = bucketId(key[0]!, (key[1]! << 8) | key[2]!);
     let staged = this.#bucketStage.get(id);
     if (staged === undefined) this.#bucketStage.set(id, (staged = new Map()));
-    staged.set(key.toString('hex'), value);
-    this.stage(key as unknown as UrlHash, value);
+    staged.set(key.toString('hex'), null);
+    this.stage(key as unknown as UrlHash, null);
   }
 
   #takeAge(): number {
     if (this.#nextAge === null) {
       const meta = this.get(META_KEY as unknown as UrlHash);
-      this.#nextAge = meta === null ? 0 : Number(Buffer.from(meta.buffer, meta.byteOffset, meta.byteLength).readBigUInt64BE(1));
+      const committed = meta === null ? 0 : Number(Buffer.from(meta.buffer, meta.byteOffset, meta.byteLength).readBigUInt64BE(1));
+      // The log may hold ages handed out after the tree's last commit (its frames are written first).
+      this.#nextAge = Math.max(committed, this.#log.maxAge + 1);
     }
     const age = this.#nextAge++;
     if (age >= MAX_AGE) throw new Error(`duplicate index: age ${age} past the key's 40 bits`);
@@ -287,18 +362,18 @@ function urlOf(entry: BandEntry): string {
   return Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('hex', 1, 9);
 }
 
-function bandOf(high: number, low: number, band: number): number {
-  switch (band) {
-    case 0:
-      return high >>> 16;
-    case 1:
-      return high & 0xffff;
-    case 2:
-      return low >>> 16;
-    default:
-      return low & 0xffff;
-  }
+/** A logged entry as a band entry: its value bytes made as the tree holds them (1 | URL hash | simhash). */
+function loggedEntry(entry: LoggedBand): BandEntry {
+  const value = Buffer.allocUnsafe(17);
+  value[0] = 1;
+  value.writeUInt32BE(entry.urlHi >>> 0, 1);
+  value.writeUInt32BE(entry.urlLo >>> 0, 5);
+  value.writeUInt32BE(entry.high >>> 0, 9);
+  value.writeUInt32BE(entry.low >>> 0, 13);
+  return { value, high: entry.high, low: entry.low, age: entry.age };
 }
+
+const bandOf = bandValue;
 
 function simhashHex(high: number, low: number): string {
   return high.toString(16).padStart(8, '0') + low.toString(16).padStart(8, '0');
@@ -308,13 +383,6 @@ function bucketId(band: number, value: number): number {
   return band * 65_536 + value;
 }
 
-function bandKey(band: number, value: number, age: number): Buffer {
-  const key = Buffer.alloc(8);
-  key[0] = band;
-  key.writeUInt16BE(value, 1);
-  key.writeUIntBE(age, 3, 5);
-  return key;
-}
 
 /** A signature's 8 bytes: its 16 hex digits (contentSignature), or the hash of any other spelling. */
 function signatureBytes(signature: string): Buffer {

@@ -8,6 +8,8 @@
  *   cache.btree     cache validators per URL hash (cache-store.ts, B-Tree layout in btree/LAYOUT.md)
  *   crawldb.btree   the crawl database, one record per known URL (crawldb/), 16 KiB pages
  *   crawldb.inserts-N  new URLs' records not swept into crawldb.btree yet (insert-log.ts)
+ *   duplicates.btree  the duplicate indexes: body signatures and simhash bands (crawldb/duplicate-store.ts)
+ *   duplicates.bands-N  near-duplicate band entries not swept into duplicates.btree yet (crawldb/band-log.ts)
  *   frontier.btree  the frontier's queued and waiting URLs and its origin directory (frontier/frontier-store.ts)
  *   robots.btree    the last robots.txt fetch per origin (robots/robots-store.ts); earlier versions' robots/
  *                   directory (one file per origin) is moved into it on open
