@@ -37,9 +37,9 @@
  * and tails a generation.
  */
 import { crc32 } from 'node:zlib';
-import { basename, dirname, join } from 'node:path';
-import { readdirSync } from 'node:fs';
+import { basename, dirname } from 'node:path';
 import { fsyncDir, nodeFileOps, readFully, writeFully, type FileOps } from '../storage/file-ops.js';
+import { beginNumberedFile, numberedFilePath, numberedFiles } from '../storage/numbered-files.js';
 
 const MAGIC = Buffer.from('PETRELBL', 'latin1');
 const VERSION = 1;
@@ -358,22 +358,10 @@ export class BandLog {
   }
 
   #openFiles(): void {
-    let names: string[] = [];
-    try {
-      names = readdirSync(this.#dir);
-    } catch {
-      names = [];
-    }
-    const numbers: number[] = [];
-    for (const name of names) {
-      if (!name.startsWith(this.#prefix)) continue;
-      const number = Number(name.slice(this.#prefix.length));
-      if (Number.isSafeInteger(number) && number >= 1 && String(number) === name.slice(this.#prefix.length)) numbers.push(number);
-    }
-    numbers.sort((a, b) => a - b);
-    if (this.#discard) {
-      for (const number of numbers) this.#io.unlink(join(this.#dir, `${this.#prefix}${number}`));
-      if (numbers.length > 0) fsyncDir(this.#io, this.#dir);
+    const numbers = numberedFiles(this.#dir, this.#prefix);
+    if (this.#discard && numbers.length > 0) {
+      for (const number of numbers) this.#io.unlink(numberedFilePath(this.#dir, this.#prefix, number));
+      fsyncDir(this.#io, this.#dir);
       numbers.length = 0;
     }
     const removals: number[] = [];
@@ -384,23 +372,14 @@ export class BandLog {
   }
 
   #startGeneration(number: number): void {
-    const path = join(this.#dir, `${this.#prefix}${number}`);
-    const fd = this.#io.open(path, 'w+', 0o600);
-    try {
-      writeFully(this.#io, fd, headerOf(number), 0);
-      this.#io.fsync(fd);
-      fsyncDir(this.#io, this.#dir);
-    } catch (error) {
-      this.#io.close(fd);
-      this.#io.unlink(path);
-      throw error;
-    }
+    const path = numberedFilePath(this.#dir, this.#prefix, number);
+    const fd = beginNumberedFile(this.#io, this.#dir, path, headerOf(number));
     this.#generations.push(new Generation(number, path, fd, this.#generationEntries));
   }
 
   /** Reads one file's frames; a torn or damaged tail is cut off. */
   #replay(number: number, removals: number[]): void {
-    const path = join(this.#dir, `${this.#prefix}${number}`);
+    const path = numberedFilePath(this.#dir, this.#prefix, number);
     const fd = this.#io.open(path, 'r+');
     const generation = new Generation(number, path, fd, this.#generationEntries);
     this.#generations.push(generation);

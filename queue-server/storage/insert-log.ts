@@ -32,11 +32,11 @@
  * swept its keys (8 bytes each, sorted).
  */
 import { crc32 } from 'node:zlib';
-import { basename, dirname, join } from 'node:path';
-import { readdirSync } from 'node:fs';
+import { basename, dirname } from 'node:path';
 import { urlHashFromHalves, urlHashHigh, urlHashLow, type UrlHash } from '../../shared/url-hash.js';
 import { fsyncDir, nodeFileOps, readFully, writeFully, type FileOps } from './file-ops.js';
 import { UrlHashMap } from './url-hash-map.js';
+import { beginNumberedFile, numberedFilePath, numberedFiles } from './numbered-files.js';
 import { stagingBuffer } from './staging-buffer.js';
 
 const MAGIC = Buffer.from('PETRELIL', 'latin1');
@@ -358,42 +358,20 @@ export class InsertLog {
   }
 
   #openFiles(): void {
-    const generations: number[] = [];
-    let names: string[] = [];
-    try {
-      names = readdirSync(this.#dir);
-    } catch {
-      names = [];
-    }
-    for (const name of names) {
-      if (!name.startsWith(this.#prefix)) continue;
-      const generation = Number(name.slice(this.#prefix.length));
-      if (Number.isSafeInteger(generation) && generation >= 1 && String(generation) === name.slice(this.#prefix.length)) generations.push(generation);
-    }
-    generations.sort((a, b) => a - b);
-    for (const generation of generations) this.#replay(generation);
+    for (const generation of numberedFiles(this.#dir, this.#prefix)) this.#replay(generation);
     if (this.#readOnly || this.#maxEntries === 0) return;
     if (this.#files.length === 0) this.#startFile(1);
   }
 
   #startFile(generation: number): void {
-    const path = join(this.#dir, `${this.#prefix}${generation}`);
-    const fd = this.#io.open(path, 'w+', 0o600);
-    try {
-      writeFully(this.#io, fd, headerOf(generation), 0);
-      this.#io.fsync(fd);
-      fsyncDir(this.#io, this.#dir);
-    } catch (error) {
-      this.#io.close(fd);
-      this.#io.unlink(path);
-      throw error;
-    }
+    const path = numberedFilePath(this.#dir, this.#prefix, generation);
+    const fd = beginNumberedFile(this.#io, this.#dir, path, headerOf(generation));
     this.#files.push({ generation, path, fd, end: HEADER_BYTES });
   }
 
   /** Reads one file's frames into the index; a torn or damaged tail is cut off (left alone when read-only). */
   #replay(generation: number): void {
-    const path = join(this.#dir, `${this.#prefix}${generation}`);
+    const path = numberedFilePath(this.#dir, this.#prefix, generation);
     const fd = this.#io.open(path, this.#readOnly ? 'r' : 'r+');
     const file: LogFile = { generation, path, fd, end: 0 };
     this.#files.push(file);
