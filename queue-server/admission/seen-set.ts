@@ -15,7 +15,7 @@
  * the same ones come back while their hosts are crawled.
  *
  * Memory: the Bloom filter, about 1.8 MB per million URLs at p = 0.001 (bloom-filter.ts), and the
- * recently seen URLs' fixed 16 MiB.
+ * recently seen URLs' tables, at most 16 MiB.
  */
 import { urlHashFromHalves, urlHashHigh, urlHashLow, type UrlHash } from '../../shared/url-hash.js';
 import type { CrawlDb } from '../crawldb/crawl-db.js';

@@ -108,6 +108,9 @@ const enum Char {
  * rest go through `abstractPart` only when they could be an id, else their digit runs become `{n}`.
  */
 function abstractPath(url: string, start: number, end: number): string {
+  let digit = start;
+  while (digit < end && (url.charCodeAt(digit) < Char.Zero || url.charCodeAt(digit) > Char.Nine)) digit++;
+  if (digit === end) return url.slice(start, end);
   let out = '';
   let from = start;
   for (let at = start; at <= end; at++) {
