@@ -1,9 +1,12 @@
 /**
  * The duplicate indexes on disk (queue-server/crawldb/duplicate-store.ts) give the answers of the
  * in-memory indexes they replaced (queue-server/crawldb/near-duplicates.ts, the model here) through
- * adds, removals, commits and reopens: the oldest original with the same signature, and the oldest
+ * adds, removals, commits, band log sweeps and reopens: the oldest original with the same signature, and the oldest
  * within 3 bits of a simhash that is older than the page asking. Stale entries (a kill between this
  * file's commit and the crawl database's) are dropped when the crawl database's record denies them.
+ * New band entries go through the band log (queue-server/crawldb/band-log.ts): the property runs with
+ * generations of a few entries and sweeps spread over several commits, and a kill keeps what the log
+ * had written.
  */
 import { appendFileSync, existsSync, rmSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
