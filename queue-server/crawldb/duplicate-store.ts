@@ -341,7 +341,9 @@ export class DuplicateStore extends StagedTree<Raw> {
 
 /** A band entry: its value (1 | URL hash | simhash high | low), the simhash's halves and the age from its key. */
 interface BandEntry {
-  readonly value: Uint8Array;
+  /** The tree's value (1 | URL hash | simhash), or null for an entry of the band log, whose URL hash is in `log`. */
+  readonly value: Uint8Array | null;
+  readonly log?: LoggedBand;
   readonly high: number;
   readonly low: number;
   readonly age: number;
@@ -359,18 +361,13 @@ function u32At(bytes: Uint8Array, at: number): number {
 /** The entry's URL hash, 16 hex. */
 function urlOf(entry: BandEntry): string {
   const value = entry.value;
+  if (value === null) return (entry.log!.urlHi >>> 0).toString(16).padStart(8, '0') + (entry.log!.urlLo >>> 0).toString(16).padStart(8, '0');
   return Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('hex', 1, 9);
 }
 
-/** A logged entry as a band entry: its value bytes made as the tree holds them (1 | URL hash | simhash). */
+/** A logged entry as a band entry; its URL is read only when asked (`urlOf`), as for the tree's. */
 function loggedEntry(entry: LoggedBand): BandEntry {
-  const value = Buffer.allocUnsafe(17);
-  value[0] = 1;
-  value.writeUInt32BE(entry.urlHi >>> 0, 1);
-  value.writeUInt32BE(entry.urlLo >>> 0, 5);
-  value.writeUInt32BE(entry.high >>> 0, 9);
-  value.writeUInt32BE(entry.low >>> 0, 13);
-  return { value, high: entry.high, low: entry.low, age: entry.age };
+  return { value: null, log: entry, high: entry.high, low: entry.low, age: entry.age };
 }
 
 const bandOf = bandValue;
