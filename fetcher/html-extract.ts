@@ -17,14 +17,13 @@
  * Nothing here recurses, so 200,000 nested elements cannot overflow the call stack: the state is a few
  * counters. Every string taken from the page is bounded before it leaves this module.
  *
- * Work is bounded too: htmlparser2 keeps its open-element stack with `Array#unshift`, so each start
- * tag costs time in proportion to the nesting depth and a deeply nested page is quadratic (measured,
- * Node 20, with the DOM: 25,000 nested `<div>`s 0.2 s, 50,000 0.3-0.4 s, 100,000 2-5 s, 200,000
- * 16-24 s). Only the first MAX_START_TAGS start tags are handed to the parser; the rest of the page is
- * cut and the result marked `truncated`. With 32,000 (above the 30,000 levels that
- * test/unit/html-extract.test.ts walks), extracting the hostile host's 200,000-deep page takes
- * 0.1-0.2 s and 2 MiB of its 200,000 links 0.05-0.08 s (2 CPUs, 2026-12-03; 5,000 links kept).
- * Ordinary pages have a few thousand elements, very large ones 10,000-20,000.
+ * Work is bounded too: htmlparser2 keeps its open-element stack with `Array#unshift` and finds an end
+ * tag's element with `indexOf`, so deep nesting, or end tags that close nothing under a deep stack,
+ * make a page quadratic. The parser is fetcher/parse-budget.ts's, which stops a page once its parse
+ * work passes what 32,000 nested elements cost and marks the result `truncated`; the 30,000 levels
+ * test/unit/html-extract.test.ts walks stay whole, and so do flat pages of any size the body limit
+ * lets through (the Rust documentation has pages of 50,000 start tags and 24,000 links). Ordinary
+ * pages have a few thousand elements.
  *
  * Rules (those of the DOM walk it replaced, in document order):
  *  - Links: `<a href>` and `<area href>`, resolved against `<base href>` (the first one, itself
@@ -40,12 +39,13 @@
  *    kept up to SIMHASH_TEXT_CHARS, counted per text run as the DOM counted per text node (a run of
  *    text events with no tag or comment between them is one text node).
  */
-import { Parser, type Handler } from 'htmlparser2';
+import type { Handler } from 'htmlparser2';
 import { LIMITS, type PageData } from '../shared/protocol.js';
 import { simhash } from '../shared/simhash.js';
 import { isSpace } from '../shared/tokenize.js';
 import { normalizeUrl } from '../shared/url-normalize.js';
 import { LinkResolver } from './link-resolver.js';
+import { BudgetedParser } from './parse-budget.js';
 import { bound } from '../shared/text-bounds.js';
 
 export { bound };
@@ -59,12 +59,9 @@ export interface ExtractedPage {
    * (none when the page is nofollow; rel=nofollow links are not among them).
    */
   readonly indexSource: { readonly headings: readonly string[]; readonly bodyText: string; readonly storedText: string; readonly anchors: ReadonlyArray<{ readonly url: string; readonly text: string }> };
-  /** The page had more than MAX_START_TAGS start tags and only the part before was parsed. */
+  /** The page's parse work passed fetcher/parse-budget.ts's bound and only the part before was parsed. */
   readonly truncated: boolean;
 }
-
-/** Start tags handed to the parser at most (see the header comment for the measurement). */
-export const MAX_START_TAGS = 32_000;
 
 /** Visible text kept, in characters before whitespace is collapsed: the excerpt and the simhash come from it. */
 const SIMHASH_TEXT_CHARS = 64 * 1024;
@@ -329,7 +326,7 @@ class PageCollector implements Partial<Handler> {
  * methods are the tokenizer's calls into the parser at the end of an open tag (`>`) and of a
  * self-closing one (`/>`).
  */
-class ScanParser extends Parser {
+class ScanParser extends BudgetedParser {
   readonly #collector: PageCollector;
 
   constructor(collector: PageCollector) {
@@ -377,7 +374,7 @@ export interface PageScan {
   readonly headings: readonly string[];
   /** The visible text, whitespace not yet collapsed, at most about SIMHASH_TEXT_CHARS. */
   readonly text: string;
-  /** The page had more than MAX_START_TAGS start tags and only the part before was parsed. */
+  /** The page's parse work passed fetcher/parse-budget.ts's bound and only the part before was parsed. */
   readonly truncated: boolean;
 }
 
@@ -389,39 +386,15 @@ export interface PageScan {
 export function scanPage(input: string | Iterable<string>, maxHrefs: number): PageScan {
   const found = new PageCollector(maxHrefs);
   const parser = new ScanParser(found);
-  const truncated = writeWithinBudget(parser, typeof input === 'string' ? [input] : input, MAX_START_TAGS);
+  for (const piece of typeof input === 'string' ? [input] : input) {
+    // A cut page's rest is not even handed over (the paused parser would only keep it).
+    if (parser.truncated) break;
+    if (piece.length > 0) parser.write(piece);
+  }
   found.pageEnds();
   parser.end();
   const { base, title, description, language, contentLanguage, canonicalHref, noindex, nofollow, hrefs, anchorTexts, headings, text } = found;
-  return { base, title, description, language, contentLanguage, canonicalHref, noindex, nofollow, hrefs, anchorTexts, headings, text, truncated };
-}
-
-/**
- * Writes the pieces to the parser up to where the (budget+1)-th start tag begins; true if it cut the
- * page there. A `<` that ends a piece is held back and written with the next one, so a start tag split
- * between two pieces is counted where the whole page would count it.
- */
-function writeWithinBudget(parser: Parser, pieces: Iterable<string>, budget: number): boolean {
-  let left = budget;
-  let held = '';
-  for (const piece of pieces) {
-    let text = held + piece;
-    held = '';
-    if (text.length === 0) continue;
-    if (text.charCodeAt(text.length - 1) === 0x3c) {
-      held = '<';
-      text = text.slice(0, -1);
-    }
-    const tags = startTagsWithin(text, left);
-    if (tags.cut !== null) {
-      parser.write(text.slice(0, tags.cut));
-      return true;
-    }
-    left -= tags.count;
-    if (text.length > 0) parser.write(text);
-  }
-  if (held.length > 0) parser.write(held);
-  return false;
+  return { base, title, description, language, contentLanguage, canonicalHref, noindex, nofollow, hrefs, anchorTexts, headings, text, truncated: parser.truncated };
 }
 
 export function extractPage(input: string | Iterable<string>, pageUrl: string, maxLinks: number = LIMITS.linksPerPage): ExtractedPage {
@@ -488,23 +461,6 @@ function excerptOf(text: string): string {
     if (prefix.length > max) return bound(prefix, max);
   }
   return bound(collapseWhitespace(text), max);
-}
-
-/**
- * The start tags (`<` followed by a letter) of `html`, counted up to `budget`: `cut` is where the
- * (budget+1)-th begins, or null when there are no more than `budget` (`count` of them). Counting is a
- * linear scan; `<` inside scripts and comments counts too, which only makes the cut earlier on pages
- * that are huge anyway.
- */
-function startTagsWithin(html: string, budget: number): { cut: number | null; count: number } {
-  let count = 0;
-  for (let at = html.indexOf('<'); at !== -1; at = html.indexOf('<', at + 1)) {
-    const next = html.charCodeAt(at + 1);
-    if ((next >= 0x61 && next <= 0x7a) || (next >= 0x41 && next <= 0x5a)) {
-      if (++count > budget) return { cut: at, count: budget };
-    }
-  }
-  return { cut: null, count };
 }
 
 function resolveBase(base: string | null, pageUrl: string): string {

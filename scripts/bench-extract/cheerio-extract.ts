@@ -5,13 +5,12 @@
  * and as the "before" of `node dist/scripts/bench-extract.js`. Not used by the fetcher.
  */
 import { load } from 'cheerio/slim';
+import { DomHandler } from 'htmlparser2';
+import { BudgetedParser } from '../../fetcher/parse-budget.js';
 import { LIMITS, type PageData } from '../../shared/protocol.js';
 import { simhash } from '../../shared/simhash.js';
 import { normalizeUrl } from '../../shared/url-normalize.js';
 import type { ExtractedPage } from '../../fetcher/html-extract.js';
-
-/** Start tags handed to the parser at most, as in the streaming extractor. */
-const MAX_START_TAGS = 32_000;
 
 interface DomNode {
   type: string;
@@ -29,9 +28,12 @@ const BLOCK = new Set(['p', 'div', 'li', 'ul', 'ol', 'br', 'h1', 'h2', 'h3', 'h4
 const NOT_CRAWLABLE = /^\s*(javascript|mailto|data|tel|about|blob|vbscript|sms|ftp):/i;
 
 export function extractPageWithCheerio(input: string, pageUrl: string, maxLinks: number = LIMITS.linksPerPage): Omit<ExtractedPage, 'indexSource'> {
-  const cut = startTagBudgetEnd(input, MAX_START_TAGS);
-  const html = cut === null ? input : input.slice(0, cut);
-  const $ = load(html);
+  // cheerio's own parse (htmlparser2 with a DomHandler, entities decoded), with the streaming
+  // extractor's bound on parse work (fetcher/parse-budget.ts): the DOM holds what was parsed before it.
+  const handler = new DomHandler();
+  const parser = new BudgetedParser(handler, { decodeEntities: true });
+  parser.end(input);
+  const $ = load(handler.root);
   const root = $.root()[0] as unknown as DomNode;
 
   let base: string | null = null;
@@ -126,24 +128,8 @@ export function extractPageWithCheerio(input: string, pageUrl: string, maxLinks:
       simhash: visibleText.length === 0 ? null : simhash(visibleText),
     },
     links,
-    truncated: cut !== null,
+    truncated: parser.truncated,
   };
-}
-
-/**
- * Where the (budget+1)-th start tag begins (`<` followed by a letter), or null when the page has no
- * more than `budget`. Counting is a linear scan; `<` inside scripts and comments counts too, which only
- * makes the cut earlier on pages that are huge anyway.
- */
-function startTagBudgetEnd(html: string, budget: number): number | null {
-  let count = 0;
-  for (let at = html.indexOf('<'); at !== -1; at = html.indexOf('<', at + 1)) {
-    const next = html.charCodeAt(at + 1);
-    if ((next >= 0x61 && next <= 0x7a) || (next >= 0x41 && next <= 0x5a)) {
-      if (++count > budget) return at;
-    }
-  }
-  return null;
 }
 
 function resolveBase(base: string | null, pageUrl: string): string {

@@ -96,7 +96,10 @@ describe('on messy HTML', () => {
     ['a page that is only text', 'just some text & no tags at all'],
     ['an empty page', ''],
     ['nesting past recursion depth', `${'<div><span>'.repeat(20_000)}deep<a href="/deep">d</a>${'</span></div>'.repeat(20_000)}`],
-    ['more start tags than the parser is given', `${'<p>para</p>'.repeat(33_000)}<a href="/after-budget">late</a>`],
+    ['more start tags than a page once had parsed (33,000 flat paragraphs)', `${'<p>para</p>'.repeat(33_000)}<a href="/after-many">late</a>`],
+    ['parse work past the budget: end tags that close nothing under a deep stack', `<a href="/before">b</a>${'<b>'.repeat(31_000)}${'</x>'.repeat(5_000)}<a href="/after-budget">late</a>`],
+    ['one nested element past the budget, with attributes', `${'<i>'.repeat(32_000)}<a href="/cut">cut</a>`],
+    ['one nested element past the budget, without', `${'<i>'.repeat(32_000)}<a>cut</a><a href="/after">late</a>`],
   ])('%s', (_name, html) => {
     expectSameExtraction(html, PAGE);
   });

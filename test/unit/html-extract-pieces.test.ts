@@ -2,12 +2,13 @@
  * A page handed to the extractor in pieces (fetcher/decode.ts `decodeHtmlChunks`, then one parser write
  * per piece) gives exactly what the whole page gives: wherever the pieces are cut (inside a tag, an
  * attribute, an entity, a comment, between `<` and a tag name), whatever the encoding, and with the
- * start-tag budget's cut falling in any piece.
+ * parse-work budget's cut (fetcher/parse-budget.ts) falling in any piece.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { decodedPrefix, decodeHtml, decodeHtmlChunks } from '../../fetcher/decode.js';
-import { extractPage, MAX_START_TAGS } from '../../fetcher/html-extract.js';
+import { extractPage } from '../../fetcher/html-extract.js';
+import { PARSE_WORK_BUDGET } from '../../fetcher/parse-budget.js';
 
 const seed = process.env.FC_SEED === undefined ? Date.now() % 2 ** 31 : Number(process.env.FC_SEED);
 console.log(`html-extract-pieces fast-check seed ${seed} (set FC_SEED to replay)`);
@@ -73,21 +74,43 @@ describe('extractPage in pieces', () => {
     }
   });
 
-  it('cuts a page over the start-tag budget where the whole page is cut, wherever the pieces end', () => {
-    const tags = MAX_START_TAGS + 3;
-    const html = `<body>${'<a href="/p">x</a>'.repeat(tags)}<p>after</p>`;
+  it('cuts a page whose parse work passes the budget where the whole page is cut, wherever the pieces end', () => {
+    // 31,000 open elements, then end tags that close nothing: each one scans the whole stack.
+    const html = `<body><a href="/before">b</a>${'<b>'.repeat(31_000)}${'</x>'.repeat(5_000)}<a href="/after">a</a>`;
     const whole = extractPage(html, PAGE);
     expect(whole.truncated).toBe(true);
-    // The budget's last tag and the one that is cut: pieces ending right after their `<`, and elsewhere.
-    const cutTag = html.indexOf('<a', 6 + (MAX_START_TAGS - 1) * '<a href="/p">x</a>'.length);
-    for (const cuts of [[cutTag + 1], [cutTag], [cutTag - 17], [cutTag + 1, cutTag + 2], [1000, 250_000, cutTag + 1], [...Array(60).keys()].map((k) => k * 10_007)]) {
-      const pieces = piecesOf(html, cuts);
-      expect(extractPage(pieces, PAGE)).toEqual(whole);
+    expect(whole.links).toEqual(['http://site.example/before']);
+    // The shortest prefix that is cut ends with the end tag whose work passes the budget.
+    let lo = 0;
+    let hi = html.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (extractPage(html.slice(0, mid), PAGE).truncated) hi = mid;
+      else lo = mid + 1;
     }
-    // At the budget exactly, nothing is cut either way.
-    const full = `<body>${'<i>'.repeat(MAX_START_TAGS - 1)}<`;
-    expect(extractPage(piecesOf(full, [full.length - 1]), PAGE)).toEqual(extractPage(full, PAGE));
+    expect(html.slice(lo - 4, lo)).toBe('</x>');
+    for (const cuts of [[lo], [lo - 1], [lo - 4], [lo + 1], [lo - 2, lo + 2], [1000, 60_000, lo - 3], [...Array(60).keys()].map((k) => k * 2_003)]) {
+      expect(extractPage(piecesOf(html, cuts), PAGE)).toEqual(whole);
+    }
+  });
+
+  it('walks 32,000 nested elements whole, the budget exactly, and cuts the next one', () => {
+    // The k-th of n nested elements is pushed onto a stack of k - 1: n (n + 1) / 2 in all.
+    expect(PARSE_WORK_BUDGET).toBe((32_000 * 32_001) / 2);
+    const full = `${'<i>'.repeat(32_000)}deep<`;
     expect(extractPage(full, PAGE).truncated).toBe(false);
+    expect(extractPage(full, PAGE).page.excerpt).toBe('deep<');
+    expect(extractPage(piecesOf(full, [full.length - 1, 50_000]), PAGE)).toEqual(extractPage(full, PAGE));
+    const over = `${'<i>'.repeat(32_001)}deep`;
+    expect(extractPage(over, PAGE).truncated).toBe(true);
+    expect(extractPage(over, PAGE).page.excerpt).toBe('');
+  });
+
+  it('does not cut flat pages, however many tags they have', () => {
+    const html = `<body>${Array.from({ length: 60_000 }, (_, i) => `<p><a href="/p${i}">x</a></p>`).join('')}<h1>the end</h1>`;
+    const result = extractPage(html, PAGE);
+    expect(result.truncated).toBe(false);
+    expect(result.indexSource.headings).toEqual(['the end']);
   });
 });
 

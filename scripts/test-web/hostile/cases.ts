@@ -54,6 +54,9 @@ export const CHAIN_STEPS = 30;
 export const LINK_BOMB_LINKS = 200_000;
 export const LONG_URL_CHARS = 100_000;
 export const NESTED_ELEMENTS = 200_000;
+/** Open elements of the unclosed page, and its size: end tags that close nothing fill it to about this. */
+export const UNCLOSED_ELEMENTS = 31_000;
+export const UNCLOSED_PAGE_BYTES = 1_900_000;
 export const SESSION_ID_LINKS = 10_000;
 /** robots.txt size; its first rule disallows DISALLOWED_PREFIX. */
 export const ROBOTS_BYTES = 600 * 1024;
@@ -128,6 +131,7 @@ export function hostileCases(origin: string): HostileCase[] {
     c('/links/bomb.html', 'links', `${LINK_BOMB_LINKS.toLocaleString('en')} links (over the body limit)`, html(200, { truncated: true })),
     c('/links/long-url.html', 'links', `one ${LONG_URL_CHARS.toLocaleString('en')}-character URL and one normal link`, html(200)),
     c('/links/nested.html', 'links', `${NESTED_ELEMENTS.toLocaleString('en')} nested elements (htmlparser2 is quadratic in depth)`, html(200, { truncated: true })),
+    c('/links/unclosed.html', 'links', `${UNCLOSED_ELEMENTS.toLocaleString('en')} open elements, then end tags that close nothing (each one a scan of htmlparser2's whole stack)`, html(200, { truncated: true })),
     c('/links/session-ids.html', 'links', `${SESSION_ID_LINKS.toLocaleString('en')} links differing only by ?sid=`, html(200)),
 
     c('/trap/calendar/2024/06', 'trap', 'an endless calendar: every month links to the previous and next', html(200)),

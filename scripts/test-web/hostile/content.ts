@@ -11,6 +11,8 @@ import {
   NESTED_ELEMENTS,
   ROBOTS_BYTES,
   SESSION_ID_LINKS,
+  UNCLOSED_ELEMENTS,
+  UNCLOSED_PAGE_BYTES,
   type HostileCase,
 } from './cases.js';
 
@@ -131,6 +133,7 @@ export function hugeTitlePage(): Buffer {
 let linkBomb: Buffer | undefined;
 let longUrl: Buffer | undefined;
 let nested: Buffer | undefined;
+let unclosed: Buffer | undefined;
 let sessionIds: Buffer | undefined;
 
 export function linkBombPage(): Buffer {
@@ -150,6 +153,15 @@ export function longUrlPage(): Buffer {
 export function nestedPage(): Buffer {
   nested ??= page(`${NESTED_ELEMENTS} nested elements`, `<a href="/links/before-nesting.html">before</a>${'<div>'.repeat(NESTED_ELEMENTS)}deep${'</div>'.repeat(NESTED_ELEMENTS)}<a href="/links/after-nesting.html">after</a>`);
   return nested;
+}
+
+export function unclosedPage(): Buffer {
+  if (unclosed === undefined) {
+    const open = `<a href="/links/before-unclosed.html">before</a>${'<b>'.repeat(UNCLOSED_ELEMENTS)}`;
+    const closing = '</x>'.repeat(Math.floor((UNCLOSED_PAGE_BYTES - open.length) / 4));
+    unclosed = page(`${UNCLOSED_ELEMENTS} open elements, then end tags that close nothing`, `${open}${closing}<a href="/links/after-unclosed.html">after</a>`);
+  }
+  return unclosed;
 }
 
 export function sessionIdPage(): Buffer {

@@ -221,6 +221,8 @@ export function handleHostileRequest(host: HostileHost, req: IncomingMessage, re
       return html(content.longUrlPage());
     case '/links/nested.html':
       return html(content.nestedPage());
+    case '/links/unclosed.html':
+      return html(content.unclosedPage());
     case '/links/session-ids.html':
       return html(content.sessionIdPage());
 
