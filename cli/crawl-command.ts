@@ -121,9 +121,14 @@ function nextSteps(dataDir: string, summary: CrawlSummary, status: number): stri
   // What the pass gave up on: hosts whose requests kept failing (queue-server/frontier/host-backoff.ts).
   const gaveUp = ((summary as { backedOffHosts?: HostHealth[] }).backedOffHosts ?? []).filter((host) => host.gaveUp);
   const given = gaveUp.map((host) => `  gave up on:      ${host.origin} (${host.code} ${host.failuresInRow} times in a row): ${count(host.givenUpUrls, 'URL')} recorded host-failing\n`).join('');
+  // What bounds left out: links past --max-links-per-page, pages cut at --max-body-bytes or the parser's bound.
+  const cut =
+    (summary.linksCut > 0 ? `  links cut:       ${count(summary.linksCut, 'link')} on ${count(summary.pagesLinksCut, 'page')} past --max-links-per-page, not followed (raise it to follow them)\n` : '') +
+    (summary.pagesTruncated > 0 ? `  pages cut:       ${count(summary.pagesTruncated, 'page')} cut at --max-body-bytes or the HTML parser's work bound; links past the cut were not seen\n` : '');
   return (
     `${head}\n` +
     given +
+    cut +
     `  data:            ${dir}\n` +
     `  page records:    petrel export${data} > pages.jsonl\n` +
     `  every URL known: petrel db dump${data}   (petrel db check${data} verifies the database)\n` +

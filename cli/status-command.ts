@@ -36,6 +36,9 @@ interface Status {
   requests: number;
   urlsDiscovered: number;
   bytesDownloaded: number;
+  linksCut?: number;
+  pagesLinksCut?: number;
+  pagesTruncated?: number;
   frontierSize: number;
   itemsLeased: number;
   leasesOut: number;
@@ -134,6 +137,8 @@ function render(server: string, s: Status, now: number): string {
   lines.push(`  fetched ${s.pagesFetched} (${s.pagesPerSecond}/s), 304 ${s.notModified}, fresh ${s.skippedFresh}, errors ${s.errors}, robots-denied ${s.robotsDenied}, requests ${s.requests}, ${mib(s.bytesDownloaded)} downloaded`);
   lines.push(`  discovered ${s.urlsDiscovered}, queued ${s.frontierSize}, leased ${s.itemsLeased} in ${s.leasesOut} lease${s.leasesOut === 1 ? '' : 's'}, waiting ${s.waitingUrls}; hosts active ${s.hosts.active}, waiting ${s.hosts.waiting}`);
   if (s.timeLeft !== null) lines.push(`  ~${formatApproxDuration(s.timeLeft.ms)} left for the queued URLs (slowest: ${clean(s.timeLeft.origin)}, limited by ${s.timeLeft.limitedBy})`);
+  // Absent from an older queue server's status.
+  if ((s.linksCut ?? 0) > 0 || (s.pagesTruncated ?? 0) > 0) lines.push(`  links cut ${s.linksCut ?? 0} on ${s.pagesLinksCut ?? 0} pages (--max-links-per-page), pages cut ${s.pagesTruncated ?? 0} (body limit or parser bound)`);
   const codes = Object.entries(s.errorsByCode).sort((a, b) => b[1] - a[1]).slice(0, 5);
   if (codes.length > 0) lines.push(`  errors by code: ${codes.map(([code, count]) => `${clean(code, 40)} ${count}`).join(', ')}`);
   if (s.storageError !== null) lines.push(`  STORAGE ERROR ${clean(s.storageError.code, 20)}: ${clean(s.storageError.message, 200)} (attempt ${s.storageError.attempts}); the crawl is paused`);

@@ -48,6 +48,8 @@ export interface FetchContext {
   readonly archive?: boolean;
   /** Build the search index's data of pages (the schedule says; false under the crawl's --no-index). Default true. */
   readonly index?: boolean;
+  /** Links of a page its result carries at most (the schedule's `maxLinks`); absent: DEFAULT_MAX_LINKS_PER_PAGE. */
+  readonly maxLinks?: number;
   /** The address requests to a host name go to, as far as the fetcher knows (address-guard.ts `addressOf`); absent: none said. */
   readonly addressOf?: (hostname: string) => string | null;
 }
@@ -143,7 +145,7 @@ async function fetchPage(ctx: FetchContext, slot: number, item: ScheduleItem): P
   }
   const { extractPage } = await preloadExtractor();
   // In pieces: a page of megabytes is never one string (decode.ts).
-  const extracted = extractPage(decodeHtmlChunks(response.body, contentType), item.url);
+  const extracted = extractPage(decodeHtmlChunks(response.body, contentType), item.url, ctx.maxLinks);
   // X-Robots-Tag says what the meta robots tag says (x-robots-tag.ts); either one is enough.
   const header = xRobotsTag(response.headers['x-robots-tag'], 'petrel');
   const page =

@@ -291,7 +291,7 @@ export class Fetcher {
     const stopping = this.#claimAbort.signal;
     if (slot.startAfterMs > 0) await sleepAtLeast(slot.startAfterMs + TIMER_SLACK_MS, stopping);
     const policy = this.#options.addressPolicy;
-    const ctx = { dispatcher: this.#agent, download: this.#options.download, archive: active.schedule.warc, index: active.schedule.index, addressOf: (hostname: string) => addressOf(policy, hostname) };
+    const ctx = { dispatcher: this.#agent, download: this.#options.download, archive: active.schedule.warc, index: active.schedule.index, maxLinks: active.schedule.maxLinks, addressOf: (hostname: string) => addressOf(policy, hostname) };
     let failuresInRow = 0;
     for (let index = 0; index < slot.items.length; index++) {
       if (index > 0 && slot.delayMs > 0 && failuresInRow < HOST_FAILURES_IN_ROW) await sleepAtLeast(slot.delayMs + TIMER_SLACK_MS, stopping);

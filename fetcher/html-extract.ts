@@ -29,7 +29,9 @@
  *  - Links: `<a href>` and `<area href>`, resolved against `<base href>` (the first one, itself
  *    resolved against the page URL) and normalized; `rel~=nofollow` links are skipped; with
  *    `<meta name="robots" content="nofollow">` (or `none`) no link is followed. Non-http(s) links
- *    (`javascript:`, `mailto:`, `data:`) are dropped; duplicates are dropped; at most `maxLinks`.
+ *    (`javascript:`, `mailto:`, `data:`) are dropped; duplicates are dropped; at most `maxLinks`
+ *    (--max-links-per-page), the rest counted in `outlinks` (distinct ones up to twice the bound, then
+ *    as written).
  *  - meta robots `noindex` (or `none`) marks the page noindex. `<meta name="petrel">` counts too.
  *  - title: the text of the first `<title>`; canonical: `<link rel="canonical" href>`, resolved and
  *    normalized; language: the last `<html lang>`, else `<meta http-equiv="content-language">`.
@@ -40,7 +42,7 @@
  *    text events with no tag or comment between them is one text node).
  */
 import type { Handler } from 'htmlparser2';
-import { LIMITS, type PageData } from '../shared/protocol.js';
+import { DEFAULT_MAX_LINKS_PER_PAGE, LIMITS, type PageData } from '../shared/protocol.js';
 import { simhash } from '../shared/simhash.js';
 import { isSpace } from '../shared/tokenize.js';
 import { normalizeUrl } from '../shared/url-normalize.js';
@@ -97,6 +99,8 @@ class PageCollector implements Partial<Handler> {
   noindex = false;
   nofollow = false;
   readonly hrefs: string[] = [];
+  /** Followable hrefs past `maxHrefs`: counted, not kept. */
+  hrefsBeyond = 0;
   /** Anchor text of each href, same index (index data: indexed on the link's target). */
   readonly anchorTexts: string[] = [];
   /** Texts of h1-h6 in document order (index data), at most MAX_HEADINGS, each bounded. */
@@ -224,7 +228,11 @@ class PageCollector implements Partial<Handler> {
       case 'a':
       case 'area': {
         const href = this.#href;
-        if (href !== undefined && this.hrefs.length < this.#maxHrefs && !hasToken(this.#rel, 'nofollow') && !NOT_CRAWLABLE.test(href) && !href.startsWith('#')) {
+        if (href !== undefined && !hasToken(this.#rel, 'nofollow') && !NOT_CRAWLABLE.test(href) && !href.startsWith('#')) {
+          if (this.hrefs.length >= this.#maxHrefs) {
+            this.hrefsBeyond++;
+            break;
+          }
           this.hrefs.push(href);
           this.anchorTexts.push('');
           if (name === 'a') this.#anchor = this.hrefs.length - 1;
@@ -368,6 +376,8 @@ export interface PageScan {
   readonly nofollow: boolean;
   /** Link targets as written, in document order, at most `maxHrefs`. */
   readonly hrefs: readonly string[];
+  /** Followable link targets past `maxHrefs`, counted, not kept. */
+  readonly hrefsBeyond: number;
   /** The anchor text of each of `hrefs` (same index; empty for `<area>`), at most ANCHOR_TEXT_CHARS each, as found. */
   readonly anchorTexts: readonly string[];
   /** Texts of h1-h6, in document order, as found. */
@@ -393,30 +403,33 @@ export function scanPage(input: string | Iterable<string>, maxHrefs: number): Pa
   }
   found.pageEnds();
   parser.end();
-  const { base, title, description, language, contentLanguage, canonicalHref, noindex, nofollow, hrefs, anchorTexts, headings, text } = found;
-  return { base, title, description, language, contentLanguage, canonicalHref, noindex, nofollow, hrefs, anchorTexts, headings, text, truncated: parser.truncated };
+  const { base, title, description, language, contentLanguage, canonicalHref, noindex, nofollow, hrefs, hrefsBeyond, anchorTexts, headings, text } = found;
+  return { base, title, description, language, contentLanguage, canonicalHref, noindex, nofollow, hrefs, hrefsBeyond, anchorTexts, headings, text, truncated: parser.truncated };
 }
 
-export function extractPage(input: string | Iterable<string>, pageUrl: string, maxLinks: number = LIMITS.linksPerPage): ExtractedPage {
+export function extractPage(input: string | Iterable<string>, pageUrl: string, maxLinks: number = DEFAULT_MAX_LINKS_PER_PAGE): ExtractedPage {
   // Twice the cap of links is kept as written: some are dropped as duplicates once normalized.
   const found = scanPage(input, maxLinks * 2);
   const baseUrl = resolveBase(found.base, pageUrl);
   const links: string[] = [];
   const anchors: Array<{ url: string; text: string }> = [];
+  let outlinks = 0;
   if (!found.nofollow) {
     const seen = new Set<string>();
     const resolve = linkResolver.forPage(baseUrl);
     for (let h = 0; h < found.hrefs.length; h++) {
       const result = resolve(found.hrefs[h]!.trim());
       if (!result.ok) continue;
-      // Every followable link's text counts for its target, repeated links' too (index-data.ts joins them).
-      const anchorText = found.anchorTexts[h]!;
-      if (anchorText.length > 0) anchors.push({ url: result.url, text: anchorText });
-      if (seen.has(result.url)) continue;
-      seen.add(result.url);
-      links.push(result.url);
-      if (links.length >= maxLinks) break;
+      if (links.length < maxLinks) {
+        // Every followable link's text counts for its target, repeated links' too (index-data.ts joins them).
+        const anchorText = found.anchorTexts[h]!;
+        if (anchorText.length > 0) anchors.push({ url: result.url, text: anchorText });
+        if (seen.has(result.url)) continue;
+        seen.add(result.url);
+        links.push(result.url);
+      } else seen.add(result.url); // past the bound: only counted
     }
+    outlinks = seen.size + found.hrefsBeyond;
   }
   const canonical = found.canonicalHref === null ? null : normalizeUrl(found.canonicalHref.trim(), baseUrl);
   const excerpt = excerptOf(found.text);
@@ -430,7 +443,7 @@ export function extractPage(input: string | Iterable<string>, pageUrl: string, m
       canonical: canonical?.ok === true ? canonical.url : null,
       noindex: found.noindex,
       nofollow: found.nofollow,
-      outlinks: links.length,
+      outlinks,
       // White space only separates words, so the simhash of the text is that of its collapsed form.
       simhash: excerpt.length === 0 ? null : simhash(found.text),
     },

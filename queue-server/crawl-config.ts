@@ -12,6 +12,7 @@ import { ONE_SHOT_MAX_WAIT_MS } from './frontier/host-backoff.js';
 import { z } from 'zod';
 import { NUTCH_ADAPTIVE_RATES, type FetchSchedulePolicy } from './crawldb/fetch-schedule.js';
 import { SCOPES } from './admission/scope.js';
+import { DEFAULT_MAX_LINKS_PER_PAGE, LIMITS } from '../shared/protocol.js';
 
 interface SettingBase<T> {
   /** What the setting means, for --help and the admin form. */
@@ -134,6 +135,13 @@ export const CRAWL_SETTINGS = {
     help: 'URLs of one host admitted at most, so a spider trap costs a bounded number of requests; more are counted as trap-budget',
     min: 1,
     default: 100_000,
+  }),
+  maxLinksPerPage: integer({
+    option: '--max-links-per-page <n>',
+    help: 'links of one page followed at most, in page order; the rest are counted (linksCut in the summary), not followed. Index pages of large sites have more (the Rust documentation: up to 24,000)',
+    min: 1,
+    max: LIMITS.linksPerPage,
+    default: DEFAULT_MAX_LINKS_PER_PAGE,
   }),
   frontierMemoryUrls: integer({
     option: '--frontier-memory-urls <n>',

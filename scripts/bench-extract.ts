@@ -28,7 +28,7 @@ import { decodeHtml, decodeHtmlChunks } from '../fetcher/decode.js';
 import { collapseWhitespace, extractPage, scanPage } from '../fetcher/html-extract.js';
 import { gzipSync } from 'node:zlib';
 import { buildIndexData } from '../shared/index-data.js';
-import { LIMITS } from '../shared/protocol.js';
+import { DEFAULT_MAX_LINKS_PER_PAGE } from '../shared/protocol.js';
 import { simhash } from '../shared/simhash.js';
 import { contentSignature } from '../shared/url-hash.js';
 import { extractPageWithCheerio } from './bench-extract/cheerio-extract.js';
@@ -112,7 +112,7 @@ function main(): number {
   const decode = perPage(time(pages, rounds, (page) => decodeHtml(page.bytes, 'text/html')));
   const signature = perPage(time(pages, rounds, (page) => contentSignature(page.bytes)));
   const extract = perPage(time(pages, rounds, (page) => extractPage(page.html, page.url)));
-  const scan = perPage(time(pages, rounds, (page) => scanPage(page.html, LIMITS.linksPerPage * 2)));
+  const scan = perPage(time(pages, rounds, (page) => scanPage(page.html, DEFAULT_MAX_LINKS_PER_PAGE * 2)));
   const texts = pages.map((page) => scanPage(page.html, 0).text);
   let next = 0;
   const simhashMs = perPage(time(pages, rounds, () => {

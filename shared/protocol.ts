@@ -38,7 +38,8 @@ export const ROUTES = {
 export const LIMITS = {
   requestBodyBytes: 64 * 1024 * 1024,
   urlChars: 2048,
-  linksPerPage: 5000,
+  /** Links of one page a result may carry: the most --max-links-per-page allows (DEFAULT_MAX_LINKS_PER_PAGE by default). */
+  linksPerPage: 100_000,
   resultsPerPost: 2000,
   robotsTxtChars: 512 * 1024,
   titleChars: 512,
@@ -51,6 +52,13 @@ export const LIMITS = {
   /** An IPv6 address with a zone is at most 45 characters plus the zone. */
   addressChars: 64,
 } as const;
+
+/**
+ * Links of one page followed unless the crawl says otherwise (--max-links-per-page): a page's links past
+ * it are counted (its `outlinks`), not followed. Heritrix's default is about the same (6,000); a page
+ * with more is an index of a large site or a link farm.
+ */
+export const DEFAULT_MAX_LINKS_PER_PAGE = 5000;
 
 /** Patterns shared by the schemas below and the fast acceptance of results bodies at the end. */
 const ID_PATTERN = /^[A-Za-z0-9_.:-]{1,64}$/;
@@ -130,6 +138,8 @@ export const scheduleSchema = z.object({
    * queue server still reads JSON posts (an older fetcher's).
    */
   resultsFrame: z.number().int().nonnegative().optional(),
+  /** Links of a page its result carries at most (--max-links-per-page). Absent (an older queue server): DEFAULT_MAX_LINKS_PER_PAGE. */
+  maxLinks: z.number().int().min(1).max(LIMITS.linksPerPage).optional(),
 });
 export type Schedule = z.infer<typeof scheduleSchema>;
 
@@ -160,6 +170,10 @@ export const pageDataSchema = z.object({
   canonical: url.nullable(),
   noindex: z.boolean(),
   nofollow: z.boolean(),
+  /**
+   * Distinct followable links the page has: those in `links`, then those past the schedule's `maxLinks`
+   * (not sent). Links past twice that bound are counted as written, repeats included. 0 for a nofollow page.
+   */
   outlinks: nonNegativeInt,
   /** 64-bit simhash of the page's visible text (shared/simhash.ts), 16 hex digits. */
   simhash: z.string().regex(HEX64_PATTERN).nullable(),

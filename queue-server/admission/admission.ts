@@ -101,7 +101,8 @@ export class Admission {
    * url-shape.ts) is told which in-scope links were new and which known, for the fan-out rule.
    */
   admitLinks(links: readonly string[], base: string, depth: number, parentScore: number, now: number, redirectHops = 0, fanOut: PageFanOut | null = null): void {
-    const capped = links.length > LIMITS.linksPerPage ? links.slice(0, LIMITS.linksPerPage) : links;
+    const max = this.#config.maxLinksPerPage;
+    const capped = links.length > max ? links.slice(0, max) : links;
     // OPIC: a page's importance is shared out equally among its outlinks.
     const share = capped.length > 0 ? parentScore / capped.length : 0;
     const opic = this.#config.order === 'opic';

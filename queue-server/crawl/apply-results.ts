@@ -8,7 +8,7 @@
  * Results without a live lease are duplicates, or, after a queue server restart, applied when their
  * URL is pending and not out on another lease.
  */
-import { LIMITS, type ItemResult, type ResultsRequest, type ResultsResponse } from '../../shared/protocol.js';
+import type { ItemResult, ResultsRequest, ResultsResponse } from '../../shared/protocol.js';
 import { urlHash, urlHashHex } from '../../shared/url-hash.js';
 import { normalizeUrl, type NormalizedUrl } from '../../shared/url-normalize.js';
 import { listedUrl } from '../sitemaps/sitemap-rules.js';
@@ -225,7 +225,8 @@ export class ResultApplier {
         if (!config.once && placement.pendingEntry(hash) === undefined) admission.queueKnown(hash, record, now);
       }
       if (belowLimit(0, config.maxDepth)) {
-        for (let i = 0; i < urls.length; i += LIMITS.linksPerPage) admission.admitLinks(urls.slice(i, i + LIMITS.linksPerPage), sitemap.url, 1, 0, now);
+        const step = config.maxLinksPerPage;
+        for (let i = 0; i < urls.length; i += step) admission.admitLinks(urls.slice(i, i + step), sitemap.url, 1, 0, now);
       }
     }
     // What the next pass asks of this sitemap: a conditional request, or none for a while after a 404
@@ -254,8 +255,16 @@ export class ResultApplier {
     const retryAfterMs = retry?.retryAfterMs ?? null;
     const score = (): number => stores.crawlDb.get(hash)?.score ?? 0;
     switch (outcome.kind) {
-      case 'fetched':
+      case 'fetched': {
         counters.pagesFetched++;
+        if (result.truncated) counters.pagesTruncated++;
+        // Links the page has past --max-links-per-page: the fetcher counted them (`outlinks`), not sent.
+        const kept = Math.min(result.links.length, config.maxLinksPerPage);
+        const found = Math.max(result.page?.outlinks ?? 0, result.links.length);
+        if (found > kept) {
+          counters.pagesLinksCut++;
+          counters.linksCut += found - kept;
+        }
         cache.stage(hash, recordAfterFullResponse(result, now));
         if (belowLimit(depth, config.maxDepth)) {
           // What the page's links lead to joins its URL shape's fan-out window (url-shape.ts).
@@ -264,6 +273,7 @@ export class ResultApplier {
           if (fanOut !== null) this.#parts.shapes.recordLinks(fanOut, now);
         }
         break;
+      }
       case 'not-modified': {
         counters.notModified++;
         const previous = cache.get(hash);

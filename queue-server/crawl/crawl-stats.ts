@@ -15,6 +15,10 @@
  *  - bytesDownloaded: body bytes received on the wire.
  *  - sitemapRequests, sitemapsRead, sitemapUrls, sitemapUrlsRefused, sitemapChanged, sitemapsSkipped:
  *    sitemap files are discovery, not pages (queue-server/sitemaps/); their requests are in `requests`.
+ *  - pagesTruncated: fetched pages cut short, at --max-body-bytes or at the parser's work bound
+ *    (fetcher/parse-budget.ts); links past the cut were not seen.
+ *  - linksCut, pagesLinksCut: links of fetched pages past --max-links-per-page (distinct ones, as the
+ *    fetcher counted them in `outlinks`), not followed, and the pages that had them.
  *  - warcRecords, warcBytes: WARC records (request, response or revisit) and their compressed bytes
  *    this crawl stored in the web archive, warcinfo records not counted; warcInvalid: captures refused
  *    because their records were not what they said (the result itself is applied).
@@ -34,6 +38,9 @@ export interface CrawlCounters {
   bytesDownloaded: number;
   /** Body bytes not transferred thanks to the cache: stored size of 304s and of fresh skips. */
   bytesSaved: number;
+  pagesTruncated: number;
+  linksCut: number;
+  pagesLinksCut: number;
   duplicateResults: number;
   lateResults: number;
   leasesExpired: number;
@@ -75,6 +82,9 @@ export class CrawlStats {
     urlsDiscovered: 0,
     bytesDownloaded: 0,
     bytesSaved: 0,
+    pagesTruncated: 0,
+    linksCut: 0,
+    pagesLinksCut: 0,
     duplicateResults: 0,
     lateResults: 0,
     leasesExpired: 0,

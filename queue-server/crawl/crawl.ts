@@ -504,7 +504,7 @@ export class Crawl {
     const lease = this.#leases.issue(request.fetcherId, cut.slots, now, this.#config.leaseMs);
     const seedHosts = this.#seedHosts();
     // Results come back as binary frames (shared/results-frame.ts) from fetchers that write them.
-    return { ...scheduleOf(lease, this.#config.leaseMs, (origin) => seedHosts.has(hostnameOf(origin)) || this.#frontier.isTrusted(origin), this.archiving, this.#config.index), resultsFrame: RESULTS_FRAME_VERSION };
+    return { ...scheduleOf(lease, this.#config.leaseMs, (origin) => seedHosts.has(hostnameOf(origin)) || this.#frontier.isTrusted(origin), this.archiving, this.#config.index), resultsFrame: RESULTS_FRAME_VERSION, maxLinks: this.#config.maxLinksPerPage };
   }
 
   /**

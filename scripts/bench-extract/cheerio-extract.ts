@@ -7,7 +7,7 @@
 import { load } from 'cheerio/slim';
 import { DomHandler } from 'htmlparser2';
 import { BudgetedParser } from '../../fetcher/parse-budget.js';
-import { LIMITS, type PageData } from '../../shared/protocol.js';
+import { DEFAULT_MAX_LINKS_PER_PAGE, LIMITS, type PageData } from '../../shared/protocol.js';
 import { simhash } from '../../shared/simhash.js';
 import { normalizeUrl } from '../../shared/url-normalize.js';
 import type { ExtractedPage } from '../../fetcher/html-extract.js';
@@ -27,7 +27,7 @@ const BLOCK = new Set(['p', 'div', 'li', 'ul', 'ol', 'br', 'h1', 'h2', 'h3', 'h4
 /** Links that can never be crawled, dropped before they take a place under the cap. */
 const NOT_CRAWLABLE = /^\s*(javascript|mailto|data|tel|about|blob|vbscript|sms|ftp):/i;
 
-export function extractPageWithCheerio(input: string, pageUrl: string, maxLinks: number = LIMITS.linksPerPage): Omit<ExtractedPage, 'indexSource'> {
+export function extractPageWithCheerio(input: string, pageUrl: string, maxLinks: number = DEFAULT_MAX_LINKS_PER_PAGE): Omit<ExtractedPage, 'indexSource'> {
   // cheerio's own parse (htmlparser2 with a DomHandler, entities decoded), with the streaming
   // extractor's bound on parse work (fetcher/parse-budget.ts): the DOM holds what was parsed before it.
   const handler = new DomHandler();
@@ -45,6 +45,8 @@ export function extractPageWithCheerio(input: string, pageUrl: string, maxLinks:
   let noindex = false;
   let nofollow = false;
   const hrefs: string[] = [];
+  // Followable hrefs past twice the bound: counted as written (the streaming extractor's `outlinks`).
+  let hrefsBeyond = 0;
   let text = '';
   // Text is kept for the excerpt and for the near-duplicate fingerprint (simhash), up to this much.
   const textBudget = SIMHASH_TEXT_CHARS;
@@ -64,7 +66,10 @@ export function extractPageWithCheerio(input: string, pageUrl: string, maxLinks:
         case 'a':
         case 'area': {
           const href = attribs.href;
-          if (href !== undefined && hrefs.length < maxLinks * 2 && !hasToken(attribs.rel, 'nofollow') && !NOT_CRAWLABLE.test(href) && !href.startsWith('#')) hrefs.push(href);
+          if (href !== undefined && !hasToken(attribs.rel, 'nofollow') && !NOT_CRAWLABLE.test(href) && !href.startsWith('#')) {
+            if (hrefs.length < maxLinks * 2) hrefs.push(href);
+            else hrefsBeyond++;
+          }
           break;
         }
         case 'base':
@@ -102,15 +107,16 @@ export function extractPageWithCheerio(input: string, pageUrl: string, maxLinks:
 
   const baseUrl = resolveBase(base, pageUrl);
   const links: string[] = [];
+  let outlinks = 0;
   if (!nofollow) {
     const seen = new Set<string>();
     for (const href of hrefs) {
       const result = normalizeUrl(href.trim(), baseUrl, LIMITS.urlChars);
       if (!result.ok || seen.has(result.url)) continue;
       seen.add(result.url);
-      links.push(result.url);
-      if (links.length >= maxLinks) break;
+      if (links.length < maxLinks) links.push(result.url);
     }
+    outlinks = seen.size + hrefsBeyond;
   }
   const canonical = canonicalHref === null ? null : normalizeUrl(canonicalHref.trim(), baseUrl);
   const visibleText = collapse(text);
@@ -124,7 +130,7 @@ export function extractPageWithCheerio(input: string, pageUrl: string, maxLinks:
       canonical: canonical?.ok === true ? canonical.url : null,
       noindex,
       nofollow,
-      outlinks: links.length,
+      outlinks,
       simhash: visibleText.length === 0 ? null : simhash(visibleText),
     },
     links,

@@ -10,6 +10,11 @@ export interface ReachableOptions {
   seeds: string[];
   inScope: (url: string) => boolean;
   maxDepth: number;
+  /**
+   * A page's links followed at most (the crawler's --max-links-per-page): its first distinct followable
+   * http(s) links in page order, in scope or not (the bound applies before the scope). Default: all.
+   */
+  maxLinksPerPage?: number;
 }
 
 /** Far above any finite test web at sensible depths, far below a heap limit. */
@@ -42,7 +47,14 @@ export function reachable(model: Pick<SiteModel, 'page' | 'robotsAllows'>, opts:
     }
     const isHtml = page.contentType !== null && /^text\/html\b/i.test(page.contentType);
     if (page.status < 200 || page.status >= 300 || !isHtml || page.metaNofollow || page.headerNofollow) continue;
-    for (const link of page.links) if (!link.nofollow) admit(link.url, depth + 1);
+    for (const url of followableLinks(page.links).slice(0, opts.maxLinksPerPage ?? Infinity)) admit(url, depth + 1);
   }
   return depths;
+}
+
+/** The distinct http(s) URLs of a page's links that are not rel=nofollow nor a fragment alone, in page order. */
+export function followableLinks(links: ReadonlyArray<{ url: string; nofollow: boolean; sameDocument: boolean }>): string[] {
+  const urls = new Set<string>();
+  for (const link of links) if (!link.nofollow && !link.sameDocument && /^https?:\/\//.test(link.url)) urls.add(link.url);
+  return [...urls];
 }

@@ -16,6 +16,8 @@ export interface ModelLink {
   url: string;
   /** The `<a>` has rel="nofollow". */
   nofollow: boolean;
+  /** The href is a fragment alone (`#top`): a place in the same document, which crawlers do not follow. */
+  sameDocument: boolean;
 }
 
 export interface ModelPage {
@@ -161,7 +163,7 @@ function toModelPage(url: string, resource: Resource): ModelPage {
     const base = doc.base === null ? url : new URL(doc.base, url).href;
     for (const link of doc.links) {
       const target = canonicalUrl(link.href, base);
-      if (target !== null) page.links.push({ url: target, nofollow: relTokens(link.rel).includes('nofollow') });
+      if (target !== null) page.links.push({ url: target, nofollow: relTokens(link.rel).includes('nofollow'), sameDocument: link.href.trim().startsWith('#') });
     }
     const robots = relTokens(doc.metaRobots);
     page.metaNofollow = robots.includes('nofollow') || robots.includes('none');

@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { decodeHtml, decodeHtmlChunks, charsetFromContentType } from '../../fetcher/decode.js';
 import { bound, collapseWhitespace, extractPage, type ExtractedPage } from '../../fetcher/html-extract.js';
-import { LIMITS, pageDataSchema } from '../../shared/protocol.js';
+import { DEFAULT_MAX_LINKS_PER_PAGE, LIMITS, pageDataSchema } from '../../shared/protocol.js';
 
 const PAGE = 'http://site.example/dir/page.html';
 
@@ -15,7 +15,9 @@ function extract(html: string, pageUrl = PAGE, maxLinks?: number): ExtractedPage
   const result = extractPage(html, pageUrl, maxLinks);
   // Whatever the page, the result crosses the wire.
   pageDataSchema.parse(result.page);
-  expect(result.page.outlinks).toBe(result.links.length);
+  // Links past the bound are counted in outlinks; below it, outlinks are the links.
+  if (result.links.length < (maxLinks ?? DEFAULT_MAX_LINKS_PER_PAGE)) expect(result.page.outlinks).toBe(result.links.length);
+  else expect(result.page.outlinks).toBeGreaterThanOrEqual(result.links.length);
   return result;
 }
 
@@ -99,12 +101,34 @@ describe('links', () => {
     const anchors = Array.from({ length: 100 }, (_, i) => `<a href="/p${i}">${i}</a>`).join('');
     const result = extract(anchors, PAGE, 10);
     expect(result.links).toEqual(Array.from({ length: 10 }, (_, i) => `http://site.example/p${i}`));
-    expect(result.page.outlinks).toBe(10);
+    // 20 kept as written (twice the bound), 80 counted as written past them.
+    expect(result.page.outlinks).toBe(100);
   });
 
-  it('keeps at most LIMITS.linksPerPage links by default', () => {
-    const anchors = Array.from({ length: LIMITS.linksPerPage + 50 }, (_, i) => `<a href="/p${i}">.</a>`).join('');
-    expect(extract(anchors).links).toHaveLength(LIMITS.linksPerPage);
+  it('keeps at most DEFAULT_MAX_LINKS_PER_PAGE links by default, and counts the rest in outlinks', () => {
+    const anchors = Array.from({ length: DEFAULT_MAX_LINKS_PER_PAGE + 50 }, (_, i) => `<a href="/p${i}">.</a>`).join('');
+    const result = extract(anchors);
+    expect(result.links).toHaveLength(DEFAULT_MAX_LINKS_PER_PAGE);
+    expect(result.links.at(-1)).toBe(`http://site.example/p${DEFAULT_MAX_LINKS_PER_PAGE - 1}`);
+    expect(result.page.outlinks).toBe(DEFAULT_MAX_LINKS_PER_PAGE + 50);
+  });
+
+  it('keeps the first maxLinks distinct links and counts every distinct one, then those past twice the bound as written', () => {
+    // Links 0-9, each written twice, then 10 more written once: 20 distinct.
+    const hrefs = [...Array.from({ length: 10 }, (_, i) => [`/p${i}`, `/p${i}#again`]).flat(), ...Array.from({ length: 10 }, (_, i) => `/q${i}`)];
+    const html = hrefs.map((href) => `<a href="${href}">${href}</a>`).join('');
+    const five = extractPage(html, 'http://site.example/', 5);
+    expect(five.links).toEqual([0, 1, 2, 3, 4].map((i) => `http://site.example/p${i}`));
+    // 10 hrefs kept as written (twice the bound): p0-p4 twice; the 20 after them counted as written.
+    expect(five.page.outlinks).toBe(5 + 20);
+    // Anchor text is gathered for the links kept only.
+    expect(new Set(five.indexSource.anchors.map((a) => a.url))).toEqual(new Set(five.links));
+    const fifteen = extractPage(html, 'http://site.example/', 15);
+    expect(fifteen.links).toHaveLength(15);
+    expect(fifteen.page.outlinks).toBe(20);
+    const all = extractPage(html, 'http://site.example/', 20);
+    expect(all.links).toHaveLength(20);
+    expect(all.page.outlinks).toBe(20);
   });
 });
 

@@ -298,6 +298,8 @@ function renderCounters(status, now) {
   setText('c-bytesDownloaded', fmtBytes(status.bytesDownloaded));
   const extra = [`${fmt(status.requests)} requests`, `${fmt(status.redirects)} redirects`, `${fmt(status.leasesOut)} leases out`, `${fmt(status.origins)} hosts known`];
   if (status.leasesExpired > 0) extra.push(`${fmt(status.leasesExpired)} leases expired`);
+  if (status.linksCut > 0) extra.push(`${fmt(status.linksCut)} links cut on ${fmt(status.pagesLinksCut)} pages (--max-links-per-page)`);
+  if (status.pagesTruncated > 0) extra.push(`${fmt(status.pagesTruncated)} pages cut short`);
   $('counters-note').textContent = extra.join(' · ');
 }
 
