@@ -54,6 +54,11 @@ Concurrency (requests in flight at once), made equal for Petrel and Crawlee:
   No crawler waits between requests (Petrel --delay-ms 0; Crawlee and wget have no delay by default);
   all obey robots.txt (each real corpus's allows everything).
 
+Bounds per page, made as loose as the peers' (neither wget nor Crawlee has one): Petrel runs with
+  --max-body-bytes 16777216 and --max-links-per-page 100000, so it reads the Rust documentation's pages
+  of 3 to 10 MB and 24,000 links whole and fetches every page the others fetch (with its defaults, 2 MiB
+  and 5,000, it leaves out about 3,500 pages that only those index pages link to).
+
 Options:
   --corpus LIST         corpora to run, in this order (default ${DEFAULT_CORPORA.join(',')})
   --pages N             test web: pages, all hosts together (default 10000)

@@ -8,6 +8,7 @@
  * Each peer gets a fresh temporary directory `dir` for whatever it writes (data dir, downloads, storage),
  * removed by run.mjs after the run.
  */
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -33,6 +34,13 @@ export function petrelTotalConcurrency({ hosts, hostConcurrency, concurrency, fe
   return Math.min(hosts * hostConcurrency, fetchers * concurrency);
 }
 
+const helpOf = new Map();
+/** Whether that build's `petrel crawl` has the option (its --help, read once per build, before any timing). */
+function takesOption(bin, option) {
+  if (!helpOf.has(bin)) helpOf.set(bin, execFileSync(process.execPath, [bin, 'crawl', '--help'], { encoding: 'utf8' }));
+  return helpOf.get(bin).includes(`${option} `);
+}
+
 export const petrel = {
   name: 'petrel',
   label: 'Petrel',
@@ -41,6 +49,10 @@ export const petrel = {
     for (const seed of ctx.seeds) argv.push('--seed', seed);
     argv.push('--data', ctx.dataDir ?? join(ctx.dir, 'data'), '--fetchers', String(ctx.fetchers), '--concurrency', String(ctx.concurrency));
     argv.push('--delay-ms', '0', '--host-concurrency', String(ctx.hostConcurrency), '--scope', 'host', '--no-progress');
+    // As loose as the peers, which have no bounds per page (run.mjs --help says why); a baseline build
+    // from before --max-links-per-page keeps its fixed 5,000.
+    argv.push('--max-body-bytes', '16777216');
+    if (takesOption(ctx.petrelBin, '--max-links-per-page')) argv.push('--max-links-per-page', '100000');
     if (ctx.maxPages !== null) argv.push('--max-pages', String(ctx.maxPages));
     argv.push('--summary-json', ctx.summaryFile ?? join(ctx.dir, 'summary.json'));
     return { argv, env: { ...process.env, ...(ctx.extraEnv ?? {}) } };
