@@ -17,16 +17,28 @@ export interface WarcFileId {
   readonly serial: number;
 }
 
+/**
+ * The last name and id converted, either way: every crawl database record with a capture converts
+ * one (encoding or decoding its location), and nearly all of them name the file being written, so a
+ * one-entry memo answers almost every call (the conversion's Date, ISO string and regular expressions
+ * were about 1.5 % of the queue server's time on the test web).
+ */
+let memo: { readonly name: string; readonly id: WarcFileId } | null = null;
+
 export function warcFileName(file: WarcFileId): string {
+  if (memo !== null && memo.id.createdAt === file.createdAt && memo.id.serial === file.serial) return memo.name;
   if (!Number.isInteger(file.serial) || file.serial < 0 || file.serial > 0xffffffff) throw new Error(`WARC file serial ${file.serial} is not a u32`);
   const iso = new Date(file.createdAt).toISOString();
   const stamp = iso.replace(/[-:T.Z]/g, '');
   if (!/^\d{17}$/.test(stamp)) throw new Error(`WARC file time ${file.createdAt} has no 17-digit timestamp`);
-  return `petrel-${stamp}-${String(file.serial).padStart(5, '0')}.warc.gz`;
+  const name = `petrel-${stamp}-${String(file.serial).padStart(5, '0')}.warc.gz`;
+  memo = { name, id: { createdAt: file.createdAt, serial: file.serial } };
+  return name;
 }
 
 /** The time and serial of a Petrel WARC file name, or null for any other name. */
 export function parseWarcFileName(name: string): WarcFileId | null {
+  if (memo !== null && memo.name === name) return memo.id;
   const match = WARC_FILE_PATTERN.exec(name);
   if (match === null) return null;
   const s = match[1]!;
@@ -34,8 +46,8 @@ export function parseWarcFileName(name: string): WarcFileId | null {
   const serial = Number(match[2]);
   if (!Number.isFinite(createdAt) || serial > 0xffffffff) return null;
   const id = { createdAt, serial };
-  // Only the one spelling warcFileName writes (no extra leading zeros, a real date).
-  return warcFileName(id) === name ? id : null;
+  // Only the one spelling warcFileName writes (no extra leading zeros, a real date); that call memoizes it.
+  return warcFileName(id) === name ? memo!.id : null;
 }
 
 /** One record (one gzip member) in a file. */
