@@ -21,10 +21,11 @@
  * machine (2026-12-07, a script not kept, best of three, pages of 2 MiB but for the 96 KB of 32,000
  * nested elements): those nested elements take 52 ms; the worst for the budget, end tags that close
  * nothing under 3,000 open elements, 373 ms (1,104 ms unbounded), and under 31,000 open elements 66 ms
- * (10.9 s unbounded); a flat page of links 82 ms. The tag whose work goes over is the last one the parser takes: it is paused for good right
- * after it (a start tag whose attributes are still to come never completes, so no handler sees it
- * opened), nothing after it reaches the handler, and the page is marked truncated. The events before
- * the cut are the same however the page was written in pieces, so the cut is too.
+ * (10.9 s unbounded); a flat page of links 82 ms. The tag whose work goes over is the last one the
+ * parser takes: it is paused for good right after it (a start tag whose attributes are still to come
+ * never completes, so no handler sees it opened), nothing after it reaches the handler, and the page
+ * is marked truncated. The events before the cut are the same however the page was written in
+ * pieces, so the cut is too.
  */
 import { Parser, type Handler, type ParserOptions } from 'htmlparser2';
 
