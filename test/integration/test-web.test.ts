@@ -37,7 +37,7 @@ function header(res: Fetched, name: string): string | undefined {
 }
 
 /** An independent, deliberately naive reading of our HTML: regexes, WHATWG URL, escape folding. */
-function crudeParse(html: string, pageUrl: string): { title: string | null; metaRobots: string | null; links: { url: string; nofollow: boolean }[] } {
+function crudeParse(html: string, pageUrl: string): { title: string | null; metaRobots: string | null; links: { url: string; nofollow: boolean; sameDocument: boolean }[] } {
   const unescape = (text: string): string => text.replace(/&quot;/g, '"').replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
   const attr = (tag: string, name: string): string | null => {
     const match = new RegExp(`\\s${name}="([^"]*)"`).exec(tag);
@@ -45,7 +45,7 @@ function crudeParse(html: string, pageUrl: string): { title: string | null; meta
   };
   const baseTag = /<base\s[^>]*>/.exec(html)?.[0];
   const base = baseTag === undefined ? pageUrl : new URL(attr(baseTag, 'href') ?? '', pageUrl).href;
-  const links: { url: string; nofollow: boolean }[] = [];
+  const links: { url: string; nofollow: boolean; sameDocument: boolean }[] = [];
   for (const [tag] of html.matchAll(/<a\s[^>]*>/g)) {
     const href = attr(tag, 'href');
     if (href === null) continue;
@@ -56,7 +56,7 @@ function crudeParse(html: string, pageUrl: string): { title: string | null; meta
       const char = String.fromCharCode(parseInt(hex, 16));
       return /[A-Za-z0-9\-._~]/.test(char) ? char : escape.toUpperCase();
     });
-    links.push({ url: `${url.origin}${path}${url.search}`, nofollow: (attr(tag, 'rel') ?? '').split(/\s+/).includes('nofollow') });
+    links.push({ url: `${url.origin}${path}${url.search}`, nofollow: (attr(tag, 'rel') ?? '').split(/\s+/).includes('nofollow'), sameDocument: href.trim().startsWith('#') });
   }
   const metaTag = /<meta\s+name="robots"[^>]*>/.exec(html)?.[0];
   const title = /<title>([^<]*)<\/title>/.exec(html)?.[1];
