@@ -45,7 +45,7 @@ export const INDEX_LIMITS = {
   positionsPerTerm: 256,
   /** Position gap between two headings. */
   headingGap: 8,
-  /** Outlinks with anchor text per page (the protocol's links-per-page bound). */
+  /** Outlinks with anchor text per page (the default --max-links-per-page; with a larger one, the links past these give no anchor text). */
   anchors: 5000,
   /** Terms of anchor text kept per outlink (all its links' texts together). */
   anchorTerms: 32,
