@@ -4,7 +4,7 @@
  * call into a loud error instead of an exhausted heap.
  */
 import { canonicalUrl } from './canonical.js';
-import type { SiteModel } from './site-model.js';
+import type { ModelPage, SiteModel } from './site-model.js';
 
 export interface ReachableOptions {
   seeds: string[];
@@ -45,16 +45,20 @@ export function reachable(model: Pick<SiteModel, 'page' | 'robotsAllows'>, opts:
       admit(page.redirectTo, depth + 1);
       continue;
     }
-    const isHtml = page.contentType !== null && /^text\/html\b/i.test(page.contentType);
-    if (page.status < 200 || page.status >= 300 || !isHtml || page.metaNofollow || page.headerNofollow) continue;
-    for (const url of followableLinks(page.links).slice(0, opts.maxLinksPerPage ?? Infinity)) admit(url, depth + 1);
+    for (const url of followedLinks(page).slice(0, opts.maxLinksPerPage ?? Infinity)) admit(url, depth + 1);
   }
   return depths;
 }
 
-/** The distinct http(s) URLs of a page's links that are not rel=nofollow nor a fragment alone, in page order. */
-export function followableLinks(links: ReadonlyArray<{ url: string; nofollow: boolean; sameDocument: boolean }>): string[] {
+/**
+ * The links a crawler follows from a page, before any bound: none unless it is a 2xx HTML page without
+ * meta or header nofollow; else the distinct http(s) URLs of its links that are not rel=nofollow nor a
+ * fragment alone, in page order.
+ */
+export function followedLinks(page: ModelPage): string[] {
+  const isHtml = page.contentType !== null && /^text\/html\b/i.test(page.contentType);
+  if (page.status < 200 || page.status >= 300 || !isHtml || page.metaNofollow || page.headerNofollow) return [];
   const urls = new Set<string>();
-  for (const link of links) if (!link.nofollow && !link.sameDocument && /^https?:\/\//.test(link.url)) urls.add(link.url);
+  for (const link of page.links) if (!link.nofollow && !link.sameDocument && /^https?:\/\//.test(link.url)) urls.add(link.url);
   return [...urls];
 }
