@@ -33,6 +33,7 @@
  *    (--max-links-per-page), the rest counted in `outlinks` (distinct ones up to twice the bound, then
  *    as written).
  *  - meta robots `noindex` (or `none`) marks the page noindex. `<meta name="petrel">` counts too.
+ *    `noarchive` is found too (PageScan only: the cached copy's, queue-server/warc/cached-copy.ts).
  *  - title: the text of the first `<title>`; canonical: `<link rel="canonical" href>`, resolved and
  *    normalized; language: the last `<html lang>`, else `<meta http-equiv="content-language">`.
  *  - excerpt: the visible text (not inside head, title, script, style, noscript, template), a space at
@@ -98,6 +99,7 @@ class PageCollector implements Partial<Handler> {
   canonicalHref: string | null = null;
   noindex = false;
   nofollow = false;
+  noarchive = false;
   readonly hrefs: string[] = [];
   /** Followable hrefs past `maxHrefs`: counted, not kept. */
   hrefsBeyond = 0;
@@ -267,6 +269,7 @@ class PageCollector implements Partial<Handler> {
           const directives = content.toLowerCase();
           if (/\b(noindex|none)\b/.test(directives)) this.noindex = true;
           if (/\b(nofollow|none)\b/.test(directives)) this.nofollow = true;
+          if (/\bnoarchive\b/.test(directives)) this.noarchive = true;
         } else if (this.#httpEquiv?.toLowerCase() === 'content-language' && this.contentLanguage === null) this.contentLanguage = content;
         break;
       }
@@ -374,6 +377,8 @@ export interface PageScan {
   readonly canonicalHref: string | null;
   readonly noindex: boolean;
   readonly nofollow: boolean;
+  /** meta robots (or petrel) `noarchive`: the page asks for no cached copy. */
+  readonly noarchive: boolean;
   /** Link targets as written, in document order, at most `maxHrefs`. */
   readonly hrefs: readonly string[];
   /** Followable link targets past `maxHrefs`, counted, not kept. */
@@ -403,8 +408,8 @@ export function scanPage(input: string | Iterable<string>, maxHrefs: number): Pa
   }
   found.pageEnds();
   parser.end();
-  const { base, title, description, language, contentLanguage, canonicalHref, noindex, nofollow, hrefs, hrefsBeyond, anchorTexts, headings, text } = found;
-  return { base, title, description, language, contentLanguage, canonicalHref, noindex, nofollow, hrefs, hrefsBeyond, anchorTexts, headings, text, truncated: parser.truncated };
+  const { base, title, description, language, contentLanguage, canonicalHref, noindex, nofollow, noarchive, hrefs, hrefsBeyond, anchorTexts, headings, text } = found;
+  return { base, title, description, language, contentLanguage, canonicalHref, noindex, nofollow, noarchive, hrefs, hrefsBeyond, anchorTexts, headings, text, truncated: parser.truncated };
 }
 
 export function extractPage(input: string | Iterable<string>, pageUrl: string, maxLinks: number = DEFAULT_MAX_LINKS_PER_PAGE): ExtractedPage {

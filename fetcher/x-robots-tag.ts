@@ -5,8 +5,9 @@
  * user agent and a colon (`googlebot: noindex`), and then it and the directives after it in that field
  * apply to that agent only. Petrel obeys those for no agent and for its own token (`petrel`), the
  * same rule as `<meta name="robots">` and `<meta name="petrel">` (html-extract.ts). Recognized:
- * `noindex`, `nofollow`, `none` (both); others (`all`, `noarchive`, `max-snippet: 20`, ...) change
- * nothing here. Pure; at most MAX_FIELD_CHARS of each field are read.
+ * `noindex`, `nofollow`, `none` (both), and `noarchive` (no public cached copy:
+ * queue-server/warc/cached-copy.ts); others (`all`, `max-snippet: 20`, ...) change nothing here. Pure;
+ * at most MAX_FIELD_CHARS of each field are read.
  */
 export const MAX_FIELD_CHARS = 4096;
 
@@ -16,11 +17,13 @@ const VALUED = new Set(['unavailable_after', 'max-snippet', 'max-image-preview',
 export interface XRobots {
   readonly noindex: boolean;
   readonly nofollow: boolean;
+  readonly noarchive: boolean;
 }
 
 export function xRobotsTag(header: string | readonly string[] | undefined, agentToken: string): XRobots {
   let noindex = false;
   let nofollow = false;
+  let noarchive = false;
   const agent = agentToken.toLowerCase();
   const fields = header === undefined ? [] : typeof header === 'string' ? [header] : header;
   for (const field of fields) {
@@ -35,7 +38,8 @@ export function xRobotsTag(header: string | readonly string[] | undefined, agent
       if (appliesTo !== null && appliesTo !== agent) continue;
       if (directive === 'noindex' || directive === 'none') noindex = true;
       if (directive === 'nofollow' || directive === 'none') nofollow = true;
+      if (directive === 'noarchive') noarchive = true;
     }
   }
-  return { noindex, nofollow };
+  return { noindex, nofollow, noarchive };
 }

@@ -63,6 +63,8 @@ export interface SearchAnswer {
 export interface Searcher {
   /** Throws HttpError 400 (`query-invalid`) for a query or limits the index refuses. */
   search(query: string, limit: number, offset: number): SearchAnswer;
+  /** Whether a (normalized) URL is a page the search can find: a live, indexable page, not a noindex page, a duplicate or a link target alone. */
+  finds(url: string): boolean;
 }
 
 /**
@@ -84,6 +86,7 @@ export function indexSearcher(store: IndexStore, crawlDb: CrawlDb, archiveOpen: 
         throw error;
       }
     },
+    finds: (url) => store.index.hasPage(url),
   };
 }
 

@@ -59,9 +59,9 @@ export interface PageRecord {
   readonly description: string | null;
   readonly language: string | null;
   readonly excerpt: string | null;
-  /** Links found on the page (after nofollow and the protocol's 5,000-link bound). */
+  /** Distinct followable links the page has (nofollow left out), those past --max-links-per-page included (counted as written past twice the bound). */
   readonly outlinkCount: number;
-  /** The first MAX_RECORDED_OUTLINKS of those links, absolute and normalized, in page order. */
+  /** The first MAX_RECORDED_OUTLINKS of the links followed (at most --max-links-per-page), absolute and normalized, in page order. */
   readonly outlinks: readonly string[];
   readonly canonical: string | null;
   readonly noindex: boolean;

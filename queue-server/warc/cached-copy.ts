@@ -10,12 +10,20 @@
  * (no script, frame, image, font or connection: a cached copy cannot call home or the admin API);
  * inline styles only, so the page still looks like itself. Every value the banner shows is escaped.
  *
+ * A page may ask not to be archived (`noarchive` in its X-Robots-Tag header or its meta robots, for
+ * every agent or for `petrel`, as the fetcher reads noindex): the copy says so (`noarchive`), the
+ * public /cache route refuses it (api/cached-copy-route.ts), and the operator's view shows it with
+ * that said in the banner. It is read here, from the capture itself, so the archive stays the one
+ * authority on what a page said.
+ *
  * Bounds: the stored body is at most the fetcher's body limit; a compressed one is inflated to at most
  * MAX_SHOWN_BYTES, and what is shown is cut there.
  */
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 import { join } from 'node:path';
 import { decodeHtml } from '../../fetcher/decode.js';
+import { scanPage } from '../../fetcher/html-extract.js';
+import { xRobotsTag } from '../../fetcher/x-robots-tag.js';
 import { WarcError } from '../../shared/warc/errors.js';
 import { fieldValue, headEnd, mediaType, parseHead } from '../../shared/warc/http-head.js';
 import { responseRecordOf, type CaptureLocation } from './location.js';
@@ -51,6 +59,8 @@ export interface CachedCopy {
   readonly payloadOf: { readonly url: string; readonly fetchedAt: number } | null;
   readonly file: string;
   readonly offset: number;
+  /** The response asked not to be archived: X-Robots-Tag or (HTML) meta robots `noarchive`. */
+  readonly noarchive: boolean;
 }
 
 /**
@@ -74,6 +84,7 @@ export function readCachedCopy(warcDir: string, location: CaptureLocation, origi
   }
   const parsed = parseHead(head);
   const contentType = fieldValue(parsed, 'content-type');
+  const decoded = decodeContent(fieldValue(parsed, 'content-encoding'), body);
   return {
     url: warcField(record, 'WARC-Target-URI') ?? '',
     fetchedAt: location.date,
@@ -81,11 +92,23 @@ export function readCachedCopy(warcDir: string, location: CaptureLocation, origi
     contentType,
     storedBytes: body.length,
     truncated: payloadOf === null && warcField(record, 'WARC-Truncated') !== null,
-    body: decodeContent(fieldValue(parsed, 'content-encoding'), body),
+    body: decoded,
     payloadOf,
     file: location.file,
     offset: location.offset,
+    noarchive: asksNotToBeArchived(parsed, contentType, decoded),
   };
+}
+
+/** `noarchive` in the response's X-Robots-Tag fields, or in an HTML body's meta robots. */
+function asksNotToBeArchived(head: ReturnType<typeof parseHead>, contentType: string | null, body: Buffer | null): boolean {
+  const header = head.fields.filter(([name]) => name.toLowerCase() === 'x-robots-tag').map(([, value]) => value);
+  if (xRobotsTag(header, 'petrel').noarchive) return true;
+  return body !== null && isHtml(mediaType(contentType)) && scanPage(decodeHtml(body, contentType), 0).noarchive;
+}
+
+function isHtml(type: string | null): type is 'text/html' | 'application/xhtml+xml' | null {
+  return type === null || type === 'text/html' || type === 'application/xhtml+xml';
 }
 
 /** The cached copy as one HTML document: the banner, then the page (HTML as stored, text escaped, other types described). */
@@ -94,15 +117,16 @@ export function renderCachedCopy(copy: CachedCopy): string {
   const when = new Date(copy.fetchedAt).toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC');
   const facts = [`HTTP ${copy.status ?? '?'}`, type ?? 'no content type', `${copy.storedBytes.toLocaleString('en')} bytes stored`];
   if (copy.truncated) facts.push('cut at the body limit');
+  const noarchive = copy.noarchive ? " The page asks not to be archived (noarchive): this copy is shown to the crawl's operator only, never on the public search." : '';
   const payload = copy.payloadOf === null ? '' : ` Its content is identical to that of ${escapeHtml(copy.payloadOf.url)}, fetched ${escapeHtml(new Date(copy.payloadOf.fetchedAt).toISOString())}.`;
   const banner =
     '<!DOCTYPE html>\n<div id="petrel-cached-copy" style="all:initial;display:block;box-sizing:border-box;margin:0 0 1em;padding:.75em 1em;background:#fffbe6;border-bottom:2px solid #b08800;color:#222;font:14px/1.4 system-ui,sans-serif">' +
     `<strong style="font-weight:600">Petrel's cached copy</strong> of <a href="${escapeHtml(copy.url)}" style="color:#0645ad">${escapeHtml(copy.url)}</a>, ` +
     `fetched <time datetime="${escapeHtml(new Date(copy.fetchedAt).toISOString())}">${escapeHtml(when)}</time> (${escapeHtml(facts.join(', '))}).${payload} ` +
     `This is the page as the crawler stored it in its web archive (${escapeHtml(copy.file)} at ${copy.offset}); it may have changed since. ` +
-    'Its scripts do not run and nothing is loaded from the web.</div>\n';
+    `Its scripts do not run and nothing is loaded from the web.${noarchive}</div>\n`;
   if (copy.body === null) return `${banner}<p>The stored body does not decode as its Content-Encoding says (it may be cut): <code>petrel warc get</code> prints it as stored.</p>\n`;
-  if (type === null || type === 'text/html' || type === 'application/xhtml+xml') return banner + decodeHtml(copy.body, copy.contentType);
+  if (isHtml(type)) return banner + decodeHtml(copy.body, copy.contentType);
   if (type.startsWith('text/') || type === 'application/json' || type.endsWith('+json') || type.endsWith('+xml') || type === 'application/xml') {
     return `${banner}<pre style="white-space:pre-wrap">${escapeHtml(decodeHtml(copy.body, copy.contentType))}</pre>\n`;
   }
@@ -118,7 +142,8 @@ function readAt(warcDir: string, at: { file: string; offset: number; length: num
     return withFile(join(warcDir, at.file), (fd) => readRecord(fd, at));
   } catch (error) {
     if (error instanceof WarcError) throw error;
-    throw new WarcError('WARC_NOT_FOUND', `cannot read the record at ${at.offset} of ${at.file}: ${(error as Error).message}`);
+    // The code alone: the message names the file by its whole path, which a public page must not show.
+    throw new WarcError('WARC_NOT_FOUND', `cannot read the record at ${at.offset} of ${at.file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).name}`);
   }
 }
 

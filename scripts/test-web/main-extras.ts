@@ -10,6 +10,9 @@
  *   /meta/behind-x-robots.html    linked only from the page above: never requested
  *   /meta/x-robots-other-bot.html X-Robots-Tag: otherbot: noindex, nofollow: for another bot, so indexed and followed
  *   /meta/behind-other-bot.html   linked only from the page above: requested
+ *   /meta/noarchive.html          <meta name="robots" content="noarchive">: indexed and followed, but no
+ *                                 public cached copy
+ *   /meta/x-robots-noarchive.html X-Robots-Tag: petrel: noarchive: the same, by the header
  *   /redirect/start -> 301 /redirect/step-1 -> 302 /redirect/step-2 -> 307 /redirect/end.html (200)
  *   /errors/404.html /errors/410.html /errors/500.html /errors/503.html (Retry-After: 1)
  *   /slow.html                    answers after `slowMs`
@@ -101,6 +104,8 @@ export function mainExtras(ctx: WebContext, origin: string): MainExtras {
       }),
     ],
     ['/meta/behind-other-bot.html', () => page('/meta/behind-other-bot.html', 'Linked from a page whose X-Robots-Tag names another bot')],
+    ['/meta/noarchive.html', () => page('/meta/noarchive.html', 'Meta robots: noarchive', [home], 'noarchive')],
+    ['/meta/x-robots-noarchive.html', () => ({ ...page('/meta/x-robots-noarchive.html', 'X-Robots-Tag: noarchive for petrel'), headers: { 'X-Robots-Tag': 'petrel: noarchive' } })],
     ['/redirect/start', () => redirect(301, '/redirect/step-1')],
     ['/redirect/step-1', () => redirect(302, `${origin}/redirect/step-2`)],
     ['/redirect/step-2', () => redirect(307, 'end.html')],
@@ -128,6 +133,8 @@ export function mainExtras(ctx: WebContext, origin: string): MainExtras {
     link('/meta/noindex-nofollow.html', 'A noindex, nofollow page'),
     link('/meta/x-robots-none.html', 'A page with X-Robots-Tag: none'),
     link('/meta/x-robots-other-bot.html', 'A page with X-Robots-Tag for another bot'),
+    link('/meta/noarchive.html', 'A page that asks not to be archived'),
+    link('/meta/x-robots-noarchive.html', 'A page whose X-Robots-Tag asks not to be archived'),
     link('/redirect/start', 'A redirect chain'),
     link('/errors/404.html', 'Not found'),
     link('/errors/410.html', 'Gone'),

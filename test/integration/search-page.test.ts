@@ -100,6 +100,45 @@ describe('the search page and API of a queue server', () => {
     }
   }, 120_000);
 
+  it('with --public-search: /cache shows only the copies of pages the search finds, none of a page that asks not to be archived; the operator sees them all', async () => {
+    const { server, url, adminToken } = await serve(['--public-search']);
+    try {
+      const main = web.hostByRole.main;
+      const publicCopy = async (page: string) => {
+        const res = await fetch(`${url}/cache?url=${encodeURIComponent(`${main}${page}`)}`);
+        return { status: res.status, text: await res.text() };
+      };
+      // A page the search finds: its copy, sandboxed.
+      const shown = await publicCopy('/markup/text.html');
+      expect(shown.status).toBe(200);
+      expect(shown.text).toContain(`Petrel's cached copy</strong> of <a href="${main}/markup/text.html"`);
+      // Fetched and archived, but not a page the search finds (noindex by meta or header, an error page),
+      // or asking not to be archived (meta or X-Robots-Tag for petrel), or never fetched: all the same 404.
+      for (const page of ['/meta/noindex-nofollow.html', '/meta/x-robots-none.html', '/errors/404.html', '/meta/noarchive.html', '/meta/x-robots-noarchive.html', '/never-linked.html']) {
+        const refused = await publicCopy(page);
+        expect(refused.status, page).toBe(404);
+        expect(refused.text, page).toContain('No public cached copy of');
+        expect(refused.text, page).not.toContain("Petrel's cached copy");
+      }
+      // The noarchive pages are indexed all the same: the search finds them, by their titles.
+      const found = (await (await fetch(`${url}/api/search?q=${encodeURIComponent('robots noarchive')}`)).json()) as { results: Array<{ url: string }> };
+      expect(found.results.map((r) => r.url).sort()).toEqual([`${main}/meta/noarchive.html`, `${main}/meta/x-robots-noarchive.html`]);
+      // The crawl's operator sees every capture, the banner saying what the page asked.
+      const login = await fetch(`${url}/admin/login`, { method: 'POST', redirect: 'manual', headers: { origin: url, 'content-type': 'application/x-www-form-urlencoded' }, body: `token=${encodeURIComponent(adminToken)}` });
+      expect(login.status).toBe(303);
+      const cookie = login.headers.get('set-cookie')!.split(';', 1)[0]!;
+      for (const page of ['/meta/noarchive.html', '/meta/x-robots-noarchive.html', '/meta/noindex-nofollow.html']) {
+        const res = await fetch(`${url}/admin/cache?url=${encodeURIComponent(`${main}${page}`)}`, { headers: { cookie } });
+        expect(res.status, page).toBe(200);
+        const text = await res.text();
+        expect(text, page).toContain(`Petrel's cached copy</strong> of <a href="${main}${page}"`);
+        expect(text.includes('The page asks not to be archived (noarchive)'), page).toBe(page.includes('noarchive'));
+      }
+    } finally {
+      await stop(server);
+    }
+  }, 60_000);
+
   it('with --public-search: /api/search answers without a token, at most 60 searches a minute per address', async () => {
     const { server, url } = await serve(['--public-search']);
     try {
