@@ -37,7 +37,7 @@
  *  - title: the text of the first `<title>`; canonical: `<link rel="canonical" href>`, resolved and
  *    normalized; language: the last `<html lang>`, else `<meta http-equiv="content-language">`.
  *  - excerpt: the visible text (not inside head, title, script, style, noscript, template), a space at
- *    the start of each block element, whitespace collapsed.
+ *    the start and at the end of each block element, whitespace collapsed.
  *  - simhash: 64-bit fingerprint of that text (../shared/simhash.ts), for near duplicates. Text is
  *    kept up to SIMHASH_TEXT_CHARS, counted per text run as the DOM counted per text node (a run of
  *    text events with no tag or comment between them is one text node).
@@ -274,17 +274,23 @@ class PageCollector implements Partial<Handler> {
         break;
       }
     }
+    this.#blockBoundary(name);
+    if (SKIP_TEXT.has(name)) this.#hidden++;
+  }
+
+  /** A block element's start and end separate words: `<p>seabirds</p>home` is two words, not one. */
+  #blockBoundary(name: string): void {
     if (this.#hidden === 0 && BLOCK.has(name) && this.text.length > 0 && this.text.length < SIMHASH_TEXT_CHARS && !this.#endsWithSpace) {
       this.text += ' ';
       this.#endsWithSpace = true;
     }
-    if (SKIP_TEXT.has(name)) this.#hidden++;
   }
 
   onclosetag(name: string): void {
     this.#settleOpenTag();
     this.#inTextRun = false;
     if (SKIP_TEXT.has(name)) this.#hidden--;
+    this.#blockBoundary(name);
     if (name === 'a') this.#anchor = -1;
     else if (this.#headingDepth > 0 && name.length === 2 && name.charCodeAt(0) === 0x68 && name >= 'h1' && name <= 'h6') this.#headingDepth--;
     if (this.#inTitle) {

@@ -51,10 +51,17 @@ export function extractPageWithCheerio(input: string, pageUrl: string, maxLinks:
   // Text is kept for the excerpt and for the near-duplicate fingerprint (simhash), up to this much.
   const textBudget = SIMHASH_TEXT_CHARS;
 
-  // Each stack entry is a node and whether text inside it is invisible.
-  const stack: { node: DomNode; hidden: boolean }[] = [{ node: root, hidden: false }];
+  // Each stack entry is a node and whether text inside it is invisible; `closes`: the end of that element.
+  const stack: { node: DomNode; hidden: boolean; closes?: true }[] = [{ node: root, hidden: false }];
+  const blockBoundary = (name: string | undefined, hidden: boolean) => {
+    if (name !== undefined && BLOCK.has(name) && !hidden && text.length > 0 && text.length < textBudget && !text.endsWith(' ')) text += ' ';
+  };
   while (stack.length > 0) {
-    const { node, hidden } = stack.pop()!;
+    const { node, hidden, closes } = stack.pop()!;
+    if (closes === true) {
+      blockBoundary(node.name, hidden);
+      continue;
+    }
     if (node.type === 'text') {
       if (!hidden && text.length < textBudget) text += node.data ?? '';
       continue;
@@ -97,8 +104,10 @@ export function extractPageWithCheerio(input: string, pageUrl: string, maxLinks:
         }
       }
     }
-    if (name !== undefined && BLOCK.has(name) && !hidden && text.length > 0 && text.length < textBudget && !text.endsWith(' ')) text += ' ';
+    blockBoundary(name, hidden);
     const children = node.children;
+    // A block element's end separates words too: its text and the text after it.
+    if (name !== undefined && BLOCK.has(name)) stack.push({ node, hidden, closes: true });
     if (children !== undefined) {
       const childHidden = hidden || (name !== undefined && SKIP_TEXT.has(name));
       for (let i = children.length - 1; i >= 0; i--) stack.push({ node: children[i]!, hidden: childHidden });

@@ -81,6 +81,7 @@ describe('on messy HTML', () => {
     ['raw text in title and textarea', '<title>Tag <b>inside</b> &amp; text</title><textarea><a href="/in-textarea">t</a></textarea><a href="/out">o</a>'],
     ['svg and math with their own titles', '<svg><title>svg title</title><a href="/svg-link"><text>t</text></a></svg><title>page title</title><math><mi>x</mi></math>'],
     ['block elements add word breaks', '<div>one</div><div>two</div><span>three</span><span>four</span><br>five<hr>six<li>seven'],
+    ["a block element's end breaks words too", '<p>seabirds and petrels</p><a href="/home">home</a><h2>Second</h2>next<ul><li>a<li>b</ul>after<td>cell</td>x'],
     ['text inside head, noscript and template is hidden', '<head>head text<meta name="robots" content="NOINDEX"></head><noscript>ns <a href="/ns">ns</a></noscript><template>tpl<a href="/tpl">t</a></template><p>body</p>'],
     ['meta robots none, petrel and other bots', '<meta name="robots" content="none"><meta name="petrel" content="index"><meta name="googlebot" content="noindex"><a href="/a">a</a>'],
     ['content-language and a language that is no tag', '<meta http-equiv="CONTENT-LANGUAGE" content=" pt-BR "><html lang="x_y">text'],

@@ -330,6 +330,12 @@ describe('decodeHtml', () => {
 });
 
 describe('what the search index data is built from', () => {
+  it('separates the last word of a block element from what follows it (minified HTML has no white space there)', () => {
+    const { page, indexSource } = extract('<p>Seabirds and petrels</p><a href="home.html">home</a><div>Welcome.</div>A B');
+    expect(page.excerpt).toBe('Seabirds and petrels home Welcome. A B');
+    expect(indexSource.bodyText.split(/\s+/).filter((w) => w !== '')).toEqual(['Seabirds', 'and', 'petrels', 'home', 'Welcome.', 'A', 'B']);
+  });
+
   it('gathers headings, the visible text and the anchor text of each followable link, repeated links included', () => {
     const { indexSource } = extract(
       '<html><head><title>T</title><script>var hidden = 1</script></head><body><h1>Grey <em>herons</em></h1><p>Body words.</p>' +
@@ -344,8 +350,9 @@ describe('what the search index data is built from', () => {
     ]);
     expect(indexSource.bodyText).toContain('Body words.');
     expect(indexSource.bodyText).not.toContain('hidden');
-    // A block element's start separates words, its end does not (the excerpt's rule, held to the DOM extractor's).
-    expect(indexSource.storedText).toBe('Grey herons Body words.Wading birds egrets Secondsecret anchorvisible');
+    // A block element's start and its end separate words, as a browser's line breaks do ("Second" and
+    // "secret" were one word when only the start did); inline elements do not ("anchorvisible").
+    expect(indexSource.storedText).toBe('Grey herons Body words. Wading birds egrets Second secret anchorvisible');
   });
 
   it('gives no anchor text when the page says nofollow (no link is followed)', () => {
