@@ -52,7 +52,7 @@ const NAME = 'crawl';
 export function crawlCommand(): Command {
   const command = new Command(NAME)
     .description('crawl from the given seeds with a local queue server and N fetcher processes, then print a summary')
-    .option(DATA_OPTION.flags, 'data directory for this crawl (run again on it: resumes an unfinished pass, else recrawls what changed)', DATA_OPTION.default)
+    .option(DATA_OPTION.flags, 'data directory for this crawl (run again on it: resumes an unfinished pass, else recrawls what changed)', DATA_OPTION.parse, DATA_OPTION.default)
     .option('--fetchers <n>', 'fetcher processes to start', integerOption('--fetchers', 1, 64), 2)
     .option('--summary-json <file>', 'also write the summary JSON to this file')
     .option('--no-progress', 'do not show live progress on stderr')

@@ -24,7 +24,7 @@ export function dbCommand(): Command {
   const db = new Command('db').description('inspect the crawl database of a data directory (read-only; safe while no queue server writes it)');
   db.command('check')
     .description('verify the crawl database: B-Tree checksums, order, balance, free list, both meta pages; every record decodes, sits under its own URL hash, has sane fields')
-    .option(DATA_OPTION.flags, 'data directory', DATA_OPTION.default)
+    .option(DATA_OPTION.flags, 'data directory', DATA_OPTION.parse, DATA_OPTION.default)
     .option('--json', 'print the report as one JSON object {ok, records, byStatus, faults, warnings} (also when the database cannot be read: {ok, error})')
     .addHelpText('after', exitCodesHelp(['ok', 'failed', 'usage', 'warnings']))
     .action((values: { data: string; json?: boolean }) => {
@@ -50,7 +50,7 @@ export function dbCommand(): Command {
     });
   db.command('dump')
     .description('write every crawl database record as one JSON object per line (key order)')
-    .option(DATA_OPTION.flags, 'data directory', DATA_OPTION.default)
+    .option(DATA_OPTION.flags, 'data directory', DATA_OPTION.parse, DATA_OPTION.default)
     .addHelpText('after', exitCodesHelp(['ok', 'failed', 'usage']))
     .action(async (values: { data: string }) => {
       const path = crawlDbPath(values.data, 'db dump');

@@ -32,7 +32,7 @@ async function write(bytes: Uint8Array | string): Promise<void> {
 export function exportCommand(): Command {
   return new Command('export')
     .description('write the stored page records (URL, status, content type, title, description, language, excerpt, outlink count and URLs, signature, fetch time) to stdout, or with --format warc the latest captures as one WARC')
-    .option(DATA_OPTION.flags, 'data directory of the crawl', DATA_OPTION.default)
+    .option(DATA_OPTION.flags, 'data directory of the crawl', DATA_OPTION.parse, DATA_OPTION.default)
     .addOption(new Option('--format <format>', 'output format: jsonl, one JSON object per line; warc, a .warc.gz of the latest capture of each URL').choices(['jsonl', 'warc']).default('jsonl'))
     .option('--all', 'every record of every pass, oldest first (without it: the latest record of each URL); with --format warc, every WARC file whole')
     .addHelpText(

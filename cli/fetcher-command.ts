@@ -13,7 +13,7 @@ import { supervisedSignals } from './children.js';
 import { EXIT, exitCodesHelp } from './exit-codes.js';
 import { addFetcherOptions } from './fetcher-options.js';
 import { heapGrowthOption, limitHeapGrowth } from './heap-growth.js';
-import { fail } from './options.js';
+import { errnoWords, fail } from './options.js';
 import { parseRedisTarget, readRedisPassword, type RedisTarget } from '../shared/redis-url.js';
 
 /** How the command fails on bad options or files: status 2, said as `petrel fetcher: ...`. */
@@ -192,7 +192,7 @@ function readToken(tokenFile: string | undefined): string {
     try {
       token = readFileSync(tokenFile, 'utf8').trim();
     } catch (error) {
-      fail(`cannot read token file ${tokenFile}: ${(error as Error).message}`, USAGE);
+      fail(`cannot read token file ${tokenFile} (${errnoWords(error)}): the queue server writes it as <data>/fetcher.token`, USAGE);
     }
   } else token = process.env.PETREL_TOKEN?.trim();
   if (token === undefined || token === '') fail('no token: pass --token-file FILE (the queue server\'s <data>/fetcher.token) or set PETREL_TOKEN', USAGE);

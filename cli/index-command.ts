@@ -12,10 +12,12 @@ import { checkIndex } from '../queue-server/search/check.js';
 import { IndexError } from '../queue-server/search/errors.js';
 import { SearchIndex, SEARCH_LIMITS } from '../queue-server/search/search-index.js';
 import { dataPath } from '../queue-server/storage/data-dir.js';
-import { DATA_OPTION, fail, integerOption } from './options.js';
+import { DATA_OPTION, existingDataDirProblem, fail, integerOption } from './options.js';
 
 function indexDir(dataDir: string, command: string): string {
   const dir = dataPath(dataDir, 'index');
+  const problem = existingDataDirProblem(dataDir, 'index');
+  if (problem !== null && !problem.startsWith('no index in')) fail(problem, { status: 2, command });
   if (!existsSync(dir)) fail(`no search index at ${dir}: is ${dataDir} a Petrel data directory with an index?`, { status: 2, command });
   return dir;
 }
@@ -25,7 +27,7 @@ export function indexCommand(): Command {
   index
     .command('check')
     .description('verify every segment, in segment files and in the commit log: checksums of every section, sorted terms, postings that decode and point at documents the segment holds, stored documents, deletion files, log records, one live entry per URL; exit status 1 on any fault')
-    .option(DATA_OPTION.flags, 'data directory', DATA_OPTION.default)
+    .option(DATA_OPTION.flags, 'data directory', DATA_OPTION.parse, DATA_OPTION.default)
     .option('--json', 'print the report as one JSON object {ok, segments, entries, livePages, terms, postings, logs, logSegments, logTailBytes, faults: [{code, segment, message}]}', false)
     .addHelpText('after', '\nExit status: 0 when clean, 1 when the index has faults, 2 when there is no index.\n')
     .action((values: { data: string; json: boolean }) => {
@@ -47,7 +49,7 @@ export function indexCommand(): Command {
 export function searchCommand(): Command {
   return new Command('search')
     .description('search the crawl\'s index: words (all must match), "exact phrases", -excluded, site:host, lang:xx; ranked by BM25F over title, anchor text, headings and body and by the proximity of the words, ties broken by the OPIC score of the crawl database (link authority)')
-    .option(DATA_OPTION.flags, 'data directory', DATA_OPTION.default)
+    .option(DATA_OPTION.flags, 'data directory', DATA_OPTION.parse, DATA_OPTION.default)
     .option('--limit <n>', `results to print, 1 to ${SEARCH_LIMITS.limit}`, integerOption('--limit', 1, SEARCH_LIMITS.limit), 10)
     .option('--offset <n>', `results to skip, 0 to ${SEARCH_LIMITS.offset}`, integerOption('--offset', 0, SEARCH_LIMITS.offset), 0)
     .option('--json', 'print {query, total, tookMs, results: [{url, title, snippet (HTML), score, fetchedAt, language, urlHash}]}', false)

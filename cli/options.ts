@@ -50,8 +50,14 @@ export function fail(message: string, options: { status?: number; command?: stri
   process.exit(options.status ?? EXIT.failed);
 }
 
-/** `--data`: the same option, default and wording in every command. */
-export const DATA_OPTION = { flags: '--data <dir>', default: DEFAULT_DATA_DIR } as const;
+/** `--data`: the same option, default, wording and check in every command. */
+export const DATA_OPTION = { flags: '--data <dir>', default: DEFAULT_DATA_DIR, parse: dataDirOption } as const;
+
+/** An empty `--data ''` would put a crawl's files in the current directory: refused, as any value that names nothing. */
+function dataDirOption(value: string): string {
+  if (value.trim() === '') throw new InvalidArgumentError(`--data names no directory: give a path, e.g. --data ${DEFAULT_DATA_DIR}`);
+  return value;
+}
 
 /**
  * A data directory a command will create or write: refused, before anything is started or created,
@@ -81,6 +87,9 @@ export function checkExistingDataDir(dir: string, command: string, needs: string
 export function existingDataDirProblem(dir: string, needs: string): string | null {
   if (!existsSync(dir)) return `no data directory at ${dir}: give --data DIR (petrel crawl and petrel start keep their data in ${DEFAULT_DATA_DIR} by default)`;
   if (!statSync(dir).isDirectory()) return `--data ${dir} is a file, not a directory`;
+  // Else a directory this user may not read looks empty: "no <needs> in it" would send them looking for a crawl.
+  const unreadable = whyNotReadable(dir);
+  if (unreadable !== null) return `cannot read the data directory ${dir} (${unreadable}): run as its owner, or give another --data`;
   if (!existsSync(resolve(dir, needs))) return `no ${needs} in ${dir}: is it a Petrel data directory, and has a crawl run in it yet?`;
   return null;
 }
@@ -91,6 +100,16 @@ function writable(path: string): boolean {
     return true;
   } catch {
     return false;
+  }
+}
+
+/** Why a directory cannot be listed and entered, or null when it can. */
+function whyNotReadable(dir: string): string | null {
+  try {
+    accessSync(dir, constants.R_OK | constants.X_OK);
+    return null;
+  } catch (error) {
+    return ERRNO_WORDS[(error as NodeJS.ErrnoException).code ?? ''] ?? 'not readable';
   }
 }
 
@@ -116,6 +135,12 @@ const ERRNO_WORDS: Record<string, string> = {
   EMFILE: 'too many open files',
   EADDRINUSE: 'address in use',
 };
+
+/** What went wrong with a file, in words ("no such file or directory"), for a message that names the file itself. */
+export function errnoWords(error: unknown): string {
+  const code = (error as Partial<NodeJS.ErrnoException>)?.code;
+  return (code === undefined ? undefined : ERRNO_WORDS[code]) ?? (code ?? (error as Error)?.message ?? String(error));
+}
 
 /**
  * One line for an error that reached the top of a command: an error of the file system names the file

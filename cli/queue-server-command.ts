@@ -167,7 +167,7 @@ export function configFileOf(command: Command, name: string): ConfigFile | null 
 /** The queue server's options (also those of `petrel config print`, which shows what they give). */
 export function addQueueServerOptions(command: Command): Command {
   command
-    .option(DATA_OPTION.flags, 'data directory (created if missing; holds fetcher.token, the crawl database, the page archive and the crawl\'s settings)', DATA_OPTION.default)
+    .option(DATA_OPTION.flags, 'data directory (created if missing; holds fetcher.token, the crawl database, the page archive and the crawl\'s settings)', DATA_OPTION.parse, DATA_OPTION.default)
     .option('--host <address>', 'address to listen on', '127.0.0.1')
     .option('--port <port>', 'port to listen on (0 picks a free one)', integerOption('--port', 0, 65535), 7700)
     .option('--token-file <file>', 'fetcher API token to use (default: <data>/fetcher.token, created on first start)')

@@ -35,7 +35,7 @@ interface StartValues extends CrawlOptionValues, LocalFetcherValues {
 export function startCommand(): Command {
   const command = new Command('start')
     .description('run the queue server with N local fetchers and the admin page (/admin); runs until stopped')
-    .option(DATA_OPTION.flags, 'data directory (created if missing; holds admin.token, fetcher.token, the crawl and its settings)', DATA_OPTION.default)
+    .option(DATA_OPTION.flags, 'data directory (created if missing; holds admin.token, fetcher.token, the crawl and its settings)', DATA_OPTION.parse, DATA_OPTION.default)
     .option('--fetchers <n>', 'fetcher processes to start on this machine (0: only fetchers you start elsewhere)', integerOption('--fetchers', 0, 64), 2)
     .option('--host <address>', 'address to listen on (the admin page and the fetcher API)', '127.0.0.1')
     .option('--port <port>', 'port to listen on (0 picks a free one)', integerOption('--port', 0, 65535), 7700)

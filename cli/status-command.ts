@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { formatApproxDuration, formatDuration } from '../shared/duration.js';
 import { EXIT, exitCodesHelp } from './exit-codes.js';
-import { durationOption, fail } from './options.js';
+import { durationOption, errnoWords, fail } from './options.js';
 
 const NAME = 'status';
 const USAGE = { status: EXIT.usage, command: NAME } as const;
@@ -109,11 +109,12 @@ function adminToken(file: string | undefined): string {
     try {
       token = readFileSync(file, 'utf8').trim();
     } catch (error) {
-      fail(`cannot read --token-file ${file}: ${(error as Error).message}`, USAGE);
+      fail(`cannot read --token-file ${file} (${errnoWords(error)})`, USAGE);
     }
   } else token = process.env.PETREL_ADMIN_TOKEN?.trim();
   if (token === undefined || token === '') fail("no admin token: pass --token-file FILE (the queue server's <data>/admin.token) or set PETREL_ADMIN_TOKEN", USAGE);
-  if (!/^[\x21-\x7e]{16,512}$/.test(token)) fail('the admin token must be one line of 16-512 printable characters', USAGE);
+  const from = file === undefined ? 'PETREL_ADMIN_TOKEN' : `--token-file ${file}`;
+  if (!/^[\x21-\x7e]{16,512}$/.test(token)) fail(`the admin token (${from}) must be one line of 16-512 printable characters: the queue server's <data>/admin.token holds it`, USAGE);
   return token;
 }
 

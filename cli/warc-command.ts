@@ -15,10 +15,11 @@ import { cdxjIndexIsCurrent, writeCdxjIndex, CDXJ_FILE } from '../queue-server/w
 import { findCapture, readStoredResponse } from '../queue-server/warc/lookup.js';
 import { warcField } from '../queue-server/warc/warc-file.js';
 import { EXIT } from './exit-codes.js';
-import { fail, DATA_OPTION } from './options.js';
+import { existingDataDirProblem, fail, DATA_OPTION } from './options.js';
 
 function warcDirOf(dataDir: string): string {
-  if (!existsSync(dataDir)) fail(`no data directory at ${dataDir}`, { status: EXIT.usage, command: 'warc' });
+  const problem = existingDataDirProblem(dataDir, 'warc');
+  if (problem !== null && !problem.startsWith('no warc in')) fail(problem, { status: EXIT.usage, command: 'warc' });
   const dir = dataPath(dataDir, 'warc');
   if (!existsSync(dir)) fail(`no web archive at ${dir}: nothing was archived in ${dataDir} (or it is not a Petrel data directory)`, { status: EXIT.usage, command: 'warc' });
   return dir;
@@ -60,7 +61,7 @@ export function warcCommand(): Command {
   warc
     .command('index')
     .description(`rebuild warc/${CDXJ_FILE} (CDXJ, the format pywb reads: SURT key, timestamp, JSON with url, mime, status, digest, length, offset, filename) from the WARC files`)
-    .option(DATA_OPTION.flags, 'data directory of the crawl', DATA_OPTION.default)
+    .option(DATA_OPTION.flags, 'data directory of the crawl', DATA_OPTION.parse, DATA_OPTION.default)
     .action((values: { data: string }) => {
       const dir = warcDirOf(values.data);
       const lines = writeCdxjIndex(dir);
@@ -70,7 +71,7 @@ export function warcCommand(): Command {
     .command('get')
     .description('print the stored response of URL (HTTP head and body, as received) from the capture nearest --at, the latest by default; a revisit is followed to the record holding the payload')
     .argument('<url>', 'the URL, as crawled')
-    .option(DATA_OPTION.flags, 'data directory of the crawl', DATA_OPTION.default)
+    .option(DATA_OPTION.flags, 'data directory of the crawl', DATA_OPTION.parse, DATA_OPTION.default)
     .option('--at <time>', 'UTC time: YYYYMMDDhhmmss (or a prefix of it) or ISO 8601; the capture nearest it is printed')
     .option('--decode', 'undo the Content-Encoding (gzip, deflate, br) of the body before printing it', false)
     .action(async (url: string, values: { data: string; at?: string; decode: boolean }) => {

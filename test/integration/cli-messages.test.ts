@@ -107,6 +107,29 @@ describe('petrel commands refuse bad input with one line and the usage status, c
     expectOneLineFailure(exported, EXIT.usage, /^petrel export: --data .*a-file is a file, not a directory/);
   });
 
+  it('names the token file it cannot read or use, and says what is wrong in words', async () => {
+    const missing = join(dir, 'no-such.token');
+    const fetcher = await runPetrel(['fetcher', '--server', 'http://127.0.0.1:9', '--token-file', missing, '--once']);
+    expectOneLineFailure(fetcher, EXIT.usage, /^petrel fetcher: cannot read token file .*no-such\.token \(no such file or directory\): the queue server writes it as <data>\/fetcher\.token$/);
+    const short = join(dir, 'short.token');
+    writeFileSync(short, 'short\n');
+    const status = await runPetrel(['status', '--server', 'http://127.0.0.1:9', '--token-file', short]);
+    expectOneLineFailure(status, EXIT.usage, /^petrel status: the admin token \(--token-file .*short\.token\) must be one line/);
+    const unread = await runPetrel(['status', '--server', 'http://127.0.0.1:9', '--token-file', missing]);
+    expectOneLineFailure(unread, EXIT.usage, /^petrel status: cannot read --token-file .*no-such\.token \(no such file or directory\)$/);
+  });
+
+  it('refuses an empty --data (it would put a crawl in the current directory), in every command, and creates nothing', async () => {
+    const before = readdirSync(process.cwd()).sort();
+    for (const args of [['crawl', '--seed', 'http://127.0.0.1:9/'], ['start', '--port', '0'], ['export'], ['search', 'words'], ['db', 'check'], ['warc', 'index']]) {
+      for (const empty of ['', ' ']) {
+        const run = await runPetrel([...args, '--data', empty]);
+        expectOneLineFailure(run, EXIT.usage, /--data names no directory: give a path/);
+      }
+    }
+    expect(readdirSync(process.cwd()).sort()).toEqual(before);
+  });
+
   it('says "read-only file system", not ENOENT, for a data directory it cannot create, and creates nothing', () => {
     if (spawnSync('unshare', ['-m', 'true']).status !== 0) return; // needs a mount namespace (root, or user namespaces)
     const readOnly = join(dir, 'read-only');

@@ -156,7 +156,7 @@ describe('petrel warc get', () => {
       [['warc', 'get', '--data', dataDir, '--at', 'yesterday', web.seeds[0]!], 2, /^petrel warc get: --at wants a UTC time .* got "yesterday"\n$/],
       [['warc', 'get', '--data', dataDir, '--at', '20261399', web.seeds[0]!], 2, /^petrel warc get: --at wants/],
       [['warc', 'get', '--data', dataDir, 'ftp://example.org/'], 2, /^petrel warc get: not an http\(s\) URL: "ftp:\/\/example\.org\/"\n$/],
-      [['warc', 'get', '--data', join(dataDir, 'missing'), web.seeds[0]!], 2, /^petrel warc: no data directory at .*missing\n$/],
+      [["warc", "get", "--data", join(dataDir, "missing"), web.seeds[0]!], 2, /^petrel warc: no data directory at .*missing: give --data DIR/],
       [['warc', 'index', '--data', tempDir('warc-empty')], 2, /^petrel warc: no web archive at .*warc: nothing was archived/],
       [['export', '--data', tempDir('warc-empty'), '--format', 'warc'], 2, /^petrel export: no crawldb\.btree in .*has a crawl run in it yet\?\n$/],
     ];
