@@ -103,6 +103,9 @@ export function nothingFetched(summary: CrawlSummary): boolean {
 /** The end of a crawl, for people: what happened in one line, where the data is, and what to do next. */
 function nextSteps(dataDir: string, summary: CrawlSummary, status: number): string {
   const dir = resolve(dataDir);
+  // Started as the README's first command (npm run crawl, npm run demo), `petrel` is likely not on the
+  // PATH yet: the hints say what runs as typed there.
+  const petrel = ['crawl', 'demo'].includes(process.env.npm_lifecycle_event ?? '') ? 'npm run -s petrel --' : 'petrel';
   const data = dataDir === DATA_OPTION.default ? '' : ` --data ${dataDir}`;
   const errors = Object.entries(summary.errorsByCode)
     .sort((a, b) => b[1] - a[1])
@@ -130,11 +133,11 @@ function nextSteps(dataDir: string, summary: CrawlSummary, status: number): stri
     given +
     cut +
     `  data:            ${dir}\n` +
-    `  page records:    petrel export${data} > pages.jsonl\n` +
-    `  every URL known: petrel db dump${data}   (petrel db check${data} verifies the database)\n` +
-    (existsSync(dataPath(dataDir, 'index')) ? `  search:          petrel search${data} 'some words'   (or --public-search on petrel start for a search page)\n` : '') +
-    (summary.warcRecords > 0 ? `  web archive:     petrel export${data} --format warc > crawl.warc.gz   (petrel warc get${data} URL prints one response)\n` : '') +
-    `  run again:       petrel crawl${data}   (resumes an unfinished pass, else recrawls what changed)\n`
+    `  page records:    ${petrel} export${data} > pages.jsonl\n` +
+    `  every URL known: ${petrel} db dump${data}   (${petrel} db check${data} verifies the database)\n` +
+    (existsSync(dataPath(dataDir, 'index')) ? `  search:          ${petrel} search${data} 'some words'   (or --public-search on ${petrel} start for a search page)\n` : '') +
+    (summary.warcRecords > 0 ? `  web archive:     ${petrel} export${data} --format warc > crawl.warc.gz   (${petrel} warc get${data} URL prints one response)\n` : '') +
+    `  run again:       ${petrel} crawl${data}   (resumes an unfinished pass, else recrawls what changed)\n`
   );
 }
 

@@ -3,13 +3,31 @@
  * 127.0.0.x with robots.txt, redirects, errors and a calendar trap) and runs a real `petrel crawl`
  * of it, with a queue server and two fetcher processes, then prints where the data went.
  * Everything stays on loopback.
+ *
+ * Run again on the same data directory, it starts the test web on the port the last run used (kept
+ * in `<data>/demo-web-port`), so the second crawl is what a real recrawl is: the same URLs, answered
+ * 304 where the pages have not changed. On a random port the URLs of the first run would all be gone.
  */
 import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startTestWeb } from './test-web.js';
 
 const dataDir = process.argv[2] ?? './petrel-data/demo';
-const web = await startTestWeb({ pagesPerHost: 200, hosts: 3, slowMs: 500 });
+const portFile = join(dataDir, 'demo-web-port');
+const lastPort = existsSync(portFile) ? Number(readFileSync(portFile, 'utf8').trim()) : 0;
+const webOptions = { pagesPerHost: 200, hosts: 3, slowMs: 500 };
+let web;
+try {
+  web = await startTestWeb({ ...webOptions, port: Number.isInteger(lastPort) && lastPort > 0 && lastPort < 65536 ? lastPort : 0 });
+} catch (error) {
+  if (lastPort === 0) throw error;
+  process.stderr.write(`demo: port ${lastPort}, where the last demo's test web ran, is taken (${(error as Error).message}): a test web on another port, so this crawl finds the last one's URLs gone\n`);
+  web = await startTestWeb({ ...webOptions, port: 0 });
+}
+mkdirSync(dataDir, { recursive: true });
+writeFileSync(portFile, `${web.port}\n`);
 process.stderr.write(`demo: test web on ${web.origins.join(' ')}\n`);
 const petrel = fileURLToPath(new URL('../cli/petrel.js', import.meta.url));
 const args = ['crawl', ...web.origins.flatMap((origin) => ['--seed', `${origin}/index.html`])];
