@@ -230,6 +230,8 @@ async function runCrawl(values: CrawlValues, settingsArgs: string[]): Promise<Cr
     fail('the queue server did not start (see the message above)', { command: NAME });
   }
   process.stderr.write(startLine(started));
+  // Progress is for people: they may want the admin page, or `petrel status`, of a long crawl.
+  if (values.progress) process.stderr.write(`petrel crawl: queue server on ${started.url}, admin page ${started.url}/admin (the token is in ${resolve(dataPath(values.data, 'adminToken'))})\n`);
   if (interrupted) server.kill('SIGTERM');
   else startFetchers(fetchers === null ? values.fetchers : values.fetchers - 1);
 

@@ -90,8 +90,9 @@ export function fetcherCommand(version: string): Command {
   );
   return command.action(async (values: FetcherValues) => {
     limitHeapGrowth(values.heapGrowth);
-    const token = readToken(values.tokenFile);
+    // Where to fetch for comes first: with no option at all, that is what is missing, not the token.
     if ((values.server.length === 0) === (values.cluster === undefined)) fail('give --server URL (repeatable) or --cluster redis://HOST:PORT, one of the two', USAGE);
+    const token = readToken(values.tokenFile);
     const servers = values.server.map(checkServerUrl);
     const redisTarget = values.cluster === undefined ? null : readRedisTarget(values);
     const ca = values.ca === undefined ? undefined : readCa(values.ca, servers[0] ?? 'https://cluster');

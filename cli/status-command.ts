@@ -8,7 +8,7 @@
  * header), the clock its times are in; this command reads no clock.
  */
 import { readFileSync } from 'node:fs';
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
 import { formatApproxDuration, formatDuration } from '../shared/duration.js';
 import { EXIT, exitCodesHelp } from './exit-codes.js';
 import { durationOption, errnoWords, fail } from './options.js';
@@ -61,7 +61,7 @@ export function statusCommand(): Command {
     .option('--token-file <file>', 'file holding the admin token (<data>/admin.token); or set PETREL_ADMIN_TOKEN')
     .option('--ca <file>', 'CA certificate (PEM) to verify an https:// queue server with')
     .option('--watch', 'print the status again every --interval until Ctrl-C')
-    .option('--interval <duration>', 'with --watch: time between two readings', durationOption('--interval', 500, 3_600_000), 2000)
+    .addOption(new Option('--interval <duration>', 'with --watch: time between two readings').argParser(durationOption('--interval', 500, 3_600_000)).default(2000, formatDuration(2000)))
     .option('--json', 'print the status JSON as the queue server answers it (one line per reading)');
   command.addHelpText('after', `\nThe token is never an option's value: command lines are visible to every user of the machine.\n${exitCodesHelp(['ok', 'failed', 'usage'])}`);
   command.action(async (values: StatusValues) => {
@@ -134,7 +134,9 @@ function clean(text: string, max = 80): string {
 function render(server: string, s: Status, now: number): string {
   const lines: string[] = [];
   const lookups = s.crawlDbTree.cacheHits + s.crawlDbTree.cacheMisses;
-  lines.push(`petrel status of ${clean(server)}: ${s.displayState}, running ${formatApproxDuration(s.elapsedMs)}`);
+  // elapsedMs: the crawl's time since it started, its whole length once it is done. "running" only while it runs.
+  const elapsed = s.displayState === 'running' ? ' for' : s.displayState === 'done' ? ', took' : ', crawl time';
+  lines.push(`petrel status of ${clean(server)}: ${s.displayState}${elapsed} ${formatApproxDuration(s.elapsedMs)}`);
   lines.push(`  fetched ${s.pagesFetched} (${s.pagesPerSecond}/s), 304 ${s.notModified}, fresh ${s.skippedFresh}, errors ${s.errors}, robots-denied ${s.robotsDenied}, requests ${s.requests}, ${mib(s.bytesDownloaded)} downloaded`);
   lines.push(`  discovered ${s.urlsDiscovered}, queued ${s.frontierSize}, leased ${s.itemsLeased} in ${s.leasesOut} lease${s.leasesOut === 1 ? '' : 's'}, waiting ${s.waitingUrls}; hosts active ${s.hosts.active}, waiting ${s.hosts.waiting}`);
   if (s.timeLeft !== null) lines.push(`  ~${formatApproxDuration(s.timeLeft.ms)} left for the queued URLs (slowest: ${clean(s.timeLeft.origin)}, limited by ${s.timeLeft.limitedBy})`);

@@ -107,6 +107,10 @@ describe('petrel commands refuse bad input with one line and the usage status, c
     expectOneLineFailure(exported, EXIT.usage, /^petrel export: --data .*a-file is a file, not a directory/);
   });
 
+  it('petrel fetcher with no option at all asks for the queue server first, not for a token', async () => {
+    expectOneLineFailure(await runPetrel(['fetcher']), EXIT.usage, /^petrel fetcher: give --server URL \(repeatable\) or --cluster/);
+  });
+
   it('names the token file it cannot read or use, and says what is wrong in words', async () => {
     const missing = join(dir, 'no-such.token');
     const fetcher = await runPetrel(['fetcher', '--server', 'http://127.0.0.1:9', '--token-file', missing, '--once']);

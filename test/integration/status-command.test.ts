@@ -42,7 +42,8 @@ describe('petrel status', () => {
 
     const once = await runPetrel(['status', '--server', url, '--token-file', adminTokenFile]);
     expect(once.code).toBe(0);
-    expect(once.stdout).toContain(`petrel status of ${url}: idle`);
+    // Idle is not "running": the time shown is the crawl's.
+    expect(once.stdout).toMatch(new RegExp(`^petrel status of ${url.replace(/[.]/g, '\\.')}: idle, crawl time \\S+$`, 'm'));
     expect(once.stdout).toMatch(new RegExp(`^  fetched ${pagesFetched} \\(`, 'm'));
     expect(once.stdout).toMatch(/^ {4}status-fetcher +127\.0\.0\.1 +alive heard \S+ ago/m);
     expect(once.stdout + once.stderr).not.toContain(adminToken);

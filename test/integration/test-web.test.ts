@@ -332,8 +332,9 @@ describe('test web, full profile', () => {
   it('reachable() with a host-only scope is finite and leaves out nofollow, robots-disallowed and foreign URLs', () => {
     const reach = web.model.reachable({ seeds: web.seeds, inScope: onHost(main), maxDepth: 50 });
     // 46, plus the two X-Robots-Tag pages and the page behind the one addressed to another bot, and the
-    // search tests' four pages (/markup/text.html, /lang/zh.html, /lang/ja.html, /anchor/target.html).
-    expect(reach.size).toBe(53);
+    // search tests' four pages (/markup/text.html, /lang/zh.html, /lang/ja.html, /anchor/target.html),
+    // and the two noarchive pages (/meta/noarchive.html, /meta/x-robots-noarchive.html).
+    expect(reach.size).toBe(55);
     expect(reach.has(`${main}/meta/behind-x-robots.html`)).toBe(false);
     expect(reach.get(`${main}/meta/behind-other-bot.html`)).toBe(2);
     expect([...reach.keys()].every(onHost(main))).toBe(true);
