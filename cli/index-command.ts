@@ -12,12 +12,12 @@ import { checkIndex } from '../queue-server/search/check.js';
 import { IndexError } from '../queue-server/search/errors.js';
 import { SearchIndex, SEARCH_LIMITS } from '../queue-server/search/search-index.js';
 import { dataPath } from '../queue-server/storage/data-dir.js';
-import { DATA_OPTION, existingDataDirProblem, fail, integerOption } from './options.js';
+import { DATA_OPTION, dataDirProblem, fail, integerOption } from './options.js';
 
 function indexDir(dataDir: string, command: string): string {
   const dir = dataPath(dataDir, 'index');
-  const problem = existingDataDirProblem(dataDir, 'index');
-  if (problem !== null && !problem.startsWith('no index in')) fail(problem, { status: 2, command });
+  const problem = dataDirProblem(dataDir);
+  if (problem !== null) fail(problem, { status: 2, command });
   if (!existsSync(dir)) fail(`no search index at ${dir}: is ${dataDir} a Petrel data directory with an index?`, { status: 2, command });
   return dir;
 }

@@ -85,12 +85,19 @@ export function checkExistingDataDir(dir: string, command: string, needs: string
 
 /** Why `dir` is not a data directory holding `needs`, or null when it is. */
 export function existingDataDirProblem(dir: string, needs: string): string | null {
+  const problem = dataDirProblem(dir);
+  if (problem !== null) return problem;
+  if (!existsSync(resolve(dir, needs))) return `no ${needs} in ${dir}: is it a Petrel data directory, and has a crawl run in it yet?`;
+  return null;
+}
+
+/** Why `dir` is not a directory this user can read (missing, a file, no permission), or null when it is one. */
+export function dataDirProblem(dir: string): string | null {
   if (!existsSync(dir)) return `no data directory at ${dir}: give --data DIR (petrel crawl and petrel start keep their data in ${DEFAULT_DATA_DIR} by default)`;
   if (!statSync(dir).isDirectory()) return `--data ${dir} is a file, not a directory`;
-  // Else a directory this user may not read looks empty: "no <needs> in it" would send them looking for a crawl.
+  // Else a directory this user may not read looks empty: "no <file> in it" would send them looking for a crawl.
   const unreadable = whyNotReadable(dir);
   if (unreadable !== null) return `cannot read the data directory ${dir} (${unreadable}): run as its owner, or give another --data`;
-  if (!existsSync(resolve(dir, needs))) return `no ${needs} in ${dir}: is it a Petrel data directory, and has a crawl run in it yet?`;
   return null;
 }
 

@@ -15,11 +15,11 @@ import { cdxjIndexIsCurrent, writeCdxjIndex, CDXJ_FILE } from '../queue-server/w
 import { findCapture, readStoredResponse } from '../queue-server/warc/lookup.js';
 import { warcField } from '../queue-server/warc/warc-file.js';
 import { EXIT } from './exit-codes.js';
-import { existingDataDirProblem, fail, DATA_OPTION } from './options.js';
+import { dataDirProblem, fail, DATA_OPTION } from './options.js';
 
 function warcDirOf(dataDir: string): string {
-  const problem = existingDataDirProblem(dataDir, 'warc');
-  if (problem !== null && !problem.startsWith('no warc in')) fail(problem, { status: EXIT.usage, command: 'warc' });
+  const problem = dataDirProblem(dataDir);
+  if (problem !== null) fail(problem, { status: EXIT.usage, command: 'warc' });
   const dir = dataPath(dataDir, 'warc');
   if (!existsSync(dir)) fail(`no web archive at ${dir}: nothing was archived in ${dataDir} (or it is not a Petrel data directory)`, { status: EXIT.usage, command: 'warc' });
   return dir;

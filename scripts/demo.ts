@@ -16,11 +16,12 @@ import { startTestWeb } from './test-web.js';
 
 const dataDir = process.argv[2] ?? './petrel-data/demo';
 const portFile = join(dataDir, 'demo-web-port');
-const lastPort = existsSync(portFile) ? Number(readFileSync(portFile, 'utf8').trim()) : 0;
+const saved = existsSync(portFile) ? Number(readFileSync(portFile, 'utf8').trim()) : 0;
+const lastPort = Number.isInteger(saved) && saved > 0 && saved < 65536 ? saved : 0;
 const webOptions = { pagesPerHost: 200, hosts: 3, slowMs: 500 };
 let web;
 try {
-  web = await startTestWeb({ ...webOptions, port: Number.isInteger(lastPort) && lastPort > 0 && lastPort < 65536 ? lastPort : 0 });
+  web = await startTestWeb({ ...webOptions, port: lastPort });
 } catch (error) {
   if (lastPort === 0) throw error;
   process.stderr.write(`demo: port ${lastPort}, where the last demo's test web ran, is taken (${(error as Error).message}): a test web on another port, so this crawl finds the last one's URLs gone\n`);

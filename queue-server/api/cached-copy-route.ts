@@ -13,7 +13,7 @@ import type { RequestHandler } from 'express';
 import type { CrawlService } from '../crawl/crawl-service.js';
 import { normalizeUrl } from '../../shared/url-normalize.js';
 import { WarcError } from '../../shared/warc/errors.js';
-import { CACHED_COPY_POLICY, escapeHtml, renderCachedCopy } from '../warc/cached-copy.js';
+import { asksNotToBeArchived, CACHED_COPY_POLICY, escapeHtml, renderCachedCopy } from '../warc/cached-copy.js';
 import type { Searcher } from './search-api.js';
 
 /** The longest URL looked up; the crawl never admits longer ones. */
@@ -21,7 +21,7 @@ const MAX_URL_CHARS = 8192;
 
 /** `publicSearch`: the search whose results the copies are (the public route); null: the operator's route. */
 export function cachedCopyRoute(service: Pick<CrawlService, 'cachedCopy'>, path: string, publicSearch: Pick<Searcher, 'finds'> | null = null): RequestHandler {
-  return (req, res) => {
+  return async (req, res) => {
     res.set({ 'Content-Security-Policy': CACHED_COPY_POLICY, 'Cache-Control': 'no-store' });
     const url = typeof req.query.url === 'string' ? req.query.url : '';
     const answer = (status: number, message: string) => res.status(status).type('html').send(`<!DOCTYPE html>\n<title>No cached copy</title>\n<p>${escapeHtml(message)}</p>\n`);
@@ -41,7 +41,8 @@ export function cachedCopyRoute(service: Pick<CrawlService, 'cachedCopy'>, path:
       return answer(500, `The cached copy of ${url} is damaged: ${error.code}: ${error.message}`);
     }
     if (copy === null) return answer(404, `No cached copy of ${url}: the crawl has not archived it (not fetched, or archiving is off).`);
-    if (publicSearch !== null && copy.noarchive) return notPublic();
-    res.type('html').send(renderCachedCopy(copy));
+    const noarchive = await asksNotToBeArchived(copy);
+    if (publicSearch !== null && noarchive) return notPublic();
+    res.type('html').send(renderCachedCopy(copy, { noarchive }));
   };
 }

@@ -11,10 +11,10 @@
  * inline styles only, so the page still looks like itself. Every value the banner shows is escaped.
  *
  * A page may ask not to be archived (`noarchive` in its X-Robots-Tag header or its meta robots, for
- * every agent or for `petrel`, as the fetcher reads noindex): the copy says so (`noarchive`), the
- * public /cache route refuses it (api/cached-copy-route.ts), and the operator's view shows it with
- * that said in the banner. It is read here, from the capture itself, so the archive stays the one
- * authority on what a page said.
+ * every agent or for `petrel`, as the fetcher reads noindex): `asksNotToBeArchived` reads it from the
+ * capture itself, so the archive stays the one authority on what a page said; the public /cache route
+ * refuses such a copy (api/cached-copy-route.ts), and the operator's view shows it with that said in
+ * the banner.
  *
  * Bounds: the stored body is at most the fetcher's body limit; a compressed one is inflated to at most
  * MAX_SHOWN_BYTES, and what is shown is cut there.
@@ -22,7 +22,6 @@
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 import { join } from 'node:path';
 import { decodeHtml } from '../../fetcher/decode.js';
-import { scanPage } from '../../fetcher/html-extract.js';
 import { xRobotsTag } from '../../fetcher/x-robots-tag.js';
 import { WarcError } from '../../shared/warc/errors.js';
 import { fieldValue, headEnd, mediaType, parseHead } from '../../shared/warc/http-head.js';
@@ -59,8 +58,8 @@ export interface CachedCopy {
   readonly payloadOf: { readonly url: string; readonly fetchedAt: number } | null;
   readonly file: string;
   readonly offset: number;
-  /** The response asked not to be archived: X-Robots-Tag or (HTML) meta robots `noarchive`. */
-  readonly noarchive: boolean;
+  /** The values of the response's X-Robots-Tag fields, as stored. */
+  readonly xRobotsTag: readonly string[];
 }
 
 /**
@@ -96,28 +95,36 @@ export function readCachedCopy(warcDir: string, location: CaptureLocation, origi
     payloadOf,
     file: location.file,
     offset: location.offset,
-    noarchive: asksNotToBeArchived(parsed, contentType, decoded),
+    xRobotsTag: parsed.fields.filter(([name]) => name.toLowerCase() === 'x-robots-tag').map(([, value]) => value),
   };
 }
 
-/** `noarchive` in the response's X-Robots-Tag fields, or in an HTML body's meta robots. */
-function asksNotToBeArchived(head: ReturnType<typeof parseHead>, contentType: string | null, body: Buffer | null): boolean {
-  const header = head.fields.filter(([name]) => name.toLowerCase() === 'x-robots-tag').map(([, value]) => value);
-  if (xRobotsTag(header, 'petrel').noarchive) return true;
-  return body !== null && isHtml(mediaType(contentType)) && scanPage(decodeHtml(body, contentType), 0).noarchive;
+/**
+ * `noarchive` in the response's X-Robots-Tag fields, or in an HTML body's meta robots. The HTML scanner
+ * (fetcher/html-extract.ts and htmlparser2, 116 KB of the bundle) is loaded on the first HTML copy
+ * asked for, not when the queue server starts.
+ */
+export async function asksNotToBeArchived(copy: CachedCopy): Promise<boolean> {
+  if (xRobotsTag(copy.xRobotsTag, 'petrel').noarchive) return true;
+  if (copy.body === null || !isHtml(mediaType(copy.contentType))) return false;
+  const { scanPage } = await import('../../fetcher/html-extract.js');
+  return scanPage(decodeHtml(copy.body, copy.contentType), 0).noarchive;
 }
 
 function isHtml(type: string | null): type is 'text/html' | 'application/xhtml+xml' | null {
   return type === null || type === 'text/html' || type === 'application/xhtml+xml';
 }
 
-/** The cached copy as one HTML document: the banner, then the page (HTML as stored, text escaped, other types described). */
-export function renderCachedCopy(copy: CachedCopy): string {
+/**
+ * The cached copy as one HTML document: the banner, then the page (HTML as stored, text escaped, other
+ * types described). `noarchive`: the page asked not to be archived (`asksNotToBeArchived`), said in the banner.
+ */
+export function renderCachedCopy(copy: CachedCopy, options: { readonly noarchive?: boolean } = {}): string {
   const type = mediaType(copy.contentType);
   const when = new Date(copy.fetchedAt).toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC');
   const facts = [`HTTP ${copy.status ?? '?'}`, type ?? 'no content type', `${copy.storedBytes.toLocaleString('en')} bytes stored`];
   if (copy.truncated) facts.push('cut at the body limit');
-  const noarchive = copy.noarchive ? " The page asks not to be archived (noarchive): this copy is shown to the crawl's operator only, never on the public search." : '';
+  const noarchive = options.noarchive === true ? " The page asks not to be archived (noarchive): this copy is shown to the crawl's operator only, never on the public search." : '';
   const payload = copy.payloadOf === null ? '' : ` Its content is identical to that of ${escapeHtml(copy.payloadOf.url)}, fetched ${escapeHtml(new Date(copy.payloadOf.fetchedAt).toISOString())}.`;
   const banner =
     '<!DOCTYPE html>\n<div id="petrel-cached-copy" style="all:initial;display:block;box-sizing:border-box;margin:0 0 1em;padding:.75em 1em;background:#fffbe6;border-bottom:2px solid #b08800;color:#222;font:14px/1.4 system-ui,sans-serif">' +

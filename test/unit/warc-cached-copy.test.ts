@@ -20,7 +20,7 @@ function copy(over: Partial<CachedCopy> = {}): CachedCopy {
     payloadOf: { url: `http://127.0.0.2/b?${HOSTILE}`, fetchedAt: Date.UTC(2026, 11, 2) },
     file: 'petrel-20261203120000000-00001.warc.gz',
     offset: 1234,
-    noarchive: false,
+    xRobotsTag: [],
     ...over,
   };
 }
