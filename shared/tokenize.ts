@@ -11,7 +11,10 @@
  *     `isWordLike` (letters, numbers, kana, ideographs). Chinese, Japanese, Thai, Lao, Khmer and
  *     Myanmar have no spaces between words: ICU's dictionaries split them.
  *  3. Case folding per word (`toLowerCase`, plus ß → ss and final sigma → σ, the two full case folds
- *     that matter for matching).
+ *     that matter for matching), and the typographic apostrophes ’ and ‘ made the ASCII one, as people
+ *     type it ("don’t" and "don't" are one term; Porter2 then strips "’s" as it strips "'s").
+ *  3b. For French, Italian and Catalan, an elided article or pronoun in front of a word is dropped
+ *     ("l'homme" is indexed as "homme", as Lucene's ElisionFilter does), so that the word is found.
  *  4. Stemming with the Snowball stemmer of the page's language (24 languages: English from porter2,
  *     the others from snowball-stemmers; the `lang` primary subtag picks it, English when unknown or
  *     unsupported). Words in scripts that have no inflection to strip (CJK, Thai, ...) and words
@@ -90,11 +93,13 @@ export function stemmerFor(language: string | null | undefined): string {
 class StemCache {
   static readonly GENERATION = 65_536;
   readonly #stemmer: SnowballStemmer;
+  readonly #elision: RegExp | null;
   #young = new Map<string, string>();
   #old = new Map<string, string>();
 
   constructor(algorithm: string) {
     this.#stemmer = newStemmer(algorithm);
+    this.#elision = ELISION[algorithm] ?? null;
   }
 
   /** The term for a raw word: folded, then stemmed when the word is alphabetic. */
@@ -102,7 +107,7 @@ class StemCache {
     let term = this.#young.get(word);
     if (term !== undefined) return term;
     // Kept as strings of their own: `word` is cut from a page's text (and so may be its stem).
-    term = this.#old.get(word) ?? ownString(stemWord(this.#stemmer, foldCase(word)));
+    term = this.#old.get(word) ?? ownString(stemWord(this.#stemmer, withoutElision(foldCase(word), this.#elision)));
     if (this.#young.size >= StemCache.GENERATION) {
       this.#old = this.#young;
       this.#young = new Map();
@@ -125,7 +130,23 @@ function cacheFor(algorithm: string): StemCache {
 /** Case folding for matching: lower case, ß → ss, ς → σ (Unicode full case folding for the two that differ from lower case in practice). */
 export function foldCase(word: string): string {
   const lower = word.toLowerCase();
-  return /[ßς]/.test(lower) ? lower.replace(/ß/g, 'ss').replace(/ς/g, 'σ') : lower;
+  const folded = /[ßς]/.test(lower) ? lower.replace(/ß/g, 'ss').replace(/ς/g, 'σ') : lower;
+  return /[\u2018\u2019]/.test(folded) ? folded.replace(/[\u2018\u2019]/g, "'") : folded;
+}
+
+/**
+ * Elided articles, pronouns and prepositions that stand before a word with an apostrophe (after
+ * foldCase, so the ASCII one), by Snowball algorithm: French l', d', qu', jusqu'...; Italian l', dell',
+ * un'...; Catalan l', d', s'... A word that is only such a prefix and an apostrophe keeps it.
+ */
+const ELISION: Readonly<Record<string, RegExp>> = {
+  french: /^(?:l|d|j|m|n|s|t|c|qu|jusqu|lorsqu|puisqu|quoiqu)'(?=.)/,
+  italian: /^(?:l|d|c|m|n|s|t|v|un|dell|all|dall|nell|sull|coll|pell|quell|quest|nessun|buon|sant)'(?=.)/,
+  catalan: /^(?:l|d|m|n|s|t)'(?=.)/,
+};
+
+function withoutElision(folded: string, elision: RegExp | null): string {
+  return elision === null ? folded : folded.replace(elision, '');
 }
 
 /** Scripts whose words carry no suffixes for Snowball (and digits): left as folded. */

@@ -38,6 +38,22 @@ describe('tokenize', () => {
     expect(tokenize("don't e.g. 3.14 1,000 x-ray")).toEqual(["don't", 'e.g', '3.14', '1,000', 'x', 'ray']);
   });
 
+  it('makes typographic apostrophes the one people type: "don’t" is "don\'t", "user’s" stems to "user"', () => {
+    expect(tokenize('I don’t like the user’s guide ‘quoted’ O’Brien')).toEqual(['i', "don't", 'like', 'the', 'user', 'guid', 'quot', "o'brien"]);
+    expect(tokenize("I don't like the user's guide")).toEqual(['i', "don't", 'like', 'the', 'user', 'guid']);
+    expect(termOf('don’t', 'english')).toBe(termOf("don't", 'english'));
+    expect(termOf('user’s', 'english')).toBe(termOf('user', 'english'));
+  });
+
+  it('drops elided articles in French, Italian and Catalan, so the word itself is found', () => {
+    expect(tokenize("L'homme et l’école, qu’il dit d’accord aujourd’hui", { language: 'fr' })).toEqual(['homm', 'et', 'écol', 'il', 'dit', 'accord', "aujourd'hui"]);
+    expect(tokenize('L’homme', { language: 'fr' })).toEqual([termOf('homme', 'french')]);
+    expect(tokenize("dell'anno un'amica", { language: 'it' })).toEqual([termOf('anno', 'italian'), termOf('amica', 'italian')]);
+    expect(tokenize("l'aigua", { language: 'ca' })).toEqual([termOf('aigua', 'catalan')]);
+    // English keeps them: "l'homme" in an English page is one word.
+    expect(tokenize("l'homme", { language: 'en' })).toEqual(["l'homm"]);
+  });
+
   it('stems with the page language and falls back to English', () => {
     expect(stemmerFor('de-AT')).toBe('german');
     expect(stemmerFor('pt_BR')).toBe('portuguese');
