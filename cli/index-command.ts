@@ -53,9 +53,13 @@ export function searchCommand(): Command {
     .option('--limit <n>', `results to print, 1 to ${SEARCH_LIMITS.limit}`, integerOption('--limit', 1, SEARCH_LIMITS.limit), 10)
     .option('--offset <n>', `results to skip, 0 to ${SEARCH_LIMITS.offset}`, integerOption('--offset', 0, SEARCH_LIMITS.offset), 0)
     .option('--json', 'print {query, total, tookMs, results: [{url, title, snippet (HTML), score, fetchedAt, language, urlHash}]}', false)
-    .argument('<query...>', 'the query (quote phrases for the shell: \'"exact phrase"\')')
+    .argument('<query...>', 'the query (quote phrases for the shell: \'"exact phrase"\'); a word may start with -, an exclusion')
+    // `-word` is an exclusion, not an option: it reaches the query. A `--word` that is no option is a typo.
+    .allowUnknownOption()
     .addHelpText('after', '\nExit status: 0 (also with no results), 1 on a failure, 2 on a bad query or no index.\n')
     .action(async (words: string[], values: { data: string; limit: number; offset: number; json: boolean }) => {
+      const typo = words.find((word) => word.startsWith('--'));
+      if (typo !== undefined) fail(`unknown option ${typo.slice(0, 80)} (petrel search --help lists them; a query word starting with one - excludes it)`, { status: 2, command: 'search' });
       const query = words.join(' ');
       const dir = indexDir(values.data, 'search');
       const index = SearchIndex.open(dir, { readOnly: true });
@@ -79,7 +83,8 @@ export function searchCommand(): Command {
           process.stdout.write(`${JSON.stringify({ query, total: found.total, tookMs, results: found.results })}\n`);
           return;
         }
-        const shown = found.results.length === 0 ? 'no results' : `results ${values.offset + 1}-${values.offset + found.results.length} of ${found.total}`;
+        const shown =
+          found.total === 0 ? 'no results' : found.results.length === 0 ? `no results past ${values.offset} (${found.total} in all)` : `results ${values.offset + 1}-${values.offset + found.results.length} of ${found.total}`;
         process.stdout.write(`${shown} for ${JSON.stringify(query)} (${tookMs} ms)\n`);
         found.results.forEach((r, i) => {
           process.stdout.write(`\n${values.offset + i + 1}. ${oneLine(r.title === '' ? r.url : r.title)}\n   ${r.url}\n   ${oneLine(snippetText(r.snippet))}\n`);

@@ -43,7 +43,7 @@ export const SEARCH_ROUTES = {
   cache: '/cache',
 } as const;
 
-/** Results per page of the HTML page. */
+/** Results per page of the HTML page, unless `limit` says otherwise. */
 const PAGE_RESULTS = 10;
 
 /** A result as the API gives it: the index's, plus whether the crawl archived a cached copy of it. */
@@ -119,25 +119,27 @@ export function searchJson(searcher: Searcher): RequestHandler {
  */
 export function searchPage(searcher: Searcher, action: string, cachePath: string | null): RequestHandler {
   return (req: Request, res: Response, next: NextFunction) => {
+    // A page for people: a bad parameter is said on the page (status 400), as a bad query is, not in JSON.
+    const refused = (error: unknown, q: string) => {
+      if (!(error instanceof HttpError) || error.status !== 400) return next(error);
+      res.status(400).type('html').send(renderSearchPage({ action, cachePath, q, offset: 0, limit: PAGE_RESULTS, answer: null, problem: error.message }));
+    };
     let params: { q: string; limit: number; offset: number };
     try {
       params = searchParams(req, PAGE_RESULTS);
     } catch (error) {
-      return next(error);
+      return refused(error, typeof req.query.q === 'string' ? req.query.q : '');
     }
-    const { q, offset } = params;
+    const { q, limit, offset } = params;
     let answer: SearchAnswer | null = null;
-    let problem: string | null = null;
     if (q.trim() !== '') {
       try {
-        answer = searcher.search(q, PAGE_RESULTS, offset);
+        answer = searcher.search(q, limit, offset);
       } catch (error) {
-        if (!(error instanceof HttpError) || error.status !== 400) return next(error);
-        problem = error.message;
-        res.status(400);
+        return refused(error, q);
       }
     }
-    res.type('html').send(renderSearchPage({ action, cachePath, q, offset, answer, problem }));
+    res.type('html').send(renderSearchPage({ action, cachePath, q, offset, limit, answer, problem: null }));
   };
 }
 
@@ -160,13 +162,15 @@ interface PageModel {
   readonly cachePath: string | null;
   readonly q: string;
   readonly offset: number;
+  /** Results per page (the request's `limit`, PAGE_RESULTS by default). */
+  readonly limit: number;
   readonly answer: SearchAnswer | null;
   readonly problem: string | null;
 }
 
 /** The whole page as HTML; every value from the web or the request is escaped (the snippet: see safeSnippet). */
 export function renderSearchPage(model: PageModel): string {
-  const { action, cachePath, q, offset, answer, problem } = model;
+  const { action, cachePath, q, offset, limit, answer, problem } = model;
   const parts: string[] = [
     '<!doctype html>',
     '<html lang="en">',
@@ -189,15 +193,17 @@ export function renderSearchPage(model: PageModel): string {
   ];
   if (problem !== null) parts.push(`<p class="problem" role="alert">${escapeHtml(problem)}</p>`);
   if (answer !== null) {
-    const first = answer.total === 0 ? 0 : offset + 1;
     const last = offset + answer.results.length;
-    parts.push(`<p class="summary">${answer.total === 0 ? 'No pages found' : `Results ${first}-${last} of ${answer.total}`} (${answer.tookMs.toFixed(1)} ms)</p>`);
+    const summary =
+      answer.total === 0 ? 'No pages found' : answer.results.length === 0 ? `No results this far: ${answer.total} in all` : `Results ${offset + 1}-${last} of ${answer.total}`;
+    parts.push(`<p class="summary">${summary} (${answer.tookMs.toFixed(1)} ms)</p>`);
     parts.push('<ol class="results">');
     for (const result of answer.results) parts.push(renderResult(result, cachePath));
     parts.push('</ol>');
     const pages: string[] = [];
-    const link = (to: number, text: string) => `<a href="${escapeHtml(action)}?q=${encodeURIComponent(q)}&amp;offset=${to}">${text}</a>`;
-    if (offset > 0) pages.push(link(Math.max(0, offset - PAGE_RESULTS), 'Previous'));
+    const perPage = limit === PAGE_RESULTS ? '' : `&amp;limit=${limit}`;
+    const link = (to: number, text: string) => `<a href="${escapeHtml(action)}?q=${encodeURIComponent(q)}${perPage}&amp;offset=${to}">${text}</a>`;
+    if (offset > 0) pages.push(link(answer.results.length === 0 ? 0 : Math.max(0, offset - limit), answer.results.length === 0 ? 'First results' : 'Previous'));
     if (last < answer.total && last < SEARCH_LIMITS.offset) pages.push(link(last, 'Next'));
     if (pages.length > 0) parts.push(`<nav class="pages">${pages.join(' ')}</nav>`);
   }

@@ -139,6 +139,55 @@ describe('the search page and API of a queue server', () => {
     }
   }, 60_000);
 
+  it('the HTML page honours limit, says a bad parameter on the page (not in JSON), and says when an offset is past the last result', async () => {
+    const { server, url } = await serve(['--public-search']);
+    try {
+      const page = async (query: string) => {
+        const res = await fetch(`${url}/search?${query}`);
+        return { status: res.status, type: res.headers.get('content-type') ?? '', text: await res.text() };
+      };
+      const all = (await (await fetch(`${url}/api/search?q=${encodeURIComponent(`site:${new URL(web.hostByRole.main).hostname}`)}&limit=100`)).json()) as { total: number };
+      expect(all.total).toBeGreaterThan(6);
+      const q = encodeURIComponent(`site:${new URL(web.hostByRole.main).hostname}`);
+      const limited = await page(`q=${q}&limit=3&offset=3`);
+      expect(limited.status).toBe(200);
+      expect(limited.text).toContain(`Results 4-6 of ${all.total}`);
+      expect(limited.text.match(/<li>/g)?.length).toBe(3);
+      // The next and previous pages keep the limit.
+      expect(limited.text).toContain(`?q=${q}&amp;limit=3&amp;offset=6">Next</a>`);
+      expect(limited.text).toContain(`?q=${q}&amp;limit=3&amp;offset=0">Previous</a>`);
+      for (const bad of ['limit=0', 'limit=101', 'offset=99999', 'limit=x']) {
+        const refused = await page(`q=kelp&${bad}`);
+        expect(refused.status, bad).toBe(400);
+        expect(refused.type, bad).toMatch(/^text\/html/);
+        expect(refused.text, bad).toMatch(/<p class="problem" role="alert">(limit|offset) must be a whole number/);
+      }
+      const past = await page(`q=${q}&offset=${all.total + 5}`);
+      expect(past.status).toBe(200);
+      expect(past.text).toContain(`No results this far: ${all.total} in all`);
+      expect(past.text).toContain('>First results</a>');
+    } finally {
+      await stop(server);
+    }
+  }, 60_000);
+
+  it('petrel search takes a query that starts with an exclusion, refuses a misspelled option, and says when --offset is past the last result', async () => {
+    const hosts = new URL(web.hostByRole.main).hostname;
+    const excluded = await runPetrel(['search', '--data', dataDir, '--json', `-zygomorphic site:${hosts}`]);
+    expect(excluded.code, excluded.stderr).toBe(0);
+    const both = await runPetrel(['search', '--data', dataDir, '--json', `site:${hosts}`]);
+    const withWord = await runPetrel(['search', '--data', dataDir, '--json', `zygomorphic site:${hosts}`]);
+    const total = (run: { stdout: string }) => (JSON.parse(run.stdout) as { total: number }).total;
+    expect(total(withWord)).toBe(1);
+    expect(total(excluded)).toBe(total(both) - 1);
+    const typo = await runPetrel(['search', '--data', dataDir, '--lmit', '3', 'kelp']);
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toMatch(/^petrel search: unknown option --lmit/);
+    const past = await runPetrel(['search', '--data', dataDir, '--offset', '5000', `site:${hosts}`]);
+    expect(past.code, past.stderr).toBe(0);
+    expect(past.stdout).toMatch(new RegExp(`^no results past 5000 \\(${total(both)} in all\\) for`));
+  }, 60_000);
+
   it('with --public-search: /api/search answers without a token, at most 60 searches a minute per address', async () => {
     const { server, url } = await serve(['--public-search']);
     try {
