@@ -117,6 +117,19 @@ export class CrawlDb {
     });
   }
 
+  /**
+   * Whether a duplicate's original still stands as its original: known, an original (fetched or not
+   * modified, so not gone, not a duplicate itself), and holding the same body (signature) or a near one
+   * (simhash). A duplicate whose original went (404, 410) or changed into something else is nobody's copy.
+   */
+  originalStands(copy: CrawlDbRecord): boolean {
+    if (copy.duplicateOf === null) return false;
+    const original = this.get(urlHashFromHex(copy.duplicateOf));
+    if (original === null || !isOriginal(original)) return false;
+    if (copy.signature !== null && original.signature === copy.signature) return true;
+    return copy.simhash !== null && original.simhash !== null && hammingDistance(original.simhash, copy.simhash) <= NEAR_DUPLICATE_DISTANCE;
+  }
+
   /** The URL (hash, 16 hex) of another page whose simhash is within NEAR_DUPLICATE_DISTANCE bits. */
   nearDuplicateOf(simhash: string, self: UrlHash): string | null {
     const own = this.get(self);

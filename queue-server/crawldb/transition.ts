@@ -9,7 +9,8 @@
  *   outcome                                   old status          new status     modified  interval      next fetch at
  *   ----------------------------------------  ------------------  -------------  --------  ------------  -------------------------------
  *   success, canonicalOf or duplicateOf set   any                 duplicate      cmp       kept          max(now + interval, freshUntil)
- *   success, signature = stored one           any but gone        notmodified    false     adapt(false)  max(now + interval', freshUntil)
+ *   success, signature = stored one           any but gone, dup.  notmodified    false     adapt(false)  max(now + interval', freshUntil)
+ *   success, signature = stored one           duplicate           fetched (**)   false     adapt(false)  max(now + interval', freshUntil)
  *   success, signature != stored one          any but gone        fetched        true      adapt(true)   max(now + interval', freshUntil)
  *   success, nothing to compare (*)           any                 fetched        null      kept          max(now + interval, freshUntil)
  *   not-modified (304)                        duplicate           duplicate      false     kept          max(now + interval, freshUntil)
@@ -29,6 +30,8 @@
  *
  *   (*) no stored signature, no new signature, or the old status is gone: a page that was gone and
  *       answers again is new content (fetched), even with the body it had before it went.
+ *   (**) a copy whose original went is an original now: new to the search index (index-change.ts
+ *       indexes a fetched page, not a notmodified one), though its body is the one it had.
  *   cmp: true, false or null exactly as the three success rows below it would say.
  *   adapt(m): adaptInterval(interval, m) (+40 % unchanged, -20 % changed, clamped); interval' is the result.
  *   retries': the retries after this failure (old retries + 1). Both waits of a transient failure are
@@ -150,7 +153,7 @@ export function applyFetch(old: CrawlDbRecord, outcome: FetchOutcome, now: numbe
       return {
         record: {
           ...content,
-          status: modified === false ? 'notmodified' : 'fetched',
+          status: modified === false && old.status !== 'duplicate' ? 'notmodified' : 'fetched',
           fetchIntervalMs: adapted,
           nextFetchAt: nextFetchAt(now, adapted, outcome.freshUntil),
         },

@@ -221,6 +221,8 @@ const NOTMOD = cell('notmodified', false);
 const CHANGED = cell('fetched', true);
 /** Fetched with nothing to compare with: first fetch, or back from gone. */
 const NEW = cell('fetched', null);
+/** A copy no longer a copy, its body unchanged: an original again, and new to the search index (fetched, not notmodified). */
+const UNDUP = cell('fetched', false);
 const DUP_SAME = cell('duplicate', false);
 const DUP_CHANGED = cell('duplicate', true);
 const DUP_NEW = cell('duplicate', null);
@@ -235,7 +237,7 @@ const COLUMNS = ['unfetched', 'fetched', 'notmodified', 'gone', 'redir_temp', 'r
 // prettier-ignore
 const MATRIX: readonly (readonly [OutcomeName, readonly [Cell, Cell, Cell, Cell, Cell, Cell, Cell, Cell, Cell]])[] = [
   //                        unfetched  fetched      notmodified  gone     redir_temp   redir_perm   retry        duplicate    robots_denied
-  ['sameSignature',       [NEW,      NOTMOD,      NOTMOD,      NEW,     NOTMOD,      NOTMOD,      NOTMOD,      NOTMOD,      NOTMOD]],
+  ['sameSignature',       [NEW,      NOTMOD,      NOTMOD,      NEW,     NOTMOD,      NOTMOD,      NOTMOD,      UNDUP,       NOTMOD]],
   ['newSignature',        [NEW,      CHANGED,     CHANGED,     NEW,     CHANGED,     CHANGED,     CHANGED,     CHANGED,     CHANGED]],
   ['freshNewSignature',   [NEW,      CHANGED,     CHANGED,     NEW,     CHANGED,     CHANGED,     CHANGED,     CHANGED,     CHANGED]],
   ['duplicateOf',         [DUP_NEW,  DUP_CHANGED, DUP_CHANGED, DUP_NEW, DUP_CHANGED, DUP_CHANGED, DUP_CHANGED, DUP_CHANGED, DUP_CHANGED]],
@@ -380,9 +382,11 @@ describe('crawl db transitions over time', () => {
     expect([second.firstFetchAt, second.lastFetchAt]).toEqual([NOW, NOW + DAY]);
   });
 
-  it('turns a duplicate whose original has gone (no duplicate found any more) back into an original', () => {
+  it('turns a duplicate whose original has gone (no duplicate found any more) back into an original, fetched so the search index takes it', () => {
     const result = applyFetch(recordIn('duplicate'), success({}), NOW, POLICY);
-    expect(result.record.status).toBe('notmodified');
+    // Was 'notmodified', also an original, but one the index does not add (index-change.ts): the copy stayed unsearchable.
+    expect(result.record.status).toBe('fetched');
+    expect(result.modified).toBe(false);
     expect(result.record.duplicateOf).toBeNull();
   });
 
