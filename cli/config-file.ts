@@ -40,13 +40,24 @@ interface FileKey {
   readonly expected: string;
   /** A crawl setting's name, or a daemon option's commander attribute. */
   readonly target: { readonly kind: 'crawl'; readonly name: string } | { readonly kind: 'daemon'; readonly attribute: string };
+  /** A `--no-` option's key (`no-warc: true` is `warc: false`): the file's value is the setting's negation. */
+  readonly negated?: true;
 }
 
 function fileKeys(): FileKey[] {
   const keys: FileKey[] = Object.entries(DAEMON_KEYS).map(([key, spec]) => ({ key, schema: spec.schema, expected: spec.expected, target: { kind: 'daemon', attribute: spec.attribute } }));
   for (const { name, flag } of crawlOptionKeys()) {
     const setting = CRAWL_SETTINGS[name] as CrawlSetting;
-    keys.push({ key: flag.replace(/^--/, ''), schema: fileSchemaOf(setting), expected: expectedOf(setting), target: { kind: 'crawl', name } });
+    if (flag.startsWith('--no-')) {
+      // `no-warc: true` says what `--no-warc` says: the setting (warc) is false.
+      const own = setting.schema as z.ZodType<unknown>;
+      const schema = z.boolean().transform((value, ctx) => {
+        const parsed = own.safeParse(!value);
+        if (!parsed.success) ctx.addIssue({ code: 'custom', message: parsed.error.issues[0]?.message ?? 'not accepted' });
+        return parsed.success ? parsed.data : value;
+      });
+      keys.push({ key: flag.replace(/^--/, ''), schema, expected: 'true or false', target: { kind: 'crawl', name }, negated: true });
+    } else keys.push({ key: flag.replace(/^--/, ''), schema: fileSchemaOf(setting), expected: expectedOf(setting), target: { kind: 'crawl', name } });
   }
   return keys;
 }
@@ -175,7 +186,7 @@ export function effectiveValues(command: Command, file: ConfigFile | null, saved
     const cli = command.getOptionValueSource(attribute);
     const source: ValueSource =
       cli === 'cli' || cli === 'env' ? 'command line' : file !== null && name in file.crawl ? 'config file' : saved !== null && name in saved ? 'crawl.json' : 'default';
-    out.push({ key: spec.key, value: config[name], source });
+    out.push({ key: spec.key, value: spec.negated === true ? !config[name] : config[name], source });
   }
   return out;
 }

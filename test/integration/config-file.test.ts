@@ -62,6 +62,29 @@ describe('the config file', () => {
     expect(reread.every((entry) => entry.source === 'config file')).toBe(true);
   }, 60_000);
 
+  it('reads no-warc, no-index and no-sitemaps as their options say: true turns the feature off', async () => {
+    const dir = tempDir('config-no');
+    const print = async (text: string) => {
+      const file = join(dir, `petrel-${Math.random().toString(36).slice(2, 8)}.yaml`);
+      writeFileSync(file, `data: ${join(dir, 'data')}\n${text}`);
+      const run = await runPetrel(['config', 'print', '--config', file, '--json']);
+      expect(run.code, run.stderr).toBe(0);
+      const entries = JSON.parse(run.stdout) as { key: string; value: unknown; source: string }[];
+      return Object.fromEntries(entries.filter((entry) => entry.key.startsWith('no-')).map((entry) => [entry.key, [entry.value, entry.source]]));
+    };
+    expect(await print('')).toEqual({ 'no-warc': [false, 'default'], 'no-index': [false, 'default'], 'no-sitemaps': [false, 'default'] });
+    expect(await print('no-warc: true\nno-index: true\nno-sitemaps: true\n')).toEqual({ 'no-warc': [true, 'config file'], 'no-index': [true, 'config file'], 'no-sitemaps': [true, 'config file'] });
+    expect(await print('no-warc: false\n')).toMatchObject({ 'no-warc': [false, 'config file'] });
+    // And the queue server it configures keeps no archive.
+    const file = join(dir, 'off.yaml');
+    writeFileSync(file, `data: ${join(dir, 'off')}\nport: 0\nno-warc: true\n`);
+    const server = startPetrel(['queue-server', '--config', file]);
+    await waitForEvent(server, 'listening');
+    server.kill('SIGTERM');
+    await server.output;
+    expect(existsSync(join(dir, 'off', 'warc'))).toBe(false);
+  }, 60_000);
+
   it.each([
     ['an unknown key', 'delay_ms: 2s\n', 'unknown key "delay_ms" (did you mean "delay-ms"?)'],
     ['a duration that is not one', 'delay-ms: 2 weeks\n', 'delay-ms: Invalid input: expected number, received string; expected a duration'],
