@@ -121,11 +121,14 @@ export function createApp(options: AppOptions): express.Express {
     res.json({ ok: true });
   });
 
-  // Liveness is /healthz (the process answers); readiness is /readyz: stores open and not draining
-  // (ops/readiness.ts answers it 503 before the stores are open).
+  // Liveness is /healthz (the process answers); readiness is /readyz: stores open, storage writable and
+  // not draining (ops/readiness.ts answers it 503 before the stores are open). While a commit fails
+  // (ENOSPC, EIO) no work is handed out and results are refused with 503: not ready, and saying why.
   app.get('/readyz', (_req, res) => {
-    const ready = options.ready?.() ?? true;
-    res.status(ready ? 200 : 503).json({ ready, ...(ready ? {} : { reason: 'draining' }) });
+    if (!(options.ready?.() ?? true)) return res.status(503).json({ ready: false, reason: 'draining' });
+    const storage = service.storageError;
+    if (storage !== null) return res.status(503).json({ ready: false, reason: 'storage', code: storage.code });
+    res.json({ ready: true });
   });
 
   /** One of `accepted` as bearer token. Wrong ones are counted (see the header comment); a right one always passes. */

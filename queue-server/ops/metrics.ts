@@ -163,7 +163,7 @@ export function createMetrics(service: CrawlService, options: { clock: () => num
   gauge('petrel_hosts_waiting', 'origins with queued URLs and no slot out (politeness delay, robots.txt, no free fetcher)', (now) => now.hosts.waiting);
   gauge('petrel_fetchers_alive', `fetchers heard from within ${ALIVE_LEASES} lease times`, (now) => aliveFetchers(now, options.clock()).length);
   gauge('petrel_storage_error', '1 while group commits fail (the crawl is paused), else 0', (now) => (now.storageError === null ? 0 : 1));
-  gauge('petrel_ready', '1 when the queue server serves (stores open, not draining), else 0', () => (options.ready() ? 1 : 0));
+  gauge('petrel_ready', '1 when the queue server serves (stores open, storage writable, not draining), else 0', () => (options.ready() && service.storageError === null ? 1 : 0));
   new Gauge({
     name: 'petrel_urls',
     help: 'URLs in the crawl database by Nutch status',

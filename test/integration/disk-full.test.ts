@@ -157,6 +157,10 @@ describe('a full disk during a crawl', () => {
     expect(failing.message).toMatch(/file too large/);
     expect((await status()).pagesFetched).toBeLessThan(PAGES);
     await until('a failed retry', async () => ((await status()).storageError?.attempts ?? 0) >= 2);
+    // Not ready while storage fails: a load balancer or an orchestrator sees it.
+    const readyz = await fetch(`${String(listening.url)}/readyz`);
+    expect(readyz.status).toBe(503);
+    expect(await readyz.json()).toEqual({ ready: false, reason: 'storage', code: 'EFBIG' });
 
     // Space is back: the limit is raised from outside the process.
     execFileSync('prlimit', ['--pid', String(listening.pid), '--fsize=unlimited:unlimited']);
