@@ -4,6 +4,7 @@
  * exit-codes.ts.
  */
 import { InvalidArgumentError } from 'commander';
+import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { accessSync, constants, existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { DURATION_SYNTAX, formatDuration, parseDuration } from '../shared/duration.js';
@@ -185,5 +186,40 @@ export function readTlsFiles(values: { tlsCert?: string; tlsKey?: string }): { c
       fail(`cannot read ${option} ${file}: ${describeError(error).message}`, { status: EXIT.usage });
     }
   };
-  return { cert: read('--tls-cert', values.tlsCert), key: read('--tls-key', values.tlsKey) };
+  const cert = read('--tls-cert', values.tlsCert);
+  const key = read('--tls-key', values.tlsKey);
+  // Checked now, so that a file that is no PEM is a usage error (exit 2: a service manager does not
+  // restart for it), not a failure of the server's start.
+  try {
+    new X509Certificate(cert);
+  } catch {
+    fail(`--tls-cert ${values.tlsCert} is not a PEM certificate`, { status: EXIT.usage });
+  }
+  try {
+    createPrivateKey(key);
+  } catch {
+    fail(`--tls-key ${values.tlsKey} is not a PEM private key (or it is encrypted)`, { status: EXIT.usage });
+  }
+  return { cert, key };
+}
+
+/**
+ * A `--token-file` a command will read, or create where it is missing: refused (exit 2) when it names a
+ * directory, cannot be read, or is missing in a directory that cannot be written.
+ */
+export function checkTokenFileOption(file: string | undefined, command: string): void {
+  if (file === undefined) return;
+  const usage = { status: EXIT.usage, command };
+  if (existsSync(file)) {
+    if (!statSync(file).isFile()) fail(`--token-file ${file} is not a file`, usage);
+    try {
+      accessSync(file, constants.R_OK);
+    } catch (error) {
+      fail(`cannot read --token-file ${file} (${errnoWords(error)})`, usage);
+    }
+    return;
+  }
+  const dir = dirname(resolve(file));
+  if (!existsSync(dir) || !statSync(dir).isDirectory()) fail(`--token-file ${file}: no such file, and no directory ${dir} to create it in`, usage);
+  if (!writable(dir)) fail(`--token-file ${file}: no such file, and ${dir} is not writable to create it (${whyNotWritable(dir)})`, usage);
 }

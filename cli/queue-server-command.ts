@@ -14,7 +14,7 @@ import { readSavedCrawl } from '../queue-server/crawl/saved-settings.js';
 import { dataPath } from '../queue-server/storage/data-dir.js';
 import { addCrawlOptions, crawlSettingsFor, explicitCrawlSettings } from './crawl-options.js';
 import { EXIT, exitCodesHelp } from './exit-codes.js';
-import { checkWritableDataDir, DATA_OPTION, describeError, fail, integerOption, readTlsFiles } from './options.js';
+import { checkTokenFileOption, checkWritableDataDir, DATA_OPTION, describeError, fail, integerOption, readTlsFiles } from './options.js';
 import { isSupervised, supervisedSignals, whenSupervisorGone } from './children.js';
 import { heapGrowthOption, limitHeapGrowth } from './heap-growth.js';
 import { applyDaemonOptions, readConfigFile, type ConfigFile } from './config-file.js';
@@ -67,6 +67,7 @@ export function queueServerCommand(): Command {
     limitHeapGrowth(values.heapGrowth);
     const once = values.once === true;
     checkWritableDataDir(values.data, name);
+    checkTokenFileOption(values.tokenFile, name);
     const saved = loadSaved(values.data, name);
     const config = crawlSettingsFor(command, once, saved?.settings ?? null, name, file?.crawl ?? null);
     const tls = readTlsFiles(values);

@@ -107,6 +107,22 @@ describe('petrel commands refuse bad input with one line and the usage status, c
     expectOneLineFailure(exported, EXIT.usage, /^petrel export: --data .*a-file is a file, not a directory/);
   });
 
+  it('refuses an unusable --token-file or a TLS file that is no PEM as bad usage (exit 2, so a service manager does not restart for it), creating nothing', async () => {
+    const data = join(dir, 'never-created');
+    const notPem = join(dir, 'not-pem.txt');
+    writeFileSync(notPem, 'not a certificate\n');
+    const cases: Array<[string[], RegExp]> = [
+      [['--token-file', join(dir, 'no-such-dir', 'tok')], /--token-file .*tok: no such file, and no directory .*no-such-dir to create it in/],
+      [['--token-file', dir], /--token-file .* is not a file/],
+      [['--tls-cert', notPem, '--tls-key', notPem], /--tls-cert .*not-pem\.txt is not a PEM certificate/],
+    ];
+    for (const [args, message] of cases) {
+      const run = await runPetrel(['queue-server', '--data', data, '--port', '0', ...args]);
+      expectOneLineFailure(run, EXIT.usage, message);
+    }
+    expect(existsSync(data)).toBe(false);
+  });
+
   it('petrel fetcher with no option at all asks for the queue server first, not for a token', async () => {
     expectOneLineFailure(await runPetrel(['fetcher']), EXIT.usage, /^petrel fetcher: give --server URL \(repeatable\) or --cluster/);
   });
