@@ -92,7 +92,22 @@ export function createLogger(options: LoggerOptions): Logger {
  * each becomes a record with `event` and `say`, so the human form prints the line as it was.
  */
 export function sayer(logger: Logger, event: string, level: 'info' | 'warn' | 'error' = 'info'): (line: string) => void {
-  return (line: string) => logger[level]({ event, say: true }, line);
+  return (line: string) => {
+    // A child's own JSON record (PETREL_LOG_FORMAT=json is passed on to children) goes out as it is,
+    // with its own level, role and event, rather than as the text of one of ours.
+    if (isJsonRecord(line)) return writeStderr(`${line}\n`);
+    logger[level]({ event, say: true }, line);
+  };
+}
+
+function isJsonRecord(line: string): boolean {
+  if (!line.startsWith('{"level":')) return false;
+  try {
+    const record = JSON.parse(line) as unknown;
+    return typeof record === 'object' && record !== null && typeof (record as { level?: unknown }).level === 'number';
+  } catch {
+    return false;
+  }
 }
 
 function writeStderr(line: string): void {

@@ -124,6 +124,19 @@ describe('logs of a crawl', () => {
     expect(everything).not.toMatch(/x-petrel-signature|authorization|bearer |cookie/i);
   }, 90_000);
 
+  it('under petrel crawl in JSON, pass each child\'s records on as they are: its own role, level and event, not wrapped in one of the crawl\'s', async () => {
+    const dir = tempDir('logs-crawl');
+    const crawl = startPetrel(['crawl', '--data', join(dir, 'data'), '--seed', `${web.hostByRole.main}/index.html`, '--scope', 'host', '--max-depth', '1', '--delay-ms', '0', '--max-retries', '0', '--no-progress', '--fetchers', '1'], { PETREL_LOG_FORMAT: 'json' });
+    const run = await crawl.output;
+    expect(run.code, run.stderr).toBe(0);
+    const json = run.stderr.split('\n').filter((line) => line.startsWith('{'));
+    const parsed = json.map((line) => JSON.parse(line) as LogRecord);
+    expect(parsed.find((record) => record.role === 'fetcher' && record.event === 'fetcher-started'), run.stderr).toBeDefined();
+    expect(parsed.find((record) => record.role === 'queue-server' && record.event === 'listening'), run.stderr).toBeDefined();
+    // No record carries another one inside its message.
+    expect(parsed.filter((record) => record.msg.startsWith('{"level":')), run.stderr).toEqual([]);
+  }, 60_000);
+
   it('keep the human form by default: a queue server says the line it always said', async () => {
     const server = startPetrel(['queue-server', '--data', join(tempDir('logs-human'), 'data'), '--port', '0']);
     await waitForEvent(server, 'listening');
