@@ -278,7 +278,7 @@ export class ResultApplier {
         counters.notModified++;
         const previous = cache.get(hash);
         counters.bytesSaved += previous?.bodyBytes ?? 0;
-        // A copy whose original no longer stands (it went, or changed into something else): the 304
+        // A copy whose original no longer stands (it went: 404, 410, a redirect): the 304
         // says its body is what it was, but that body is nobody's copy now, and no result shows it. Its
         // validators are dropped, so its next request is a full one, whose body decides again: an
         // original (searchable), or a copy of another page.

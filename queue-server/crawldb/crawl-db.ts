@@ -118,16 +118,15 @@ export class CrawlDb {
   }
 
   /**
-   * Whether a duplicate's original still stands as its original: known, an original (fetched or not
-   * modified, so not gone, not a duplicate itself), and holding the same body (signature) or a near one
-   * (simhash). A duplicate whose original went (404, 410) or changed into something else is nobody's copy.
+   * Whether a duplicate's original still stands: known and an original (fetched or not modified: not
+   * gone, redirected or a duplicate itself). Its body is not compared: the original of a page that
+   * names it as canonical need not hold the same one. A duplicate whose original went (404, 410) is
+   * nobody's copy.
    */
   originalStands(copy: CrawlDbRecord): boolean {
     if (copy.duplicateOf === null) return false;
     const original = this.get(urlHashFromHex(copy.duplicateOf));
-    if (original === null || !isOriginal(original)) return false;
-    if (copy.signature !== null && original.signature === copy.signature) return true;
-    return copy.simhash !== null && original.simhash !== null && hammingDistance(original.simhash, copy.simhash) <= NEAR_DUPLICATE_DISTANCE;
+    return original !== null && isOriginal(original);
   }
 
   /** The URL (hash, 16 hex) of another page whose simhash is within NEAR_DUPLICATE_DISTANCE bits. */

@@ -1,8 +1,8 @@
 /**
  * A copy outlives its original: two pages with one body, so one is crawled as the other's duplicate
- * (not searchable); then the original answers 404. The next pass revalidates the copy (304): its body
- * is nobody's copy now, so its validators are dropped; the pass after fetches it in full, and it becomes
- * an original the search finds. Before, the copy stayed a duplicate of a gone page, unsearchable, for
+ * (not searchable); then the original answers 404. A pass that revalidates the copy (304) after the
+ * original's 404 is applied finds its body nobody's copy, so its validators are dropped; the pass after
+ * fetches it in full, and it becomes an original the search finds. Before, the copy stayed a duplicate of a gone page, unsearchable, for
  * as long as it kept answering 304.
  *
  * The site is a small server of this test on 127.0.0.1: ETags, If-None-Match, max-age=0 (every pass
@@ -88,9 +88,17 @@ describe('a duplicate whose original is gone', () => {
     expect((await records()).get(original)?.status).toBe('gone');
     expect(await search('platypus')).toEqual([]);
 
-    // The next pass asks for the copy in full, and it is an original again, searchable.
-    await crawl();
-    expect(requests.filter((r) => r.path === copyPath)).toEqual([{ path: copyPath, conditional: false, status: 200 }]);
+    // A later pass asks for the copy in full, and it is an original again, searchable: the next one when
+    // the pass above applied the original's 404 before the copy's 304, else the one after (the copy's
+    // 304 in the next pass then finds its original gone).
+    const asked: Request[][] = [];
+    for (let pass = 0; pass < 2 && !asked.flat().some((r) => r.status === 200); pass++) {
+      await crawl();
+      asked.push(requests.filter((r) => r.path === copyPath));
+    }
+    const last = asked.at(-1)!;
+    expect(last, JSON.stringify(asked)).toEqual([{ path: copyPath, conditional: false, status: 200 }]);
+    if (asked.length === 2) expect(asked[0]).toEqual([{ path: copyPath, conditional: true, status: 304 }]);
     const third = await records();
     expect(third.get(copy!)).toMatchObject({ status: 'fetched', duplicateOf: null });
     expect(await search('platypus')).toEqual([copy]);
