@@ -197,6 +197,10 @@ function readToken(tokenFile: string | undefined): string {
     }
   } else token = process.env.PETREL_TOKEN?.trim();
   if (token === undefined || token === '') fail('no token: pass --token-file FILE (the queue server\'s <data>/fetcher.token) or set PETREL_TOKEN', USAGE);
+  // The queue server's own rule (queue-server/auth/tokens.ts): any other token could only be refused, after a wait.
+  if (!/^[\x21-\x7e]{16,512}$/.test(token)) {
+    fail(`the token (${tokenFile === undefined ? 'PETREL_TOKEN' : `--token-file ${tokenFile}`}) must be one line of 16-512 printable characters: the queue server's <data>/fetcher.token holds it`, USAGE);
+  }
   return token;
 }
 

@@ -135,6 +135,8 @@ describe('petrel commands refuse bad input with one line and the usage status, c
     writeFileSync(short, 'short\n');
     const status = await runPetrel(['status', '--server', 'http://127.0.0.1:9', '--token-file', short]);
     expectOneLineFailure(status, EXIT.usage, /^petrel status: the admin token \(--token-file .*short\.token\) must be one line/);
+    const shortFetcher = await runPetrel(['fetcher', '--server', 'http://127.0.0.1:9', '--token-file', short, '--once']);
+    expectOneLineFailure(shortFetcher, EXIT.usage, /^petrel fetcher: the token \(--token-file .*short\.token\) must be one line of 16-512 printable characters/);
     const unread = await runPetrel(['status', '--server', 'http://127.0.0.1:9', '--token-file', missing]);
     expectOneLineFailure(unread, EXIT.usage, /^petrel status: cannot read --token-file .*no-such\.token \(no such file or directory\)$/);
   });
