@@ -8,11 +8,11 @@
  * server with --ca and claims work; without --ca it refuses the server with a clear error.
  */
 import { spawnSync } from 'node:child_process';
-import { readFileSync, rmSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { QueueClient } from '../../fetcher/queue-client.js';
@@ -451,7 +451,10 @@ describe.skipIf(!hasOpenssl)('HTTPS between fetchers and the queue server', () =
   });
 
   it('refuses --ca with a plain http:// queue server', async () => {
-    const finished = await startPetrel(['fetcher', '--server', 'http://127.0.0.1:9', '--token-file', certFile, '--ca', certFile]).output;
+    // A token of the form the queue server writes (the fetcher checks it first).
+    const tokenFile = join(dirname(certFile), 'some.token');
+    writeFileSync(tokenFile, `${'t'.repeat(43)}\n`, { mode: 0o600 });
+    const finished = await startPetrel(['fetcher', '--server', 'http://127.0.0.1:9', '--token-file', tokenFile, '--ca', certFile]).output;
     expect(finished.code).toBe(2);
     expect(finished.stderr).toContain('--ca verifies an https:// queue server');
   });
