@@ -14,6 +14,7 @@ import { EXIT, exitCodesHelp } from './exit-codes.js';
 import { addFetcherOptions } from './fetcher-options.js';
 import { heapGrowthOption, limitHeapGrowth } from './heap-growth.js';
 import { errnoWords, fail } from './options.js';
+import { isWellFormedToken } from '../queue-server/auth/tokens.js';
 import { parseRedisTarget, readRedisPassword, type RedisTarget } from '../shared/redis-url.js';
 
 /** How the command fails on bad options or files: status 2, said as `petrel fetcher: ...`. */
@@ -197,8 +198,8 @@ function readToken(tokenFile: string | undefined): string {
     }
   } else token = process.env.PETREL_TOKEN?.trim();
   if (token === undefined || token === '') fail('no token: pass --token-file FILE (the queue server\'s <data>/fetcher.token) or set PETREL_TOKEN', USAGE);
-  // The queue server's own rule (queue-server/auth/tokens.ts): any other token could only be refused, after a wait.
-  if (!/^[\x21-\x7e]{16,512}$/.test(token)) {
+  // The queue server's own rule: any other token could only be refused, after a wait.
+  if (!isWellFormedToken(token)) {
     fail(`the token (${tokenFile === undefined ? 'PETREL_TOKEN' : `--token-file ${tokenFile}`}) must be one line of 16-512 printable characters: the queue server's <data>/fetcher.token holds it`, USAGE);
   }
   return token;

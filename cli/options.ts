@@ -117,7 +117,7 @@ function whyNotReadable(dir: string): string | null {
     accessSync(dir, constants.R_OK | constants.X_OK);
     return null;
   } catch (error) {
-    return ERRNO_WORDS[(error as NodeJS.ErrnoException).code ?? ''] ?? 'not readable';
+    return errnoWords(error);
   }
 }
 

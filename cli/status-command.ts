@@ -12,6 +12,7 @@ import { Command, Option } from 'commander';
 import { formatApproxDuration, formatDuration } from '../shared/duration.js';
 import { EXIT, exitCodesHelp } from './exit-codes.js';
 import { durationOption, errnoWords, fail } from './options.js';
+import { isWellFormedToken } from '../queue-server/auth/tokens.js';
 
 const NAME = 'status';
 const USAGE = { status: EXIT.usage, command: NAME } as const;
@@ -114,7 +115,7 @@ function adminToken(file: string | undefined): string {
   } else token = process.env.PETREL_ADMIN_TOKEN?.trim();
   if (token === undefined || token === '') fail("no admin token: pass --token-file FILE (the queue server's <data>/admin.token) or set PETREL_ADMIN_TOKEN", USAGE);
   const from = file === undefined ? 'PETREL_ADMIN_TOKEN' : `--token-file ${file}`;
-  if (!/^[\x21-\x7e]{16,512}$/.test(token)) fail(`the admin token (${from}) must be one line of 16-512 printable characters: the queue server's <data>/admin.token holds it`, USAGE);
+  if (!isWellFormedToken(token)) fail(`the admin token (${from}) must be one line of 16-512 printable characters: the queue server's <data>/admin.token holds it`, USAGE);
   return token;
 }
 

@@ -35,9 +35,14 @@ export function loadOrCreateToken(path: string, io?: FileOps): string {
   return token;
 }
 
+/** What a token is, wherever one is read: one line of 16-512 printable ASCII characters. */
+export function isWellFormedToken(token: string): boolean {
+  return /^[\x21-\x7e]{16,512}$/.test(token);
+}
+
 export function readTokenFile(path: string): string {
   const token = readFileSync(path, 'utf8').trim();
-  if (!/^[\x21-\x7e]{16,512}$/.test(token)) {
+  if (!isWellFormedToken(token)) {
     throw new Error(`token file ${path} must hold one token of 16-512 printable characters`);
   }
   return token;

@@ -137,6 +137,11 @@ export class ResultApplier {
     const { crawlDb, index } = this.#parts.stores;
     const hash = entry.hash;
     const known = crawlDb.get(hash);
+    // A copy whose original no longer stands (it went: 404, 410, a redirect): the 304 says its body is
+    // what it was, but that body is nobody's copy now, and no result shows it. Its validators are
+    // dropped, so its next request is a full one, whose body decides again: an original (searchable),
+    // or a copy of another page.
+    if (outcome.kind === 'not-modified' && known?.status === 'duplicate' && !crawlDb.originalStands(known)) this.#parts.stores.cache.stage(hash, null);
     const old = known ?? newCrawlDbRecord(entry.url, entry.depth, 0, now, this.#parts.schedule);
     const { record } = applyFetch(old, outcome, now, this.#parts.schedule);
     const warc = result === null ? null : this.#archive(result, old.warc, now);
@@ -278,13 +283,8 @@ export class ResultApplier {
         counters.notModified++;
         const previous = cache.get(hash);
         counters.bytesSaved += previous?.bodyBytes ?? 0;
-        // A copy whose original no longer stands (it went: 404, 410, a redirect): the 304
-        // says its body is what it was, but that body is nobody's copy now, and no result shows it. Its
-        // validators are dropped, so its next request is a full one, whose body decides again: an
-        // original (searchable), or a copy of another page.
-        const record = stores.crawlDb.get(hash);
-        const orphanedCopy = record?.status === 'duplicate' && !stores.crawlDb.originalStands(record);
-        cache.stage(hash, orphanedCopy ? null : recordAfterNotModified(previous, result, now));
+        // (A copy whose original went loses these validators again in `settle`.)
+        cache.stage(hash, recordAfterNotModified(previous, result, now));
         break;
       }
       case 'redirect': {
