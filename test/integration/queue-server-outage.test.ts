@@ -13,6 +13,7 @@ import { assertBuilt, freePort, killStartedPetrels, startPetrel, tempDir, waitFo
 import { adminTokenOf } from '../support/admin-api.js';
 import { countBy, pageRequests, urlOf } from '../support/request-log.js';
 import { justAfterResults, pageRepeats, refusedResults } from '../support/repeat-accounting.js';
+import { describeRunningChild, diagnosableEnv } from '../support/diagnostic-report.js';
 
 const OUTAGE_MS = Number(process.env.OUTAGE_MS ?? 30_000);
 /** Only stops a hung run: the waits below add up to about three minutes. */
@@ -62,13 +63,17 @@ describe('a queue server that is away for 30 s', () => {
     await new Promise((resolve) => setTimeout(resolve, OUTAGE_MS));
     const duringOutage = pageRequests(web.log).filter((entry) => entry.start > killedAt).length;
 
-    server = startPetrel(args);
+    // A restarted queue server that does not finish is asked what it is doing before it is killed.
+    const diagnosable = diagnosableEnv();
+    server = startPetrel(args, diagnosable.env);
     phase('restarted');
     const restarted = server;
     const finished = await waitForEvent(restarted, 'finished', 90_000).catch(async (error: Error) => {
+      const doing = await describeRunningChild(restarted, diagnosable.directory);
       for (const child of [restarted, ...fetchers]) child.kill('SIGKILL');
       const outputs = await Promise.all([restarted, ...fetchers].map((child) => child.output));
-      throw new Error(`${error.message}\n${outputs.map((output) => output.stderr.slice(-3000)).join('\n---\n')}`);
+      const said = outputs.map((output, i) => `${i === 0 ? 'queue server' : 'fetcher'} (code ${output.code}, signal ${output.signal}):\n${output.stderr.slice(-3000)}`);
+      throw new Error(`${error.message}; phases ${phases.join(', ')}\nthe restarted queue server: ${doing}\n${said.join('\n---\n')}`);
     });
     phase('finished');
     await Promise.all([server.output, ...fetchers.map((fetcher) => fetcher.output)]);

@@ -81,21 +81,35 @@ export async function runPetrel(args: string[], timeoutMs = 120_000): Promise<Fi
   return result;
 }
 
-/** Resolves with the first stdout JSON line of the child whose `event` matches. */
+/**
+ * Resolves with the first stdout JSON line of the child whose `event` matches. Rejects after
+ * `timeoutMs`, or as soon as the child exits without having printed it (saying its exit code or
+ * signal: a child that died is not one that is slow).
+ */
 export function waitForEvent(child: ChildProcess, event: string, timeoutMs = 20_000): Promise<Record<string, unknown>> {
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no ${event} event within ${timeoutMs} ms`)), timeoutMs);
-    createInterface({ input: child.stdout! }).on('line', (line) => {
+    const lines = createInterface({ input: child.stdout! });
+    const settle = (outcome: () => void) => {
+      clearTimeout(timer);
+      // Not lines.close(): that pauses the child's stdout, which startPetrel still reads.
+      lines.off('line', onLine);
+      child.off('close', onClose);
+      outcome();
+    };
+    const timer = setTimeout(() => settle(() => reject(new Error(`no ${event} event within ${timeoutMs} ms`))), timeoutMs);
+    // 'close' comes after stdout has ended, so every line it printed was seen first.
+    const onClose = (code: number | null, signal: NodeJS.Signals | null) => settle(() => reject(new Error(`exited (code ${code}, signal ${signal}) before its ${event} event`)));
+    child.once('close', onClose);
+    const onLine = (line: string) => {
+      let parsed: Record<string, unknown>;
       try {
-        const parsed = JSON.parse(line) as Record<string, unknown>;
-        if (parsed.event === event) {
-          clearTimeout(timer);
-          resolve(parsed);
-        }
+        parsed = JSON.parse(line) as Record<string, unknown>;
       } catch {
-        // not an event line
+        return; // not an event line
       }
-    });
+      if (parsed.event === event) settle(() => resolve(parsed));
+    };
+    lines.on('line', onLine);
   });
 }
 
