@@ -159,7 +159,10 @@ export function createApp(options: AppOptions): express.Express {
     const aborted = new AbortController();
     res.on('close', () => aborted.abort());
     const response = await service.claim(request, clientAddress(req), aborted.signal);
-    if (!res.headersSent && !res.writableEnded) res.json(response);
+    if (!aborted.signal.aborted && !res.headersSent && !res.writableEnded) res.json(response);
+    // Cut after the fetcher went away (the claim was woken in the same turn as its connection closed):
+    // no one holds it, so it must not wait out its lease.
+    else if (response.kind === 'schedule') service.returnSchedule(response.schedule.id, request.fetcherId);
   });
 
   // Results come as JSON or as a binary frame (api/results-body.ts).

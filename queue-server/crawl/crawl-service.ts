@@ -112,6 +112,8 @@ export class CrawlService extends EventEmitter<{
       }
       // A daemon shutting down sends fetchers away to retry, not home: it may be back soon.
       if (this.#closed) return { kind: 'wait' };
+      // Its fetcher went away while it waited (woken in the same turn): nothing is cut for no one.
+      if (signal?.aborted === true) return { kind: 'wait' };
       const schedule = this.#control === 'active' && this.#storageError === null ? this.#crawl.claim(request, address, this.#clock()) : null;
       if (schedule !== null) {
         this.#afterChange(false);
@@ -287,6 +289,11 @@ export class CrawlService extends EventEmitter<{
   }
 
   /** The counters and the crawl database's URLs by status, as printed when a crawl ends. */
+  /** A schedule the claim's connection could not carry (it closed first): its URLs are claimable again at once. */
+  returnSchedule(scheduleId: string, fetcherId: string): void {
+    if (this.#crawl.returnSchedule(scheduleId, fetcherId, this.#clock())) this.#afterChange(true);
+  }
+
   summary(): CrawlSummary & { urlsByStatus: Record<CrawlDbStatus, number> } {
     return this.#crawl.summary(this.#clock());
   }

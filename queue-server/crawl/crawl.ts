@@ -25,7 +25,7 @@ import type { CrawlDb } from '../crawldb/crawl-db.js';
 import type { FetchSchedulePolicy } from '../crawldb/fetch-schedule.js';
 import type { CrawlDbRecord, CrawlDbStatus } from '../crawldb/record.js';
 import { Frontier, type OriginQueue, type QueuedUrl } from '../frontier/frontier.js';
-import { LeaseTable, scheduleOf } from '../frontier/leases.js';
+import { LeaseTable, scheduleOf, type Lease } from '../frontier/leases.js';
 import { cutSchedule } from '../frontier/schedule-cutter.js';
 import { HOST_FAILING_CODE, HostBackoff, hostBackoffPolicyOf } from '../frontier/host-backoff.js';
 import { TRAP_SHAPE_CODE, UrlShapes } from '../admission/url-shape.js';
@@ -555,22 +555,40 @@ export class Crawl {
     const expired = this.#leases.expire(now);
     for (const lease of expired) {
       this.#stats.counters.leasesExpired++;
-      for (const slot of lease.slots) {
-        if (slot.remaining === 0) continue;
-        const queue = slot.queue;
-        for (const item of slot.items) {
-          if (item.applied) continue;
-          if (item.kind === 'robots') queue.robots.fetchLost();
-          else if (item.kind === 'sitemap') this.#sitemaps.lost(queue.origin, item.sitemap!);
-          else if (item.entry!.settled !== true) {
-            item.entry!.leased = false;
-            this.#frontier.push(queue, item.entry!, now);
-          }
-        }
-        queue.finishSlot(now);
-      }
+      this.#returnUnapplied(lease, now);
     }
     return expired.length;
+  }
+
+  /**
+   * A schedule its fetcher never received (the claim's connection closed before the answer could be
+   * written): its URLs go back to the frontier now, not when its lease would have run out. False when
+   * the lease is not out (any more) to that fetcher.
+   */
+  returnSchedule(scheduleId: string, fetcherId: string, now: number): boolean {
+    const lease = this.#leases.take(scheduleId, fetcherId);
+    if (lease === undefined) return false;
+    this.#returnUnapplied(lease, now);
+    this.#checkFinished(now);
+    return true;
+  }
+
+  /** A lease's items not yet applied go back where they came from; its slots end. */
+  #returnUnapplied(lease: Lease, now: number): void {
+    for (const slot of lease.slots) {
+      if (slot.remaining === 0) continue;
+      const queue = slot.queue;
+      for (const item of slot.items) {
+        if (item.applied) continue;
+        if (item.kind === 'robots') queue.robots.fetchLost();
+        else if (item.kind === 'sitemap') this.#sitemaps.lost(queue.origin, item.sitemap!);
+        else if (item.entry!.settled !== true) {
+          item.entry!.leased = false;
+          this.#frontier.push(queue, item.entry!, now);
+        }
+      }
+      queue.finishSlot(now);
+    }
   }
 
   /** The next instant at which time alone changes something (a politeness wait ends, a lease runs out, a URL falls due). */

@@ -102,6 +102,14 @@ export class LeaseTable {
     return expired;
   }
 
+  /** Removes and returns the lease `id` of `fetcherId` (handed back before its deadline), or undefined. */
+  take(id: string, fetcherId: string): Lease | undefined {
+    const lease = this.#leases.get(id);
+    if (lease === undefined || lease.fetcherId !== fetcherId) return undefined;
+    this.#retire(id);
+    return lease;
+  }
+
   /** The earliest deadline, ms since epoch, or null with no lease out. */
   nextDeadline(): number | null {
     let next: number | null = null;

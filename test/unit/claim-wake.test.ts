@@ -159,6 +159,38 @@ describe('CrawlService, parked claims', () => {
     expect(parked.value).toMatchObject({ kind: 'schedule', schedule: { slots: [{ origin: ORIGIN_A, items: [{ kind: 'page', url: `${ORIGIN_A}/index.html` }] }] } });
   });
 
+  it('cuts nothing for a parked claim whose fetcher went away in the same turn as the work came: the next claim gets it', async () => {
+    const service = await idleService();
+    const gone = new AbortController();
+    const claim = track(service.claim(claimOf('f1'), '127.0.0.1', gone.signal));
+    await settle();
+    // Work and the closed connection in one turn: the claim is woken by both.
+    service.inject([`${ORIGIN_A}/index.html`]);
+    gone.abort();
+    await settle();
+    expect(claim.value).toEqual({ kind: 'wait' });
+    robotsSlotOf(await service.claim(claimOf('f2', 0), '127.0.0.1'), ORIGIN_A);
+  });
+
+  it('takes back at once a schedule its claim could not deliver, not when its lease runs out; another fetcher\'s is not its to return', async () => {
+    const service = await idleService();
+    service.inject([`${ORIGIN_A}/index.html`]);
+    const undelivered = await service.claim(claimOf('f1', 0), '127.0.0.1');
+    robotsSlotOf(undelivered, ORIGIN_A);
+    if (undelivered.kind !== 'schedule') throw new Error('unreachable');
+    expect(await service.claim(claimOf('f2', 0), '127.0.0.1')).toEqual({ kind: 'wait' });
+    const parked = track(service.claim(claimOf('f2'), '127.0.0.1'));
+    await settle();
+    service.returnSchedule(undelivered.schedule.id, 'f2');
+    await settle();
+    expect(parked.value).toBe('pending');
+    service.returnSchedule(undelivered.schedule.id, 'f1');
+    await settle();
+    // Woken by the return, with no timer run; the same robots.txt, now f2's.
+    robotsSlotOf(parked.value, ORIGIN_A);
+    expect(service.status().leasesExpired).toBe(0);
+  });
+
   it('holds parked claims while paused and wakes them on resume', async () => {
     const service = await idleService();
     service.pause();
