@@ -170,7 +170,17 @@ describe.skipIf(!haveRedis())('a cluster of queue servers over Redis', () => {
       // Requested is not yet applied: a result may still be on its way, or its URL back from a lease
       // that died with a server (--lease-ms 3000, longer than untilCrawled's quiet time). Stop only
       // once the cluster has nothing queued, leased or waiting in a stream.
-      await eventually(() => readCluster(String(listeningA.url), adminTokenOf(listeningA)), (v) => v.sum.frontierSize === 0 && v.sum.itemsLeased === 0 && v.sum.backlog === 0, 'the cluster to hold nothing queued, leased or forwarded', 60_000);
+      await eventually(() => readCluster(String(listeningA.url), adminTokenOf(listeningA)), (v) => v.sum.frontierSize === 0 && v.sum.itemsLeased === 0 && v.sum.backlog === 0, 'the cluster to hold nothing queued, leased or forwarded', 60_000).catch(async (error: Error) => {
+        // A backlog that stays: what the streams and their consumer groups hold, and what the members said.
+        const streams = await Promise.all([0, 1].map(async (partition) => {
+          const key = clusterKeys('default').links(partition);
+          const [groups, entries] = await Promise.all([probe.xinfo('GROUPS', key).catch((e: Error) => e.message), probe.xrange(key, '-', '+', 'COUNT', 5).catch((e: Error) => e.message)]);
+          return `partition ${partition}: groups ${JSON.stringify(groups)}; first entries ${JSON.stringify(entries).slice(0, 600)}`;
+        }));
+        for (const child of [a, b, ...fetchers]) child.kill('SIGKILL');
+        const said = await Promise.all([a, b, ...fetchers].map((child) => child.output));
+        throw new Error(`${error.message}\n${streams.join('\n')}\n${said.map((out, i) => `--- child ${i}:\n${out.stderr.slice(-2000)}`).join('\n')}`);
+      });
       probe.disconnect();
       const outputs = await stopInOrder([fetchers, [a, b]]);
       for (const output of outputs) expect(output.code, output.stderr).toBe(0);
