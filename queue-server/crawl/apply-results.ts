@@ -110,13 +110,12 @@ export class ResultApplier {
       entry.leased = false;
       placement.settled(entry);
       this.#parts.frontier.settle(entry);
-      const record = this.#applyPage(result, entry, now);
+      const { record, previousStands } = this.#applyPage(result, entry, now);
       if (fetcher !== undefined) {
         fetcher.resultsApplied++;
         if (record.outcome === 'fetched') fetcher.pagesFetched++;
       }
-      // A 304 leaves the previous page record standing (RFC 9111 section 4.3.4).
-      if (record.outcome !== 'not-modified') records.push(record);
+      if (!previousStands) records.push(record);
       applied++;
     }
     stores.archive.append(records);
@@ -145,7 +144,9 @@ export class ResultApplier {
     const old = known ?? newCrawlDbRecord(entry.url, entry.depth, 0, now, this.#parts.schedule);
     const { record } = applyFetch(old, outcome, now, this.#parts.schedule);
     const warc = result === null ? null : this.#archive(result, old.warc, now);
-    const next = warc === null ? record : { ...record, warc };
+    // A failure to be retried (a 5xx, a timeout) is archived as what it was, but the URL's capture stays
+    // its last one with content: the page is still what that says, and a 304 next time refers to it.
+    const next = warc === null || (record.status === 'retry' && old.warc !== null) ? record : { ...record, warc };
     crawlDb.put(hash, next, known);
     if (index != null && this.#parts.config.index) {
       const change = indexChangeOf(entry.url, next, result, (target) => crawlDb.get(target)?.url ?? null);
@@ -244,7 +245,12 @@ export class ResultApplier {
     sitemaps.read(origin);
   }
 
-  #applyPage(result: ItemResult, entry: QueuedUrl, now: number): PageRecord {
+  /**
+   * `previousStands`: the URL's previous page record (the page archive's, which export reads) is still
+   * what the page is: after a 304 (RFC 9111 section 4.3.4), and after a failure that will be retried
+   * of a page whose content was fetched before. Otherwise `record` replaces it.
+   */
+  #applyPage(result: ItemResult, entry: QueuedUrl, now: number): { readonly record: PageRecord; readonly previousStands: boolean } {
     const { config, stats, recent, admission, frontier, stores } = this.#parts;
     const depth = entry.depth;
     const outcome = classifyResult(result);
@@ -327,7 +333,9 @@ export class ResultApplier {
     const next = this.settle(entry, fetchOutcome, now, result);
     if (next.status !== 'retry') this.#retries.settled(key);
     if (next.status === 'retry' || !config.once) this.#parts.placement.later(hash, next.nextFetchAt);
-    return pageRecordOf(result, depth, outcome);
+    // A retried failure keeps the signature of the content fetched before (crawldb/transition.ts).
+    const previousStands = outcome.kind === 'not-modified' || (next.status === 'retry' && next.signature !== null);
+    return { record: pageRecordOf(result, depth, outcome), previousStands };
   }
 
   /** A result without a lease is applied if its URL is queued and not out on another lease. */

@@ -91,7 +91,7 @@ describe('the web archive of a crawl', () => {
     const summaryFile = join(dir, `../${label}.json`);
     const run = await runPetrel([
       'crawl', '--seed', web.seeds[0]!, '--seed', `${web.origins[1]!}/index.html`, '--data', dir, '--scope', 'host', '--delay-ms', '0',
-      '--host-concurrency', '2', '--fetchers', '2', '--retry-base-ms', '100ms', '--max-retries', '1', '--summary-json', summaryFile, '--no-progress', ...extra,
+      '--host-concurrency', '2', '--fetchers', '2', '--retry-base-ms', '100ms', '--max-retries', '2', '--summary-json', summaryFile, '--no-progress', ...extra,
     ]);
     expect(run.code, run.stderr).toBe(0);
     return { summary: JSON.parse(readFileSync(summaryFile, 'utf8')) as Summary, log: [...web.log] };
@@ -188,6 +188,28 @@ describe('the web archive of a crawl', () => {
     }
     // Only 304s become server-not-modified revisits.
     expect(second.captures.filter((c) => c.response.headers.get('WARC-Profile') === NOT_MODIFIED)).toHaveLength(notModified.length);
+  });
+
+  it('keeps a page\'s capture through failures that were retried: its 304 refers to its last 200, and the crawl database and export still show that page', async () => {
+    // The flaky pages answer 500 twice after the change, then 304 (--max-retries 2 lets them recover).
+    const flaky = web.model.changes(1).flaky.filter((change) => second.captures.some((c) => c.url === change.url));
+    expect(flaky.length).toBeGreaterThan(0);
+    const exported = await runPetrel(['export', '--data', dataDir]);
+    expect(exported.code, exported.stderr).toBe(0);
+    const pageRecords = new Map(exported.stdout.trim().split('\n').map((line) => JSON.parse(line) as { url: string; status: number | null }).map((record) => [record.url, record]));
+    const crawlDb = CrawlDb.open(join(dataDir, 'crawldb.btree'));
+    try {
+      for (const { url } of flaky) {
+        expect(second.captures.filter((c) => c.url === url).map((c) => c.response.httpStatus), url).toEqual([500, 500, 304]);
+        const revalidated = first.captures.find((c) => c.url === url && c.response.httpStatus === 200)!;
+        const id = revalidated.response.headers.get('WARC-Record-ID');
+        expect(second.captures.find((c) => c.url === url && c.response.httpStatus === 304)!.response.headers.get('WARC-Refers-To')).toBe(id);
+        expect(crawlDb.get(urlHash(url))?.warc?.recordId, url).toBe(id);
+        expect(pageRecords.get(url)?.status, url).toBe(200);
+      }
+    } finally {
+      crawlDb.close();
+    }
   });
 
   it('makes an exact duplicate an identical-payload-digest revisit of the first response with that payload', () => {
