@@ -168,7 +168,7 @@ export function createApp(options: AppOptions): express.Express {
   // Results come as JSON or as a binary frame (api/results-body.ts).
   app.post(ROUTES.results, auth.signedJson(SIGNED_BODY_LIMITS.results, { frameType: RESULTS_FRAME_TYPE }), async (req: SignedRequest, res) => {
     const request = readResultsBody(req.body, req.signedFetcherId);
-    res.json(await service.results(request));
+    res.json(await service.results(request, clientAddress(req)));
   });
 
   app.post(ROUTES.heartbeat, auth.signedJson(SIGNED_BODY_LIMITS.heartbeat), (req, res) => {

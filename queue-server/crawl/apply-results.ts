@@ -40,14 +40,20 @@ export class ResultApplier {
     this.#parts = parts;
   }
 
-  apply(request: ResultsRequest, now: number): ResultsResponse {
+  /**
+   * `address`: where the post came from. A fetcher not heard from before (the queue server restarted
+   * and its first word from it is results it held) is registered by it, under its id until it says its
+   * name, so that a one-shot crawl that ends now tells it `done` before exiting (allFetchersTold).
+   */
+  apply(request: ResultsRequest, now: number, address?: string): ResultsResponse {
     const { leases, fetchers, placement, stats, stores } = this.#parts;
     let applied = 0;
     let duplicates = 0;
     const records: PageRecord[] = [];
     const leaseActive = leases.renew(request.scheduleId, request.fetcherId, now, this.#parts.config.leaseMs);
-    const fetcher = fetchers.get(request.fetcherId);
-    if (fetcher !== undefined) fetcher.lastSeen = now;
+    const known = fetchers.get(request.fetcherId);
+    if (known !== undefined) known.lastSeen = now;
+    const fetcher = known ?? (address === undefined ? undefined : fetchers.touch(request.fetcherId, request.fetcherId, address, null, now));
     for (const result of request.results) {
       const found = leases.lookup(request.scheduleId, result.slot, result.i);
       let entry: QueuedUrl;

@@ -135,12 +135,12 @@ export class CrawlService extends EventEmitter<{
    * While storage fails it throws StorageUnavailableError (a 503) without applying anything; a post
    * whose commit fails gets the same, and the fetcher posts it again (applied once: see apply-results).
    */
-  async results(request: ResultsRequest): Promise<ResultsResponse> {
+  async results(request: ResultsRequest, address?: string): Promise<ResultsResponse> {
     // A group commit is making its WARC records durable off the event loop: what it commits is what was
     // applied before it began, so results wait for it (they are parsed by then; the next commit takes them).
     while (this.#committing !== null) await this.#committing;
     if (this.#storageError !== null) throw this.#unavailable();
-    const response = this.#crawl.applyResults(request, this.#clock());
+    const response = this.#crawl.applyResults(request, this.#clock(), address);
     this.emit('results', { results: request.results.length, applied: response.applied });
     this.#afterChange(response.applied > 0);
     await this.#durable();

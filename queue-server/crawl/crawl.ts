@@ -539,8 +539,8 @@ export class Crawl {
 
   #seedHostsOf: { seeds: readonly string[]; count: number; hosts: Set<string> } | null = null;
 
-  applyResults(request: ResultsRequest, now: number): ResultsResponse {
-    const response = this.#results.apply(request, now);
+  applyResults(request: ResultsRequest, now: number, address?: string): ResultsResponse {
+    const response = this.#results.apply(request, now, address);
     this.#checkFinished(now);
     return response;
   }

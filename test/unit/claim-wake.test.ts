@@ -221,6 +221,25 @@ describe('CrawlService, parked claims', () => {
     expect(parked.value).toEqual({ kind: 'done' });
   });
 
+  it('waits, at the end of a one-shot crawl, to tell `done` to a fetcher it heard from only by its results (held across a restart)', async () => {
+    const crawl = tempCrawlService('told-done', { seeds: [`${ORIGIN_SEED}/index.html`], scope: 'any', delayMs: 0, leaseMs: 600_000, bloomCapacity: 1000, sitemaps: false, once: true, robotsAttempts: 1 }, () => Date.now());
+    cleanups.push(() => crawl.close());
+    const { service } = crawl;
+    const first = await service.claim(claimOf('f1', 0), '127.0.0.1');
+    if (first.kind !== 'schedule') throw new Error('unreachable');
+    // Results for a schedule of the queue server before the restart: nothing to apply, but a fetcher to tell.
+    void service.results({ protocolVersion: PROTOCOL_VERSION, fetcherId: 'held', scheduleId: 'before-restart-1', results: [robotsResult(`${ORIGIN_A}/robots.txt`)] }, '127.0.0.9');
+    void service.results({ protocolVersion: PROTOCOL_VERSION, fetcherId: 'f1', scheduleId: first.schedule.id, results: [{ ...robotsResult(`${ORIGIN_SEED}/robots.txt`), status: null, error: { code: 'connection-refused', message: 'refused' } }] }, '127.0.0.1');
+    await settle();
+    expect(await service.claim(claimOf('f1', 0), '127.0.0.1')).toEqual({ kind: 'done' });
+    const told = track(service.allFetchersTold(60_000));
+    await settle();
+    expect(told.value).toBe('pending');
+    expect(await service.claim(claimOf('held', 0), '127.0.0.9')).toEqual({ kind: 'done' });
+    await settle();
+    expect(told.value).toBeUndefined();
+  });
+
   it('acknowledges at once, with no timer run, the results that end a one-shot crawl and those waiting for the same commit', async () => {
     const [a, b] = [ORIGIN_A, ORIGIN_B];
     const crawl = tempCrawlService('commit-at-end', { seeds: [`${a}/index.html`, `${b}/index.html`], scope: 'any', delayMs: 0, leaseMs: 600_000, bloomCapacity: 1000, sitemaps: false, once: true }, () => Date.now());
