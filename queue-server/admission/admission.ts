@@ -191,7 +191,7 @@ export class Admission {
     queue.countAdmitted();
     this.#seen.addNew(hash);
     this.#parts.stats.counters.urlsDiscovered++;
-    this.#parts.stats.resume();
+    this.#parts.stats.resume(now);
     // New by the seen-set's exact answer: there is no previous record to read back.
     this.#parts.crawlDb.put(hash, newCrawlDbRecord(url, depth, score, now, this.#parts.schedule), null);
     this.#loadRobots(origin, now);

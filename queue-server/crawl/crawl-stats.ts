@@ -100,8 +100,10 @@ export class CrawlStats {
   };
   readonly #byStatus = new Map<number, number>();
   readonly #errorsByCode = new Map<string, number>();
+  /** The crawl's time is the time it had work: from `start` to its first idle moment, then every stretch from `resume` to the next (`finish`). */
   #startedAt: number | null = null;
-  #finishedAt: number | null = null;
+  #activeSince: number | null = null;
+  #activeMs = 0;
 
   /** A new crawl in the same process: every counter from zero, the clock not started. */
   reset(): void {
@@ -109,20 +111,26 @@ export class CrawlStats {
     this.#byStatus.clear();
     this.#errorsByCode.clear();
     this.#startedAt = null;
-    this.#finishedAt = null;
+    this.#activeSince = null;
+    this.#activeMs = 0;
   }
 
+  /** Work exists (seeds, injected URLs): the clock runs, from now if it never ran. */
   start(now: number): void {
     this.#startedAt ??= now;
-    this.#finishedAt = null;
+    this.#activeSince ??= now;
   }
 
+  /** The crawl is idle (a one-shot crawl is over): the clock stops. */
   finish(now: number): void {
-    this.#finishedAt ??= now;
+    if (this.#activeSince === null) return;
+    this.#activeMs += Math.max(0, now - this.#activeSince);
+    this.#activeSince = null;
   }
 
-  resume(): void {
-    this.#finishedAt = null;
+  /** Work again after an idle stretch (new URLs, or known ones due again in continuous mode): the clock runs on. */
+  resume(now: number): void {
+    if (this.#startedAt !== null) this.#activeSince ??= now;
   }
 
   countStatus(status: number): void {
@@ -135,8 +143,7 @@ export class CrawlStats {
   }
 
   summary(now: number): CrawlSummary {
-    const end = this.#finishedAt ?? now;
-    const elapsedMs = this.#startedAt === null ? 0 : Math.max(0, end - this.#startedAt);
+    const elapsedMs = this.#activeMs + (this.#activeSince === null ? 0 : Math.max(0, now - this.#activeSince));
     const byStatus: Record<string, number> = {};
     for (const [status, count] of [...this.#byStatus].sort((a, b) => a[0] - b[0])) byStatus[String(status)] = count;
     const errorsByCode: Record<string, number> = {};

@@ -501,6 +501,8 @@ export class Crawl {
       return null;
     }
     for (const slot of cut.slots) for (const item of slot.items) if (item.entry !== null) item.entry.leased = true;
+    // Work handed out: in continuous mode, after an idle stretch, known URLs fell due.
+    this.#stats.resume(now);
     const lease = this.#leases.issue(request.fetcherId, cut.slots, now, this.#config.leaseMs);
     const seedHosts = this.#seedHosts();
     // Results come back as binary frames (shared/results-frame.ts) from fetchers that write them.

@@ -4,10 +4,11 @@
  * validators.
  */
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestWeb, type TestWeb } from '../../scripts/test-web.js';
 import { assertBuilt, killStartedPetrels, startPetrel, tempDir, waitForEvent } from '../support/petrel-process.js';
 import { countBy, pageRequests, urlOf } from '../support/request-log.js';
+import { adminTokenOf, readStatus } from '../support/admin-api.js';
 
 describe('a queue server in continuous mode', () => {
   let web: TestWeb;
@@ -36,7 +37,17 @@ describe('a queue server in continuous mode', () => {
     // Until every stale page came back (not a fixed window: a loaded machine only takes longer);
     // the fresh ones must not have come back meanwhile.
     const revalidated = () => new Set(pageRequests(web.log).filter((entry) => entry.host === staleHost && entry.ifNoneMatch !== null).map(urlOf)).size;
+    // The crawl time counts the stretches with work: it stops while idle and runs on when pages fall due.
+    const status = async () => (await readStatus(String(listening.url), adminTokenOf(listening))) as unknown as { displayState: string; elapsedMs: number; notModified: number };
+    const firstIdle = await vi.waitFor(async () => {
+      const now = await status();
+      if (now.displayState !== 'idle') throw new Error(`state ${now.displayState}`);
+      return now;
+    }, { timeout: 60_000, interval: 50 });
     await expect.poll(revalidated, { timeout: 60_000, interval: 100 }).toBe(8);
+    const afterRefetches = await status();
+    expect(afterRefetches.notModified).toBeGreaterThan(0);
+    expect(afterRefetches.elapsedMs).toBeGreaterThan(firstIdle.elapsedMs);
     // The fetcher first, as petrel crawl and Ctrl-C stop them: it delivers what it holds, which a queue
     // server stopped at the same moment may no longer take (a fetcher without --once then waits for it).
     fetcher.kill('SIGTERM');
