@@ -20,6 +20,7 @@ import { createLogger, sayer } from '../shared/logger.js';
 import { Command } from 'commander';
 import type { CrawlSummary } from '../queue-server/crawl/crawl-stats.js';
 import type { HostHealth } from '../queue-server/frontier/host-backoff.js';
+import type { PageLimitReached } from '../queue-server/crawl/crawl-status.js';
 import type { LoadedCrawl } from '../queue-server/crawl/crawl.js';
 import type { CrawlPass } from '../queue-server/crawl/crawl-pass.js';
 import { loadOrCreateToken } from '../queue-server/auth/tokens.js';
@@ -127,7 +128,8 @@ function nextSteps(dataDir: string, summary: CrawlSummary, status: number): stri
   // What bounds left out: links past --max-links-per-page, pages cut at --max-body-bytes or the parser's bound.
   const cut =
     (summary.linksCut > 0 ? `  links cut:       ${count(summary.linksCut, 'link')} on ${count(summary.pagesLinksCut, 'page')} past --max-links-per-page, not followed (raise it to follow them)\n` : '') +
-    (summary.pagesTruncated > 0 ? `  pages cut:       ${count(summary.pagesTruncated, 'page')} cut at --max-body-bytes or the HTML parser's work bound; links past the cut were not seen\n` : '');
+    (summary.pagesTruncated > 0 ? `  pages cut:       ${count(summary.pagesTruncated, 'page')} cut at --max-body-bytes or the HTML parser's work bound; links past the cut were not seen\n` : '') +
+    pageLimitLine(summary, petrel, data);
   return (
     `${head}\n` +
     given +
@@ -139,6 +141,17 @@ function nextSteps(dataDir: string, summary: CrawlSummary, status: number): stri
     (summary.warcRecords > 0 ? `  web archive:     ${petrel} export${data} --format warc > crawl.warc.gz   (${petrel} warc get${data} URL prints one response)\n` : '') +
     `  run again:       ${petrel} crawl${data}   (resumes an unfinished pass, else recrawls what changed)\n`
   );
+}
+
+/**
+ * The pass stopped at --max-pages with URLs still queued. The limit is saved with the crawl, and each
+ * pass spends it on the URLs due first (revalidations too): said, so nobody waits for a next pass
+ * that fetches the same pages again.
+ */
+function pageLimitLine(summary: CrawlSummary, petrel: string, data: string): string {
+  const limit = (summary as { pageLimit?: PageLimitReached | null }).pageLimit ?? null;
+  if (limit === null) return '';
+  return `  page limit:      --max-pages ${limit.maxPages} reached with ${count(limit.queuedLeft, 'URL')} still queued; the limit is saved with the crawl, so the next pass has it too (${petrel} crawl${data} --max-pages none fetches them all)\n`;
 }
 
 function count(n: number, noun: string): string {

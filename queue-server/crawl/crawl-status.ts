@@ -47,8 +47,25 @@ export interface CrawlStatus extends CrawlSummary {
 }
 
 /** The summary printed at the end of a crawl: the counters and the crawl database's URLs by status. */
-export function crawlSummary(parts: CrawlParts, now: number): CrawlSummary & { urlsByStatus: Record<CrawlDbStatus, number>; backedOffHosts: HostHealth[]; trapShapes: TrapShape[] } {
-  return { ...parts.stats.summary(now), urlsByStatus: parts.stores.crawlDb.countsByStatus(), backedOffHosts: parts.hostBackoff.list(), trapShapes: parts.shapes.list() };
+export function crawlSummary(parts: CrawlParts, now: number): CrawlSummary & { urlsByStatus: Record<CrawlDbStatus, number>; backedOffHosts: HostHealth[]; trapShapes: TrapShape[]; pageLimit: PageLimitReached | null } {
+  return { ...parts.stats.summary(now), urlsByStatus: parts.stores.crawlDb.countsByStatus(), backedOffHosts: parts.hostBackoff.list(), trapShapes: parts.shapes.list(), pageLimit: pageLimitReached(parts) };
+}
+
+/**
+ * --max-pages spent with URLs still queued: they wait for the next pass, which has the same limit
+ * unless it is changed (the setting is saved with the crawl). A pass over a known crawl spends it on
+ * the URLs due first, revalidations included, so the ones never fetched can wait pass after pass.
+ */
+export interface PageLimitReached {
+  readonly maxPages: number;
+  /** URLs queued and not handed out this pass (revalidations and never fetched alike). */
+  readonly queuedLeft: number;
+}
+
+function pageLimitReached(parts: CrawlParts): PageLimitReached | null {
+  const maxPages = parts.config.maxPages;
+  if (maxPages === null || parts.budgetLeft() !== 0 || parts.frontier.queued === 0) return null;
+  return { maxPages, queuedLeft: parts.frontier.queued };
 }
 
 export function crawlStatus(parts: CrawlParts, state: CrawlState, pass: CrawlPass | null, now: number): CrawlStatus {

@@ -108,6 +108,8 @@ export interface CrawlParts {
   delayOf(queue: OriginQueue): number;
   /** Slots the origin may have out at once: --host-concurrency, 1 under a Crawl-delay. */
   concurrencyOf(queue: OriginQueue): number;
+  /** Pages this pass may still hand out under --max-pages; null without a limit. */
+  budgetLeft(): number | null;
 }
 
 export class Crawl {
@@ -178,6 +180,7 @@ export class Crawl {
       politeness: this.#politeness,
       delayOf: (queue) => this.#delayOf(queue),
       concurrencyOf: (queue) => this.#concurrencyOf(queue),
+      budgetLeft: () => this.#budgetLeft(),
     };
     this.#results = new ResultApplier(this.#parts);
   }
