@@ -276,7 +276,9 @@ function startLine(started: ListeningEvent): string {
   if (pass === null) return '';
   if (pass.resumed) return `petrel crawl: resuming pass ${pass.pass.number}: ${loaded.fetched} fetched, ${loaded.queued + loaded.waiting} queued\n`;
   if (loaded.known === 0) return '';
-  return `petrel crawl: pass ${pass.pass.number}: recrawling the ${loaded.known} URLs known (fresh ones are skipped, stale ones revalidated)\n`;
+  // Seeds given again replace the saved ones: what only the old seeds reached is not recrawled.
+  const leftOut = loaded.leftOut > 0 ? `; ${loaded.leftOut} of them, due now, are outside the scope of the seeds or deeper than --max-depth: left as they are (not fetched, still in the crawl database and the search index)` : '';
+  return `petrel crawl: pass ${pass.pass.number}: recrawling the ${loaded.known} URLs known (fresh ones are skipped, stale ones revalidated)${leftOut}\n`;
 }
 
 function parseEvent(line: string): Record<string, unknown> | null {

@@ -60,6 +60,12 @@ export interface LoadedCrawl {
   readonly queued: number;
   /** URLs waiting for a later time (retry backoff; in continuous mode, the next fetch). */
   readonly waiting: number;
+  /**
+   * Known URLs due now that the crawl's settings leave out: outside the scope of its seeds (seeds given
+   * again replace the saved ones) or deeper than --max-depth. They stay as they are: not fetched,
+   * still in the crawl database and the search index. 0 when a pass resumes (its queues are on disk).
+   */
+  readonly leftOut: number;
 }
 
 /** An injected URL that was not added, and why. */
@@ -226,7 +232,7 @@ export class Crawl {
         this.#admission.markSeen(hash);
         if (record.lastFetchAt !== null && FETCHED_STATUSES.has(record.status) && dueAt(record, pass, this.#config.once, now) === null) fetched++;
       });
-      return { known, fetched, queued: this.#frontier.queued, waiting: this.#placement.waiting };
+      return { known, fetched, queued: this.#frontier.queued, waiting: this.#placement.waiting, leftOut: 0 };
     }
     // A new frontier file, or one of another pass or mode: the queues are derived from the crawl database.
     if (store !== null) {
@@ -254,6 +260,7 @@ export class Crawl {
 
   #queueKnownUrls(now: number, records: (visit: (hash: UrlHash, record: CrawlDbRecord) => void) => number): LoadedCrawl {
     let fetched = 0;
+    let leftOut = 0;
     const pass = this.#pass;
     const known = records((hash, record) => {
       this.#admission.markSeen(hash);
@@ -263,9 +270,9 @@ export class Crawl {
         return;
       }
       if (at > now) this.#placement.later(hash, at);
-      else this.#admission.queueKnown(hash, record, now);
+      else if (!this.#admission.queueKnown(hash, record, now)) leftOut++;
     });
-    return { known, fetched, queued: this.#frontier.queued, waiting: this.#placement.waiting };
+    return { known, fetched, queued: this.#frontier.queued, waiting: this.#placement.waiting, leftOut };
   }
 
   /** Admits the seeds at depth 0 (scope does not apply to them: they define it); the clock of the crawl starts. */
