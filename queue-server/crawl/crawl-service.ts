@@ -288,12 +288,12 @@ export class CrawlService extends EventEmitter<{
     return this.#storageError;
   }
 
-  /** The counters and the crawl database's URLs by status, as printed when a crawl ends. */
   /** A schedule the claim's connection could not carry (it closed first): its URLs are claimable again at once. */
   returnSchedule(scheduleId: string, fetcherId: string): void {
     if (this.#crawl.returnSchedule(scheduleId, fetcherId, this.#clock())) this.#afterChange(true);
   }
 
+  /** The counters and the crawl database's URLs by status, as printed when a crawl ends. */
   summary(): CrawlSummary & { urlsByStatus: Record<CrawlDbStatus, number> } {
     return this.#crawl.summary(this.#clock());
   }
