@@ -177,6 +177,15 @@ class DownloadHandler implements Dispatcher.DispatchHandler {
   #raw: Buffer[] | null = null;
   #rawBytes = 0;
   #rawCut = false;
+  /** undici delivered the whole body (its end came before any stop of ours). */
+  #wireComplete = false;
+  /**
+   * A compressed body's wire stopped here at the limit (#cutWire): the inflater finishes what it was
+   * given, and what it gives is the (cut) body.
+   */
+  #wireCut = false;
+  /** The response says its connection stays open (`Connection: keep-alive`): the wire may be paused for the inflater. */
+  #mayPause = false;
 
   constructor(options: DownloadOptions, req: DownloadRequest, resolve: (result: DownloadResult) => void, sent: SentRequest | null) {
     this.#options = options;
@@ -222,29 +231,47 @@ class DownloadHandler implements Dispatcher.DispatchHandler {
       this.#decoder = decoder;
       decoder.on('data', (chunk: Buffer) => this.#keep(chunk));
       decoder.on('error', (error) => {
+        // Input cut by us ends mid-stream: what was inflated before is the body.
+        if (this.#wireCut) return this.#succeed();
         this.#fail(error);
         this.#stop(error);
       });
       decoder.on('end', () => this.#succeed());
+      this.#mayPause = saysKeepAlive(headers.connection);
       // The wire may outrun the inflater: hold the socket while the inflater's input is full.
-      decoder.on('drain', () => controller.resume());
+      if (this.#mayPause) decoder.on('drain', () => controller.resume());
     }
   }
 
+  /**
+   * The wire of a compressed body is paused while the inflater's input is full, so a compression bomb
+   * costs about a kilobyte of wire per 2 MiB inflated, but only on a connection that stays open:
+   * undici 7 throws an uncatchable AssertionError when a connection that is to close (no keep-alive)
+   * ends under a paused parser (nodejs/undici#5360: `Connection: close` right after a large gzip body;
+   * fixed in undici 8, which needs Node 22), and that killed the fetcher on every try of such a page.
+   * Unpaused, the inflater's queued input is bounded by cutting the wire at the body limit.
+   */
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    if (this.#settled) return;
+    if (this.#settled || this.#wireCut) return;
     this.#wireBytes += chunk.length;
     if (this.#raw !== null) this.#keepRaw(chunk);
-    if (this.#decoder === null) this.#keep(chunk);
-    else if (!this.#decoder.write(chunk)) controller.pause();
+    if (this.#decoder === null) return this.#keep(chunk);
+    const room = this.#decoder.write(chunk);
+    if (this.#mayPause) {
+      if (!room) controller.pause();
+    } else if (this.#wireBytes > this.#limit) this.#cutWire();
   }
 
   onResponseEnd(): void {
+    if (this.#wireCut) return;
+    this.#wireComplete = true;
     if (this.#decoder === null) this.#succeed();
     else this.#decoder.end();
   }
 
   onResponseError(_controller: Dispatcher.DispatchController | null, error: Error): void {
+    // Our own cut of a compressed body's wire: the inflater ends it.
+    if (this.#wireCut && this.#stopReason === null) return;
     this.#decoder?.destroy();
     if (!this.#settled) this.#fail(bodyFailure(error, this.#status !== 0 && this.#stopReason === null, this.#wireBytes, this.#headers['content-length']));
   }
@@ -263,6 +290,14 @@ class DownloadHandler implements Dispatcher.DispatchHandler {
     }
     this.#kept += chunk.length;
     if (this.#wanted) this.#chunks.push(chunk);
+  }
+
+  /** A compressed body's wire past the limit: no more is read, and the inflater is given its end. */
+  #cutWire(): void {
+    this.#wireCut = true;
+    this.#truncated = true;
+    this.#controller?.abort(BODY_LIMIT_REACHED);
+    this.#decoder!.end();
   }
 
   /** Body bytes as received, for the archive: kept up to the same limit. */
@@ -319,7 +354,9 @@ class DownloadHandler implements Dispatcher.DispatchHandler {
       responseHead: this.#responseHead,
       ipAddress: wire?.ipAddress ?? null,
       body: this.#raw ?? (body.length === 0 ? [] : [body]),
-      truncated: this.#truncated || this.#rawCut,
+      // Cut as stored: bytes of the wire left out. A body whose decoding passed the limit after the
+      // whole wire came is stored whole (WARC 1.1 section 5.13: WARC-Truncated is for a cut block).
+      truncated: this.#rawCut || (this.#truncated && !this.#wireComplete),
     };
   }
 
@@ -397,6 +434,13 @@ function bodyFailure(error: unknown, inBody: boolean, wireBytes: number, content
     return new DownloadFailure('content-length-mismatch', `connection closed after ${wireBytes} of ${declared} body bytes`);
   }
   return error;
+}
+
+/** Whether a response's Connection field keeps the connection open (only then does undici's parser survive a pause at the peer's FIN). */
+function saysKeepAlive(connection: string | string[] | undefined): boolean {
+  const value = Array.isArray(connection) ? connection.join(',') : (connection ?? '');
+  const options = value.toLowerCase().split(',').map((option) => option.trim());
+  return options.includes('keep-alive') && !options.includes('close');
 }
 
 function decoderFor(encoding: string | string[] | undefined): Transform | null {
