@@ -19,6 +19,14 @@ const READ_COUNT = 64;
 const BLOCK_MS = 1000;
 /** After a failed read or commit, wait this long before reading the pending list again. */
 const RETRY_MS = 500;
+/**
+ * The pending list is read again at least this often. An entry can be pending without any error
+ * here: ioredis sends a read again after a reconnect (its auto-resend), so a `>` read whose reply was
+ * lost (Redis killed after handing the entry out, a connection reset) comes back as a new read, and
+ * the entry it had handed out stays in the pending list. A reconnect also makes the next read the
+ * pending list's; this bounds what anything else could leave there.
+ */
+const PENDING_EVERY_MS = 10_000;
 
 export interface InboxCounters {
   /** Links read from the stream (a re-read after a failure counts again). */
@@ -62,8 +70,12 @@ export class LinkInbox {
     this.#options = options;
   }
 
+  /** Set on every (re)connection of the reader: the next read is the pending list's. */
+  #rereadPending = false;
+
   async start(): Promise<void> {
     const { redis, keys } = this.#options;
+    redis.on('ready', () => (this.#rereadPending = true));
     try {
       // From the stream's start ('0'): links forwarded before this partition ever had an owner count.
       await redis.xgroup('CREATE', keys.links(this.#options.partition), LINKS_GROUP, '0', 'MKSTREAM');
@@ -79,7 +91,13 @@ export class LinkInbox {
     const consumer = `partition-${partition}`;
     // The pending list first: entries read before a crash or a failed commit and never acknowledged.
     let from = '0';
+    let pendingReadAt = performance.now();
     while (!this.#stopped) {
+      if (this.#rereadPending || performance.now() - pendingReadAt >= PENDING_EVERY_MS) {
+        this.#rereadPending = false;
+        from = '0';
+      }
+      if (from === '0') pendingReadAt = performance.now();
       try {
         const reply = (await redis.xreadgroup('GROUP', LINKS_GROUP, consumer, 'COUNT', READ_COUNT, 'BLOCK', BLOCK_MS, 'STREAMS', stream, from)) as StreamReply;
         const entries = reply?.[0]?.[1] ?? [];

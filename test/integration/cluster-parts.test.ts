@@ -4,6 +4,7 @@
  * filter. Process-level behaviour is in cluster-crawl.test.ts.
  */
 import { join } from 'node:path';
+import { connect, createServer } from 'node:net';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeStartedRedis, haveRedis, startRedis, type TestRedis } from '../support/redis-server.js';
@@ -123,6 +124,68 @@ describe.skipIf(!haveRedis())('cluster parts on a real Redis', () => {
     expect(inbox.counters.malformed).toBeGreaterThanOrEqual(1);
     expect(await redis.xlen(stream)).toBe(0);
     await inbox.stop();
+  });
+
+  it('the inbox reads its pending list again after a reconnect: an entry whose read reply was lost is admitted and acknowledged', async () => {
+    // Between the inbox and Redis, a proxy that once drops the connection in place of passing on the
+    // reply of a `>` read that handed out entries (as a Redis killed after handing them out, or a
+    // connection reset): Redis has the entry pending, the inbox never saw it, and ioredis sends the read again.
+    let armed = true;
+    let dropped = 0;
+    const proxy = createServer((inbound) => {
+      const outbound = connect(server.port, '127.0.0.1');
+      let lastCommand = '';
+      inbound.on('data', (chunk) => {
+        lastCommand = chunk.toString('latin1');
+        outbound.write(chunk);
+      });
+      outbound.on('data', (chunk) => {
+        const reply = chunk.toString('latin1');
+        if (armed && /XREADGROUP/i.test(lastCommand) && lastCommand.includes('\r\n>\r\n') && (reply.startsWith('*1\r\n') || reply.startsWith('%1\r\n'))) {
+          armed = false;
+          dropped++;
+          inbound.destroy();
+          outbound.destroy();
+          return;
+        }
+        inbound.write(chunk);
+      });
+      for (const socket of [inbound, outbound]) socket.on('error', () => undefined);
+      inbound.on('close', () => outbound.destroy());
+      outbound.on('close', () => inbound.destroy());
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const reader = new Redis({ host: '127.0.0.1', port: (proxy.address() as { port: number }).port, maxRetriesPerRequest: null, retryStrategy: () => 50 });
+    reader.on('error', () => undefined);
+    const keys = clusterKeys('lost-reply');
+    const stream = keys.links(0);
+    const admitted: string[] = [];
+    const inbox = new LinkInbox({
+      redis: reader,
+      keys,
+      partition: 0,
+      admit: (links) => {
+        admitted.push(...links.map(([url]) => url));
+        return { admitted: links.length, known: links.map(([url]) => url) };
+      },
+      committed: () => Promise.resolve(),
+      log: () => undefined,
+    });
+    try {
+      await inbox.start();
+      // Let the inbox read its (empty) pending list and block on `>`.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await redis.xadd(stream, '*', 'from', '1', 'links', JSON.stringify([['http://lost.example/only-here', 1, 0]]));
+      await until(() => dropped === 1, 'the dropped reply');
+      // Well within the periodic pending read (10 s): the reconnect makes the next read the pending list's.
+      await until(async () => admitted.includes('http://lost.example/only-here') && (await redis.xlen(stream)) === 0, 'the lost entry admitted and acknowledged', 5_000);
+      const pending = (await redis.xpending(stream, LINKS_GROUP)) as [number, ...unknown[]];
+      expect(pending[0]).toBe(0);
+    } finally {
+      await inbox.stop();
+      reader.disconnect();
+      proxy.close();
+    }
   });
 
   it('the router keeps its links when Redis is away and sends them once it is back', async () => {
