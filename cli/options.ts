@@ -165,10 +165,10 @@ export function describeError(error: unknown): { message: string; internal: bool
     const path = err.path === undefined ? '' : ` ${err.path}`;
     return { message: `cannot ${err.syscall}${path}: ${words}`, internal: false };
   }
-  // A plain Error is a message written for people (a directory in use, a port taken); a TypeError and
-  // its kind are a broken invariant: a bug, said so.
-  if (error instanceof Error && error.constructor === Error) return { message: error.message, internal: false };
-  const message = error instanceof Error ? `${error.name}: ${error.message}`.replace(/Error: /, 'error, ') : String(error);
+  // A plain Error is a message written for people (a directory in use, a port taken), and so is a
+  // refusal to join a cluster; a TypeError and its kind are a broken invariant: a bug, said so.
+  if (error instanceof Error && (error.constructor === Error || err.name === 'ClusterError')) return { message: error.message, internal: false };
+  const message = error instanceof Error ? `${error.name === 'Error' ? 'error' : error.name}, ${error.message}` : String(error);
   return { message: `internal error (${message}): a bug in Petrel; PETREL_DEBUG=1 shows where it happened`, internal: true };
 }
 

@@ -59,7 +59,9 @@ export interface JoinOptions {
   readonly clock: () => number;
 }
 
+/** A refusal to join, written for the operator (cli/options.ts describeError shows its message as it is). */
 export class ClusterError extends Error {
+  override readonly name = 'ClusterError';
   constructor(readonly code: 'cluster-partitions' | 'cluster-no-free-partition' | 'cluster-partition-held' | 'cluster-data-dir', message: string) {
     super(message);
   }
@@ -99,6 +101,10 @@ export class Membership extends EventEmitter<{ lost: [string] }> {
     const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
     const { clock } = options;
     const remembered = readJsonFile<RememberedMembership>(options.file);
+    // Checked before K is written: a member refused for its directory must not fix K for the others.
+    if (remembered !== null && options.partitions !== null && remembered.partitions !== options.partitions) {
+      throw new ClusterError('cluster-data-dir', `this data directory belonged to a cluster of ${remembered.partitions} partitions, not --partitions ${options.partitions}: use another directory`);
+    }
     if (options.partitions !== null) await redis.hsetnx(keys.meta, 'partitions', String(options.partitions));
     const stored = await redis.hget(keys.meta, 'partitions');
     const partitions = stored === null ? null : Number(stored);

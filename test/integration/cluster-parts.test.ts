@@ -80,6 +80,15 @@ describe.skipIf(!haveRedis())('cluster parts on a real Redis', () => {
     expect(three.partition).toBe(1);
     await one.leave();
     await three.leave();
+    // A directory of this 2-partition cluster, given --partitions 3 for a new cluster, is refused before
+    // it writes K there: the new cluster's first good member fixes it.
+    const other = (partitions: number | null, dir: string) =>
+      Membership.join({ redis, clusterName: 'leases-other', url: 'http://127.0.0.1:1', partitions, partition: null, file: join(dir, 'cluster.json'), leaseMs: 60_000, clock: Date.now });
+    await expect(other(3, d1)).rejects.toMatchObject({ code: 'cluster-data-dir', name: 'ClusterError' });
+    expect(await redis.hget(clusterKeys('leases-other').meta, 'partitions')).toBeNull();
+    const fresh = await other(2, tempDir('m'));
+    expect(fresh.partitions).toBe(2);
+    await fresh.leave();
   });
 
   it('a member that cannot renew its lease for a whole lease time says it lost the partition', async () => {
