@@ -93,6 +93,8 @@ export function fetcherCommand(version: string): Command {
     limitHeapGrowth(values.heapGrowth);
     // Where to fetch for comes first: with no option at all, that is what is missing, not the token.
     if ((values.server.length === 0) === (values.cluster === undefined)) fail('give --server URL (repeatable) or --cluster redis://HOST:PORT, one of the two', USAGE);
+    // Cluster members run until stopped (queue-server refuses --once with --cluster): no one would tell it `done`.
+    if (values.cluster !== undefined && values.once === true) fail('--once and --cluster do not go together: the members of a cluster run until stopped, and so do its fetchers; stop them (SIGTERM) when the crawl is over', USAGE);
     const token = readToken(values.tokenFile);
     const servers = values.server.map(checkServerUrl);
     const redisTarget = values.cluster === undefined ? null : readRedisTarget(values);
@@ -134,6 +136,10 @@ export function fetcherCommand(version: string): Command {
       },
     });
     let redis: import('../queue-server/cluster/redis-connection.js').RedisClient | null = null;
+    /** Redis refused the password: the fetcher stops (delivering what it holds) and exits 1. */
+    let refusedBy: string | null = null;
+    // Assigned below, once the pool exists; a refusal before that stops it at once.
+    let fetcher: { stop(): void } | null = null;
     let discover: (() => Promise<string[]>) | undefined;
     let events: import('../queue-server/cluster/cluster-events.js').ClusterEvents | null = null;
     let listen: ((pool: { lookUpNow(): void }) => void) | null = null;
@@ -142,15 +148,27 @@ export function fetcherCommand(version: string): Command {
       const { ClusterDirectory } = await import('../fetcher/cluster-directory.js');
       const { ClusterEvents } = await import('../queue-server/cluster/cluster-events.js');
       const { clusterKeys } = await import('../shared/cluster-keys.js');
+      const { passwordRefusal } = await import('../queue-server/cluster/cluster-member.js');
       const connection = connectRedis(redisTarget, { name: 'petrel-fetcher', onError: (message) => logger.warn({ event: 'redis-error' }, message) });
       redis = connection;
+      // A wrong or missing password does not get better by retrying: the fetcher stops, as the queue server does.
+      const target = redisTarget;
+      connection.on('error', (error: Error) => {
+        const why = passwordRefusal(error, target);
+        if (why === null || refusedBy !== null) return;
+        refusedBy = why;
+        log(`failed: ${why}`);
+        fetcher?.stop();
+      });
       const directory = new ClusterDirectory(connection, values.clusterName);
       discover = () => directory.servers();
       // A member joining or leaving says so: look the servers up at once (the poll is the fallback).
       listen = (pool) => (events = ClusterEvents.listen(connection, clusterKeys(values.clusterName), (event) => event === 'member' && pool.lookUpNow()));
     }
-    const fetcher = new ServerPool({ servers, discover, makeFetcher, log });
-    listen?.(fetcher);
+    const pool = new ServerPool({ servers, discover, makeFetcher, log });
+    fetcher = pool;
+    if (refusedBy !== null) pool.stop();
+    listen?.(pool);
     logger.info({ event: 'fetcher-started', servers: servers.map((server) => new URL(server).origin), cluster: redisTarget?.display ?? null, concurrency: values.concurrency }, 'started');
     let signals = 0;
     const supervised = process.env.PETREL_SUPERVISED === '1';
@@ -159,20 +177,20 @@ export function fetcherCommand(version: string): Command {
       if (signals === 1) {
         // Under petrel crawl or start, the supervisor speaks for its fetchers.
         if (!supervised) log('stopping: finishing the requests in flight and delivering their results (signal again to abandon them)');
-        fetcher.stop();
-      } else fetcher.abort();
+        pool.stop();
+      } else pool.abort();
     };
     supervisedSignals({ onInterrupt: onSignal, onTerminate: onSignal });
     let reason;
     try {
-      reason = await fetcher.run();
+      reason = await pool.run();
     } catch (error) {
       log(`failed: ${(error as Error).message}`);
       process.exit(EXIT.failed);
     }
     (events as { close(): void } | null)?.close();
     redis?.disconnect();
-    if (reason === 'gave-up') process.exit(EXIT.failed);
+    if (reason === 'gave-up' || refusedBy !== null) process.exit(EXIT.failed);
     if (!supervised) log(reason === 'done' ? 'crawl finished' : 'stopped');
     process.exit(EXIT.ok);
   });

@@ -23,6 +23,12 @@ import { renameLegacyKeys } from './legacy-keys.js';
 /** A member that cannot reach Redis at start says so instead of waiting for ever. */
 const CONNECT_TIMEOUT_MS = 10_000;
 
+/** What to say when `error` is Redis refusing the password (wrong or missing), else null. The message never holds the password. */
+export function passwordRefusal(error: Error, target: RedisTarget): string | null {
+  if (!/WRONGPASS|NOAUTH|invalid password|invalid username-password/i.test(error.message)) return null;
+  return `Redis at ${target.display} refused the password (${error.message.slice(0, 120)}): check --redis-password-file or PETREL_REDIS_PASSWORD`;
+}
+
 export function whenReady(redis: Redis, target: RedisTarget, timeoutMs: number): Promise<void> {
   if (redis.status === 'ready') return Promise.resolve();
   return new Promise((resolve, reject) => {
@@ -41,9 +47,10 @@ export function whenReady(redis: Redis, target: RedisTarget, timeoutMs: number):
     };
     // A wrong or missing password does not get better by retrying: said at once (the message never holds the password).
     const refused = (error: Error) => {
-      if (!/WRONGPASS|NOAUTH|invalid password|invalid username-password/i.test(error.message)) return;
+      const why = passwordRefusal(error, target);
+      if (why === null) return;
       done();
-      reject(new Error(`Redis at ${target.display} refused the password (${error.message.slice(0, 120)}): check --redis-password-file or PETREL_REDIS_PASSWORD`));
+      reject(new Error(why));
     };
     redis.once('ready', ready);
     redis.on('error', refused);

@@ -43,6 +43,15 @@ describe.skipIf(!haveRedis())('reaching the cluster\'s Redis', () => {
     expect(failed.stderr).toContain('refused the password');
     expect(failed.stdout + failed.stderr).not.toContain(wrong);
     expect(failed.stdout + failed.stderr).not.toContain(password);
+
+    // A fetcher refused the same way stops and says so (it ran on, serving nothing, before).
+    const tokenFile = join(dir, 'fetcher.token');
+    writeFileSync(tokenFile, `${randomBytes(16).toString('hex')}\n`);
+    const fetcher = startPetrel(['fetcher', '--cluster', redis.url, '--token-file', tokenFile], { PETREL_REDIS_PASSWORD: wrong });
+    const refused = await fetcher.output;
+    expect(refused.code, refused.stderr).toBe(1);
+    expect(refused.stderr).toContain('refused the password');
+    expect(refused.stdout + refused.stderr).not.toContain(wrong);
   }, 60_000);
 
   it('refuses a password in the URL and a non-loopback Redis without a password, before connecting', async () => {
@@ -57,5 +66,9 @@ describe.skipIf(!haveRedis())('reaching the cluster\'s Redis', () => {
     expect(remote.stderr).toContain('--allow-insecure-redis');
     const fetcher = await runPetrel(['fetcher', '--cluster', 'redis://192.0.2.1:6379'], 30_000);
     expect(fetcher.code).toBe(2);
+    // Cluster members run until stopped: a one-shot fetcher of a cluster would never be told it is done.
+    const once = await runPetrel(['fetcher', '--cluster', 'redis://127.0.0.1:6379', '--once'], 30_000);
+    expect(once.code).toBe(2);
+    expect(once.stderr).toContain('--once and --cluster do not go together');
   }, 60_000);
 });
