@@ -44,9 +44,11 @@ export interface CdxjEntry {
 export function surtKey(url: string): string {
   if (!/^https?:/i.test(url)) return url;
   try {
-    const parsed = new URL(url.replace(/^(https?:\/\/)www\d*\./i, '$1').toLowerCase());
-    let key = `${parsed.hostname.split('.').reverse().join(',')}${parsed.port === '' ? '' : `:${parsed.port}`})${parsed.pathname}`;
-    if (parsed.search !== '') key += `?${parsed.search.slice(1).split('&').sort().join('&')}`;
+    // Parsed first, lowercased after: a URL given with raw non-ASCII characters is percent-encoded by the
+    // parser in upper case, and SURT keys are lowercase throughout, escapes included (pywb, surt).
+    const parsed = new URL(url.replace(/^(https?:\/\/)www\d*\./i, '$1'));
+    let key = `${parsed.hostname.split('.').reverse().join(',')}${parsed.port === '' ? '' : `:${parsed.port}`})${parsed.pathname}`.toLowerCase();
+    if (parsed.search !== '') key += `?${parsed.search.slice(1).toLowerCase().split('&').sort().join('&')}`;
     return key;
   } catch {
     return url;

@@ -19,12 +19,14 @@ import { DEFAULT_FETCH_SCHEDULE } from '../../queue-server/crawl-config.js';
 import { CrawlDb } from '../../queue-server/crawldb/crawl-db.js';
 import { newCrawlDbRecord } from '../../queue-server/crawldb/record.js';
 import { WarcArchive } from '../../queue-server/warc/warc-archive.js';
+import { surtKey } from '../../queue-server/warc/cdxj.js';
 import { startTestWeb, type TestWeb } from '../../scripts/test-web.js';
 import { assertBuilt, PETREL_BIN, tempDir } from '../support/petrel-process.js';
 import { checkWarcFile, checkWarcPath, fetchExchange, type ParsedRecord } from '../support/warc-exchange.js';
 
 const PASS1 = Date.UTC(2026, 5, 1, 12, 0, 0);
 const PASS2 = Date.UTC(2026, 6, 1, 12, 0, 0);
+const PASS3 = Date.UTC(2026, 7, 1, 12, 0, 0);
 
 let web: TestWeb;
 let dataDir = '';
@@ -33,6 +35,10 @@ let urls: string[] = [];
 const bodies = new Map<string, { pass1: Buffer; etag: string | null; pass2: Buffer | null; status2: number }>();
 let copies: { url: string; of: string }[] = [];
 let changed: string[] = [];
+/** A third pass: an exact copy revalidated (its 304 refers to its identical-payload revisit), and a URL differing only in case from a page. */
+let chained: { url: string; of: string } | null = null;
+let lower = '';
+let upper = '';
 
 function run(args: string[]): Promise<{ code: number | null; stdout: Buffer; stderr: string }> {
   return new Promise((resolve, reject) => {
@@ -76,6 +82,7 @@ beforeAll(async () => {
   crawlDb.commit();
   web.setGeneration(1);
   const changes = web.model.changes(1);
+  const etags2 = new Map<string, string | null>();
   copies = changes.exactCopies.filter((copy) => urls.includes(copy.url) && urls.includes(copy.of));
   changed = changes.changedText.filter((url) => urls.includes(url));
   archive.setSettings({ pass: 2 });
@@ -85,7 +92,14 @@ beforeAll(async () => {
     const { exchange, capture } = await store(url, PASS2 + i * 1000, first.etag === null ? {} : { 'if-none-match': first.etag });
     first.pass2 = Buffer.concat(exchange.responseBody);
     first.status2 = capture.status;
+    if (copies.some((copy) => copy.url === url)) etags2.set(url, fieldValue(parseHead(exchange.responseHead), 'etag'));
   }
+  archive.setSettings({ pass: 3 });
+  chained = copies.at(-1)!;
+  await store(chained.url, PASS3, { 'if-none-match': etags2.get(chained.url)! });
+  lower = urls.find((url) => /\/section-\d+\/page-\d+\.html$/.test(url))!;
+  upper = lower.replace(/\/section-/, '/SECTION-');
+  await store(upper, PASS3 + 1000);
   archive.close();
   crawlDb.close();
 }, 120_000);
@@ -113,7 +127,8 @@ describe('petrel warc index', () => {
     expect(theirs.length).toBeGreaterThan(0);
     expect(ours).toEqual([...theirs].sort(bytewise));
     // Two captures per URL (a response or revisit each pass), none for the requests or warcinfo records.
-    expect(ours).toHaveLength(2 * urls.length);
+    // Two passes over every URL, and the third pass's two captures.
+    expect(ours).toHaveLength(2 * urls.length + 2);
     expect(ours.filter((line) => line.includes('"mime":"warc/revisit"')).length).toBeGreaterThan(urls.length / 2);
   });
 });
@@ -143,11 +158,32 @@ describe('petrel warc get', () => {
     expect(copies.length).toBeGreaterThan(0);
     const { url, of } = copies[0]!;
     expect(bodies.get(url)!.pass2).toEqual(bodies.get(of)!.pass1);
-    const result = await run(['warc', 'get', '--data', dataDir, url]);
+    // The second pass's capture (the third pass revalidated it: the next test).
+    const result = await run(['warc', 'get', '--data', dataDir, '--at', '20260701', url]);
     expect(result.code).toBe(0);
     expect(result.stderr).toContain('identical-payload-digest revisit of');
     expect(bodyOf(result.stdout)).toEqual(bodies.get(of)!.pass1);
     expect(result.stdout.toString('latin1')).toContain('\r\nLast-Modified: Mon, 01 Jul 2024');
+  });
+
+  it('follows a 304 of an exact copy through its identical-payload revisit to the payload, with the copy\'s own head', async () => {
+    const result = await run(['warc', 'get', '--data', dataDir, chained!.url]);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stderr).toContain('server-not-modified revisit of');
+    expect(result.stdout.toString('latin1')).toMatch(/^HTTP\/1\.1 200 /);
+    expect(bodyOf(result.stdout)).toEqual(bodies.get(chained!.of)!.pass1);
+  });
+
+  it('picks the URL asked for among URLs whose SURT key folds together, and finds a URL given with raw non-ASCII characters', async () => {
+    // /SECTION-… was captured last (a 404), under the same SURT key as /section-…: it is not what /section-… asks for.
+    const asked = await run(['warc', 'get', '--data', dataDir, lower]);
+    expect(asked.code, asked.stderr).toBe(0);
+    expect(asked.stderr).toContain(`${lower} captured`);
+    const other = await run(['warc', 'get', '--data', dataDir, upper]);
+    expect(other.stderr).toContain(`${upper} captured`);
+    expect(other.stdout.toString('latin1')).toMatch(/^HTTP\/1\.1 404 /);
+    expect(surtKey('http://127.0.0.2:8089/ünï.html')).toBe(surtKey('http://127.0.0.2:8089/%C3%BCn%C3%AF.html'));
+    expect(surtKey('http://127.0.0.2:8089/ünï.html')).toBe('2,0,0,127:8089)/%c3%bcn%c3%af.html');
   });
 
   it('answers bad input and unknown URLs with one line and a non-zero status', async () => {
