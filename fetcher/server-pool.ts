@@ -62,9 +62,15 @@ export class ServerPool {
       return ends.every((end) => end === 'done') ? 'done' : 'stopped';
     }
     const pollMs = this.#options.pollMs ?? DIRECTORY_POLL_MS;
+    /** Said once each time the cluster has no queue server to serve (a fetcher started first, or every member gone). */
+    let saidNone = false;
     while (!this.#stopped) {
       try {
         const live = new Set(await discover());
+        if (live.size === 0 && this.#running.size === 0 && !saidNone) {
+          saidNone = true;
+          this.#options.log('no queue server in the cluster yet: waiting for one to join');
+        } else if (live.size > 0) saidNone = false;
         for (const url of live) if (!this.#running.has(url)) this.#serve(url);
         for (const [url, entry] of this.#running) {
           if (live.has(url)) entry.misses = 0;

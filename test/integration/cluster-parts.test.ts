@@ -243,11 +243,14 @@ describe.skipIf(!haveRedis())('cluster parts on a real Redis', () => {
       return { run: () => ended, stop: () => end('stopped'), abort: () => end('stopped') };
     };
     const directory = new ClusterDirectory(own, name);
-    const pool = new ServerPool({ discover: () => directory.servers(), pollMs: 600_000, makeFetcher, log: () => undefined });
+    const said: string[] = [];
+    const pool = new ServerPool({ discover: () => directory.servers(), pollMs: 600_000, makeFetcher, log: (line) => said.push(line) });
     const events = ClusterEvents.listen(own, clusterKeys(name), (event) => event === 'member' && pool.lookUpNow());
     const running = pool.run();
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(seen).toEqual([]);
+    // A fetcher started before any member says why it does nothing yet.
+    expect(said).toEqual(['no queue server in the cluster yet: waiting for one to join']);
     const member = await Membership.join({ redis, clusterName: name, url: 'http://127.0.0.1:7777', partitions: 1, partition: null, file: join(tempDir('m'), 'cluster.json'), leaseMs: 60_000, clock: Date.now });
     // The fallback poll is 10 minutes away: only the member's announcement can explain this.
     await until(() => seen.includes('http://127.0.0.1:7777'), 'the pool to serve the new member', 20_000);
