@@ -111,7 +111,9 @@ export function queueServerCommand(): Command {
       const summary = running.service.summary();
       const fetchers = now.fetchers.map(({ name: fetcher, address, resultsApplied, pagesFetched }) => ({ name: fetcher, address, resultsApplied, pagesFetched }));
       await running.close();
-      logger.info({ event: reason, pagesFetched: summary.pagesFetched, errors: summary.errors, status }, reason === 'finished' ? 'crawl finished' : 'stopped');
+      // Said on a terminal too (an operator stopping a daemon sees it went), unless a supervisor speaks for it.
+      const said = `petrel queue-server: ${reason === 'finished' ? 'crawl finished' : 'stopped'}: ${summary.pagesFetched} pages fetched this run, ${summary.errors} errors; the crawl is saved in ${values.data}`;
+      logger.info({ event: reason, say: !isSupervised(), pagesFetched: summary.pagesFetched, errors: summary.errors, status }, said);
       process.stdout.write(`${JSON.stringify({ event: reason, summary, fetchers })}\n`);
       process.exit(status);
     };

@@ -137,13 +137,17 @@ describe('logs of a crawl', () => {
     expect(parsed.filter((record) => record.msg.startsWith('{"level":')), run.stderr).toEqual([]);
   }, 60_000);
 
-  it('keep the human form by default: a queue server says the line it always said', async () => {
-    const server = startPetrel(['queue-server', '--data', join(tempDir('logs-human'), 'data'), '--port', '0']);
+  it('keep the human form by default: a queue server says the line it always said, and when it stopped', async () => {
+    const dataDir = join(tempDir('logs-human'), 'data');
+    const server = startPetrel(['queue-server', '--data', dataDir, '--port', '0']);
     await waitForEvent(server, 'listening');
     server.kill('SIGTERM');
     const { code, stderr } = await server.output;
     expect(code).toBe(0);
-    expect(stderr.trim().split('\n')).toEqual([expect.stringMatching(/^petrel queue-server listening on http:\/\/127\.0\.0\.1:\d+ \(fetcher token in .*fetcher\.token\)$/)]);
+    expect(stderr.trim().split('\n')).toEqual([
+      expect.stringMatching(/^petrel queue-server listening on http:\/\/127\.0\.0\.1:\d+ \(fetcher token in .*fetcher\.token\)$/),
+      `petrel queue-server: stopped: 0 pages fetched this run, 0 errors; the crawl is saved in ${dataDir}`,
+    ]);
   });
 });
 
