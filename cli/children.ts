@@ -75,11 +75,15 @@ export function whenSupervisorGone(onGone: () => void): void {
 /**
  * Signal handling of a command that a supervisor may have started: SIGTERM always calls
  * `onTerminate`; SIGINT calls `onInterrupt`, unless a supervisor started this process (it sends
- * SIGTERM when it is this process's turn to stop).
+ * SIGTERM when it is this process's turn to stop). SIGHUP (the terminal went away: an SSH session
+ * closed) is a SIGTERM: an orderly stop, not Node's default of dying on the spot with the last
+ * commit not made and the lock left behind; a supervised process leaves it to its supervisor, which
+ * gets it too and stops its children in order.
  */
 export function supervisedSignals(handlers: { onInterrupt: () => void; onTerminate: () => void }): void {
   process.on('SIGINT', isSupervised() ? () => undefined : handlers.onInterrupt);
   process.on('SIGTERM', handlers.onTerminate);
+  process.on('SIGHUP', isSupervised() ? () => undefined : handlers.onTerminate);
 }
 
 /** Calls `onLine` for each line the stream prints. */

@@ -221,6 +221,8 @@ async function runCrawl(values: CrawlValues, settingsArgs: string[]): Promise<Cr
   };
   process.on('SIGINT', interrupt);
   process.on('SIGTERM', interrupt);
+  // The terminal went away (an SSH session closed): stopped in order, resumable, as for Ctrl-C.
+  process.on('SIGHUP', interrupt);
 
   const startFetchers = (count: number) => {
     fetchers ??= new FetcherChildren({
