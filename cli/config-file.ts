@@ -22,7 +22,8 @@ import { LOG_FORMATS, LOG_LEVELS } from '../shared/logger.js';
 
 /** Options of the queue server itself (not crawl settings) that a config file may set: key, commander attribute. */
 const DAEMON_KEYS = {
-  data: { attribute: 'data', schema: z.string().min(1), expected: 'a directory path' },
+  // As --data: a blank value names no directory (it would be created with that name, or be the current one).
+  data: { attribute: 'data', schema: z.string().refine((value) => value.trim() !== ''), expected: 'a directory path' },
   host: { attribute: 'host', schema: z.string().min(1), expected: 'an address to listen on, e.g. 127.0.0.1' },
   port: { attribute: 'port', schema: z.number().int().min(0).max(65535), expected: 'a port number from 0 to 65535' },
   'token-file': { attribute: 'tokenFile', schema: z.string().min(1), expected: 'a file path' },

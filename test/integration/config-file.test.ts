@@ -93,11 +93,12 @@ describe('the config file', () => {
     ['a choice not offered', 'scope: planet\n', 'scope: Invalid option: expected one of "prefix"|"host"|"domain"|"any"'],
     ['a key given twice', 'port: 1\nport: 2\n', 'is not valid YAML: Map keys must be unique at line 3, column 1'],
     ['a file that is not a mapping', '- port\n', 'must be a mapping of option names to values'],
+    ['a blank data directory', 'data: "   "\n', 'data: Invalid input; expected a directory path'],
   ])('refuses %s with the key and what was expected, creating nothing', async (_what, text, message) => {
     const dir = tempDir('config-bad');
     const data = join(dir, 'data');
     const file = join(dir, 'petrel.yaml');
-    writeFileSync(file, text.startsWith('- ') ? text : `data: ${data}\n${text}`);
+    writeFileSync(file, text.startsWith('- ') || text.startsWith('data:') ? text : `data: ${data}\n${text}`);
     const run = await runPetrel(['queue-server', '--config', file, '--port', '0']);
     expect(run.code).toBe(2);
     expect(run.stderr).toContain(`petrel queue-server: the config file ${file}`);
