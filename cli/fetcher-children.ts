@@ -28,6 +28,8 @@ export interface FetcherChildrenOptions {
   readonly args: (name: string) => string[];
   readonly restart: RestartPolicy;
   readonly log: (line: string) => void;
+  /** A child exited on its own (not stopped by `stop` or `kill`), before any restart: `start` hands its leases back at once. */
+  readonly onExit?: (name: string) => void;
 }
 
 /** How long stop() lets SIGTERMed fetchers finish their requests in flight and deliver before SIGKILL. */
@@ -63,6 +65,7 @@ export class FetcherChildren {
     child.once('exit', (code, signal) => {
       this.#children[index] = null;
       if (this.#stopping) return;
+      this.#options.onExit?.(name);
       const why = `${label}: fetcher ${name} exited (${signal ?? `status ${code}`})`;
       if (restart.kind === 'limited') {
         if (code === 0) return;

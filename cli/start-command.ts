@@ -90,6 +90,11 @@ export function startCommand(): Command {
       args: (name) => fetcherArgs(values, { serverUrl: fetcherUrl, tokenFile, name, ca }),
       restart: { kind: 'backoff', firstDelayMs: 1000, maxDelayMs: 30_000, healthyRunMs: 60_000 },
       log,
+      // Its schedules would wait out --lease-ms with no one fetching them: handed back at once.
+      onExit: (fetcher) => {
+        const returned = running.service.fetcherGone(fetcher);
+        if (returned > 0) log(`petrel start: fetcher ${fetcher}'s ${returned} schedule${returned === 1 ? '' : 's'} handed back to the queue`);
+      },
     });
     fetchers.start(values.fetchers);
 

@@ -293,6 +293,13 @@ export class CrawlService extends EventEmitter<{
     if (this.#crawl.returnSchedule(scheduleId, fetcherId, this.#clock())) this.#afterChange(true);
   }
 
+  /** Every fetcher called `name` is gone (its process exited, `petrel start` saw it): its URLs are claimable again at once. */
+  fetcherGone(name: string): number {
+    const returned = this.#crawl.fetcherGone(name, this.#clock());
+    this.#afterChange(returned > 0);
+    return returned;
+  }
+
   /** The counters and the crawl database's URLs by status, as printed when a crawl ends. */
   summary(): CrawlSummary & { urlsByStatus: Record<CrawlDbStatus, number> } {
     return this.#crawl.summary(this.#clock());

@@ -585,6 +585,25 @@ export class Crawl {
     return true;
   }
 
+  /**
+   * Every fetcher called `name` is gone (its process exited: `petrel start` saw it): their schedules go
+   * back to the frontier now, not when their leases would have run out, and they are no longer listed.
+   * Returns the number of schedules taken back.
+   */
+  fetcherGone(name: string, now: number): number {
+    let returned = 0;
+    for (const info of this.#fetchers.list()) {
+      if (info.name !== name) continue;
+      for (const lease of this.#leases.takeAllOf(info.id)) {
+        this.#returnUnapplied(lease, now);
+        returned++;
+      }
+      this.#fetchers.forget(info.id);
+    }
+    this.#checkFinished(now);
+    return returned;
+  }
+
   /** A lease's items not yet applied go back where they came from; its slots end. */
   #returnUnapplied(lease: Lease, now: number): void {
     for (const slot of lease.slots) {

@@ -38,6 +38,11 @@ export class FetcherRegistry {
     return info;
   }
 
+  /** Forgets a fetcher known to be gone (its process exited): no longer listed, nor waited for. */
+  forget(id: string): void {
+    this.#fetchers.delete(id);
+  }
+
   get(id: string): FetcherInfo | undefined {
     return this.#fetchers.get(id);
   }

@@ -110,6 +110,13 @@ export class LeaseTable {
     return lease;
   }
 
+  /** Removes and returns every lease out to `fetcherId` (its process is known to be gone). */
+  takeAllOf(fetcherId: string): Lease[] {
+    const taken = [...this.#leases.values()].filter((lease) => lease.fetcherId === fetcherId);
+    for (const lease of taken) this.#retire(lease.id);
+    return taken;
+  }
+
   /** The earliest deadline, ms since epoch, or null with no lease out. */
   nextDeadline(): number | null {
     let next: number | null = null;

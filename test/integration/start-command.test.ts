@@ -5,7 +5,9 @@
  */
 import { readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { readStatus } from '../support/admin-api.js';
+import { pageRequests } from '../support/request-log.js';
 import { startTestWeb, type TestWeb } from '../../scripts/test-web.js';
 import { crashLines } from '../support/clean-output.js';
 import { assertBuilt, killStartedPetrels, startPetrel, tempDir, waitForEvent } from '../support/petrel-process.js';
@@ -135,4 +137,41 @@ describe('petrel start, stopped and started again on the same data directory', (
     const end = await third.stop();
     expect(end.stderr).toContain('was stopped: start a crawl from the admin page');
   });
+});
+
+describe('petrel start, one of its fetchers killed', () => {
+  let web: TestWeb;
+  afterAll(async () => {
+    killStartedPetrels();
+    await web?.close();
+  });
+
+  it('hands the dead fetcher\'s schedules back at once, not after --lease-ms, and lists it no more', async () => {
+    assertBuilt();
+    web = await startTestWeb({ profile: 'bench', hosts: 1, pagesPerHost: 40 });
+    // A slow crawl (a page every 1.5 s) and a long lease: what the killed fetcher held could only come back by its lease.
+    const child = startPetrel(['start', '--data', join(tempDir('start-kill'), 'data'), '--fetchers', '1', '--port', '0', '--seed', `${web.origins[0]}/index.html`, '--delay-ms', '1500', '--lease-ms', '10min']);
+    const started = await startedOrExit(child);
+    const url = String(started.url);
+    const adminToken = readFileSync(String(started.adminTokenFile), 'utf8').trim();
+    const status = () => readStatus(url, adminToken);
+    const leasedTo = async (name: string) => (await status()).fetchers.filter((info) => info.name === name).reduce((sum, info) => sum + (info as unknown as { itemsLeased: number }).itemsLeased, 0);
+    await vi.waitFor(async () => expect(await leasedTo('local-1')).toBeGreaterThan(0), { timeout: 30_000, interval: 100 });
+    const fetcherPid = Number(readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim().split(/\s+/)[0]);
+    expect(fetcherPid).toBeGreaterThan(0);
+    const before = (await status()).fetchers.map((info) => info.id);
+    process.kill(fetcherPid, 'SIGKILL');
+    // Handed back within seconds, and the restarted fetcher (a new id, the same name) fetches them.
+    await vi.waitFor(async () => {
+      const now = await status();
+      expect(now.fetchers.filter((info) => before.includes(info.id))).toEqual([]);
+    }, { timeout: 10_000, interval: 100 });
+    const requestsBefore = pageRequests(web.log).length;
+    await vi.waitFor(() => expect(pageRequests(web.log).length).toBeGreaterThan(requestsBefore), { timeout: 20_000, interval: 100 });
+    child.kill('SIGTERM');
+    const finished = await child.output;
+    expect(finished.code, finished.stderr).toBe(0);
+    expect(finished.stderr).toMatch(/petrel start: fetcher local-1 exited \(SIGKILL\); starting it again in 1 s/);
+    expect(finished.stderr).toMatch(/petrel start: fetcher local-1's \d+ schedules? handed back to the queue/);
+  }, 90_000);
 });

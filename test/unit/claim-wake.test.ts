@@ -191,6 +191,18 @@ describe('CrawlService, parked claims', () => {
     expect(service.status().leasesExpired).toBe(0);
   });
 
+  it('hands a gone fetcher\'s schedules to the next claim at once, and lists it no more', async () => {
+    const service = await idleService();
+    service.inject([`${ORIGIN_A}/index.html`]);
+    robotsSlotOf(await service.claim(claimOf('f1', 0), '127.0.0.1'), ORIGIN_A);
+    expect(await service.claim(claimOf('f2', 0), '127.0.0.1')).toEqual({ kind: 'wait' });
+    expect(service.fetcherGone('nobody')).toBe(0);
+    expect(service.fetcherGone('f1')).toBe(1);
+    robotsSlotOf(await service.claim(claimOf('f2', 0), '127.0.0.1'), ORIGIN_A);
+    expect(service.status().fetchers.map((info) => info.name)).not.toContain('f1');
+    expect(service.status().leasesExpired).toBe(0);
+  });
+
   it('holds parked claims while paused and wakes them on resume', async () => {
     const service = await idleService();
     service.pause();
