@@ -105,7 +105,9 @@ export class FetcherChildren {
     const left = running();
     for (const child of left) child.kill('SIGTERM');
     await exitedWithin(left, STOP_GRACE_MS);
-    for (const child of left) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    const stuck = left.filter((child) => child.exitCode === null && child.signalCode === null);
+    if (stuck.length > 0) this.#options.log(`${this.#options.label}: ${stuck.length} fetcher${stuck.length === 1 ? '' : 's'} still busy ${STOP_GRACE_MS / 1000} s after SIGTERM: killed (what they held is fetched again later)`);
+    for (const child of stuck) child.kill('SIGKILL');
     await Promise.all(left.map(exited));
   }
 }
