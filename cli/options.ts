@@ -154,6 +154,19 @@ export function errnoWords(error: unknown): string {
  * One line for an error that reached the top of a command: an error of the file system names the file
  * and what went wrong in words; a B-Tree error says the file is damaged and which command shows how.
  */
+/**
+ * What a daemon does when it finds a data file damaged while serving (queue-server/api/http-errors.ts):
+ * says which file and what to run, and exits 1 at once. Answering 500 to every claim that reads the
+ * page, as it did, stalled a crawl for ever. Nothing acknowledged is lost: results are acknowledged
+ * after their commit, and a fetcher keeps what was not.
+ */
+export function exitOnDamagedData(command: string, log: (line: string) => void): (error: Error) => void {
+  return (error) => {
+    log(`petrel ${command}: ${describeError(error).message}; stopping. cache.btree holds only the validators of earlier fetches: if it is the damaged file, deleting it is a remedy (those pages are then fetched in full)`);
+    process.exit(EXIT.failed);
+  };
+}
+
 export function describeError(error: unknown): { message: string; internal: boolean } {
   const err = error as Partial<NodeJS.ErrnoException> & { name?: string; page?: number };
   if (err?.name === 'BTreeError') {

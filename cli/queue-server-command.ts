@@ -14,7 +14,7 @@ import { readSavedCrawl } from '../queue-server/crawl/saved-settings.js';
 import { dataPath } from '../queue-server/storage/data-dir.js';
 import { addCrawlOptions, crawlSettingsFor, explicitCrawlSettings } from './crawl-options.js';
 import { EXIT, exitCodesHelp } from './exit-codes.js';
-import { checkTokenFileOption, checkWritableDataDir, DATA_OPTION, describeError, fail, integerOption, readTlsFiles } from './options.js';
+import { checkTokenFileOption, checkWritableDataDir, DATA_OPTION, describeError, exitOnDamagedData, fail, integerOption, readTlsFiles } from './options.js';
 import { isSupervised, supervisedSignals, whenSupervisorGone } from './children.js';
 import { heapGrowthOption, limitHeapGrowth } from './heap-growth.js';
 import { applyDaemonOptions, readConfigFile, type ConfigFile } from './config-file.js';
@@ -89,6 +89,7 @@ export function queueServerCommand(): Command {
         cluster,
         // Another member may own the partition now: stop at once (the last commit still runs) rather than crawl its hosts twice.
         onClusterLost: () => process.kill(process.pid, 'SIGTERM'),
+        onDamagedData: exitOnDamagedData(name, (line) => logger.error({ event: 'data-damaged', say: true }, line)),
         crawl: config,
         logger,
         // Seeds of a config file do not restart a stopped crawl (config-file.ts says why); --seed does.

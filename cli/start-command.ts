@@ -17,7 +17,7 @@ import { EXIT, exitCodesHelp } from './exit-codes.js';
 import { FetcherChildren } from './fetcher-children.js';
 import { addFetcherOptions, fetcherArgs, type LocalFetcherValues } from './fetcher-options.js';
 import { heapGrowthOption, limitHeapGrowth } from './heap-growth.js';
-import { checkWritableDataDir, DATA_OPTION, describeError, fail, integerOption, readTlsFiles } from './options.js';
+import { checkWritableDataDir, DATA_OPTION, describeError, exitOnDamagedData, fail, integerOption, readTlsFiles } from './options.js';
 import { loadSaved } from './queue-server-command.js';
 
 interface StartValues extends CrawlOptionValues, LocalFetcherValues {
@@ -69,7 +69,7 @@ export function startCommand(): Command {
     const stopped = saved?.stopped === true && explicitCrawlSettings(command).seeds === undefined;
     let server;
     try {
-      server = await startQueueServer({ dataDir: values.data, host: values.host, port: values.port, tls, publicSearch: values.publicSearch === true, crawl: config, stopped });
+      server = await startQueueServer({ dataDir: values.data, host: values.host, port: values.port, tls, publicSearch: values.publicSearch === true, crawl: config, stopped, onDamagedData: exitOnDamagedData(name, (line) => process.stderr.write(`${line}\n`)) });
     } catch (error) {
       // Refused at start (a busy port, a directory in use): a directory this run created is not left behind.
       if (created) rmSync(values.data, { recursive: true, force: true });

@@ -67,6 +67,8 @@ export interface AppOptions {
   readonly metrics?: { readonly token: string; readonly contentType: string; scrape(): Promise<string> };
   /** The access log (debug level, ops/access-log.ts); none when absent. */
   readonly logger?: Logger;
+  /** A data file found damaged while serving (http-errors.ts isDamagedData): called once; the caller stops the daemon. */
+  readonly onDamagedData?: (error: Error) => void;
   /** What GET /readyz answers: false (503) while the queue server drains; true when absent. */
   readonly ready?: () => boolean;
   /**
@@ -230,7 +232,7 @@ export function createApp(options: AppOptions): express.Express {
   app.use(ADMIN_BASE, adminRouter({ service, adminToken, sessions, loginLimiter, clock, streamStallLimitMs: options.streamStallLimitMs, search: options.search?.searcher, cluster: options.cluster }));
 
   app.use((_req, _res, next) => next(new HttpError(404, 'not-found', 'no such route')));
-  app.use(jsonErrorHandler(options.logger));
+  app.use(jsonErrorHandler(options.logger, options.onDamagedData));
   return app;
 }
 

@@ -71,6 +71,8 @@ export interface QueueServerOptions {
   readonly cluster?: ClusterOptions & { readonly url?: string };
   /** The cluster lease was lost (cluster/membership.ts): the caller must stop; by default the crawl is paused. */
   readonly onClusterLost?: (why: string) => void;
+  /** A data file was found damaged while serving (a page failing its checks): the caller must stop; by default the error is only logged. */
+  readonly onDamagedData?: (error: Error) => void;
 }
 
 /** A shutdown (SIGTERM) waits this long at most for requests in flight; README "Operating Petrel". */
@@ -186,7 +188,7 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
     const ready = () => !draining;
     const metrics = createMetrics(service, { clock, ready });
     const searcher = indexSearcher(stores.index!, stores.crawlDb, stores.warc !== null);
-    const app = createApp({ service, token, adminToken, clock, ready, logger, metrics: { token: metricsToken, contentType: metrics.contentType, scrape: () => metrics.scrape() }, search: { searcher, public: options.publicSearch === true }, cluster: member ?? undefined, instance });
+    const app = createApp({ service, token, adminToken, clock, ready, logger, metrics: { token: metricsToken, contentType: metrics.contentType, scrape: () => metrics.scrape() }, search: { searcher, public: options.publicSearch === true }, cluster: member ?? undefined, instance, onDamagedData: options.onDamagedData });
     const { address, port } = server.address() as AddressInfo;
     const host = address.includes(':') ? `[${address}]` : address;
     service.start();

@@ -38,6 +38,12 @@ export function parseBody<T extends z.ZodType>(schema: T, body: unknown): z.infe
   return parsed.data;
 }
 
+/** A B-Tree page of a data file that fails its checks (queue-server/btree/errors.ts BTREE_CORRUPT). */
+export function isDamagedData(error: unknown): boolean {
+  const err = error as { name?: unknown; code?: unknown };
+  return err?.name === 'BTreeError' && err.code === 'BTREE_CORRUPT';
+}
+
 export function describeError(error: unknown): { status: number; code: string; message: string } & HttpErrorExtras {
   if (error instanceof HttpError) return { status: error.status, code: error.code, message: error.message, ...error.extras };
   // Storage is failing (a full disk): nothing was acknowledged, the client keeps its data and retries.
@@ -54,6 +60,8 @@ export function describeError(error: unknown): { status: number; code: string; m
   if (typeof bodyError.status === 'number' && bodyError.status >= 400 && bodyError.status < 500) {
     return { status: bodyError.status, code: 'bad-request', message: String(bodyError.message ?? 'bad request').slice(0, 200) };
   }
+  // A data file found damaged (a page failing its checksum): no retry can mend it (jsonErrorHandler stops the daemon).
+  if (isDamagedData(error)) return { status: 503, code: 'storage-damaged', message: 'a data file of the queue server is damaged: it stops (its log says which and what to run)' };
   // A broken invariant: answered 500 without details; the error handler logs it loudly.
   return { status: 500, code: 'internal', message: 'internal error' };
 }
@@ -63,9 +71,14 @@ export function describeError(error: unknown): { status: number; code: string; m
  * with its stack, as an `internal-error` record shown in either log format, naming the method and the
  * path (never the query, headers or body: they may carry secrets); on stderr when there is no logger.
  */
-export function jsonErrorHandler(logger?: Logger): (error: unknown, req: Request, res: Response, next: NextFunction) => void {
+export function jsonErrorHandler(logger?: Logger, onDamagedData?: (error: Error) => void): (error: unknown, req: Request, res: Response, next: NextFunction) => void {
+  let damageSaid = false;
   return (error, req, res, _next) => {
     const { status, code, message, details, headers } = describeError(error);
+    if (code === 'storage-damaged' && !damageSaid && onDamagedData !== undefined) {
+      damageSaid = true;
+      onDamagedData(error as Error);
+    }
     if (status === 500 && code === 'internal') {
       const stack = error instanceof Error ? (error.stack ?? error.message) : String(error);
       if (logger === undefined) console.error(error);

@@ -66,6 +66,15 @@ export class BTreeError extends Error {
   }
 }
 
+/**
+ * A damaged page found in the file at `path` names that file (pages do not know it): for an operator
+ * told which of a data directory's trees to check. Any other error as it is.
+ */
+export function inFile(error: unknown, path: string): unknown {
+  if (!(error instanceof BTreeError) || error.code !== 'BTREE_CORRUPT' || error.message.startsWith(`${path}: `)) return error;
+  return new BTreeError('BTREE_CORRUPT', `${path}: ${error.message}`, { page: error.page, cause: error });
+}
+
 /** Shorthand for the most common error: a page that cannot be trusted. */
 export function corruptPage(page: number, message: string): BTreeError {
   return new BTreeError('BTREE_CORRUPT', `page ${page}: ${message}`, { page });

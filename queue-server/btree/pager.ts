@@ -13,7 +13,7 @@
 import * as nodePath from 'node:path';
 import { fsyncDir, nodeFileOps, writeFully, type FileOps } from '../storage/file-ops.js';
 import { STAGING_BYTES, writeJoined } from '../storage/staging-buffer.js';
-import { BTreeError, corruptPage } from './errors.js';
+import { BTreeError, corruptPage, inFile } from './errors.js';
 import { Freelist } from './freelist.js';
 import { asPageId, type PageId } from './keys.js';
 import { BTNode } from './node.js';
@@ -153,12 +153,17 @@ export class Pager {
   readNode(id: PageId): BTNode {
     const cached = this.#cache.get(id);
     if (cached !== undefined) return cached;
-    const buf = this.#readNodePage(id);
-    const { kind, count, used } = verifyOrGiveBack(this.#cache, buf, id);
-    const node = BTNode.fromPage(id, buf, kind, count, used);
-    this.#cache.set(id, node);
-    return node;
+    try {
+      const buf = this.#readNodePage(id);
+      const { kind, count, used } = verifyOrGiveBack(this.#cache, buf, id);
+      const node = BTNode.fromPage(id, buf, kind, count, used);
+      this.#cache.set(id, node);
+      return node;
+    } catch (error) {
+      throw inFile(error, this.path);
+    }
   }
+
 
   /**
    * Both meta copies as they are on disk now (null: one that fails its checksum or decode). The tree is
@@ -179,9 +184,13 @@ export class Pager {
     const cached = this.#cache.get(id);
     if (cached !== undefined) return cached.cloneAs(copyId, this.#cache);
     this.#cache.countMiss();
-    const buf = this.#readNodePage(id);
-    const { kind, count, used } = verifyOrGiveBack(this.#cache, buf, id);
-    return BTNode.fromPage(copyId, buf, kind, count, used, this.#cache);
+    try {
+      const buf = this.#readNodePage(id);
+      const { kind, count, used } = verifyOrGiveBack(this.#cache, buf, id);
+      return BTNode.fromPage(copyId, buf, kind, count, used, this.#cache);
+    } catch (error) {
+      throw inFile(error, this.path);
+    }
   }
 
   /** Where a write transaction gets buffers for its nodes. */

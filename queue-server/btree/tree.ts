@@ -13,7 +13,7 @@
  * Reading the source, in order: LAYOUT.md (bytes and crash model), page-codec.ts (bytes <-> records),
  * node.ts (split/merge), write-txn.ts (copy-on-write edits), pager.ts (`commit`, the four steps).
  */
-import { BTreeError } from './errors.js';
+import { BTreeError, inFile } from './errors.js';
 import { checkTree, type CheckReport } from './check.js';
 import { Cursor, lookup, lookupSorted, lookupSortedWith, lookupWith, walkEntries } from './cursor.js';
 import { compareKeys, copyKey, keyToHex, viewKey, type PageId, type UrlKey } from './keys.js';
@@ -105,14 +105,19 @@ export class BTree {
     if (options.cacheBytes !== undefined && (!Number.isInteger(options.cacheBytes) || options.cacheBytes < 1)) {
       throw new BTreeError('BTREE_BAD_OPTION', `cacheBytes must be a positive integer, got ${options.cacheBytes}`);
     }
-    const pager = Pager.open(path, {
-      pageSize,
-      cachePages,
-      cacheBytes: options.cacheBytes,
-      create: options.create ?? true,
-      readOnly: options.readOnly ?? false,
-      io: options.io,
-    });
+    let pager: Pager;
+    try {
+      pager = Pager.open(path, {
+        pageSize,
+        cachePages,
+        cacheBytes: options.cacheBytes,
+        create: options.create ?? true,
+        readOnly: options.readOnly ?? false,
+        io: options.io,
+      });
+    } catch (error) {
+      throw inFile(error, path);
+    }
     return new BTree(pager);
   }
 
