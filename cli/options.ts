@@ -136,6 +136,7 @@ const ERRNO_WORDS: Record<string, string> = {
   EPERM: 'operation not permitted',
   ENOSPC: 'no space left on the device',
   EDQUOT: 'disk quota exceeded',
+  EFBIG: 'file too large (the file system\'s limit, or the process\'s file size limit: ulimit -f)',
   ENOENT: 'no such file or directory',
   ENOTDIR: 'a part of the path is a file, not a directory',
   EISDIR: 'is a directory',
@@ -151,10 +152,6 @@ export function errnoWords(error: unknown): string {
 }
 
 /**
- * One line for an error that reached the top of a command: an error of the file system names the file
- * and what went wrong in words; a B-Tree error says the file is damaged and which command shows how.
- */
-/**
  * What a daemon does when it finds a data file damaged while serving (queue-server/api/http-errors.ts):
  * says which file and what to run, and exits 1 at once. Answering 500 to every claim that reads the
  * page, as it did, stalled a crawl for ever. Nothing acknowledged is lost: results are acknowledged
@@ -167,6 +164,20 @@ export function exitOnDamagedData(command: string, log: (line: string) => void):
   };
 }
 
+/**
+ * Why a daemon could not start on `dataDir`: describeError's line, and the data directory when the
+ * error names no file (a full disk fails a write, which knows only its descriptor).
+ */
+export function startFailure(error: unknown, dataDir: string): string {
+  const { message } = describeError(error);
+  const err = error as Partial<NodeJS.ErrnoException>;
+  return typeof err?.code === 'string' && typeof err.syscall === 'string' && err.path === undefined ? `${message} (in the data directory ${dataDir})` : message;
+}
+
+/**
+ * One line for an error that reached the top of a command: an error of the file system names the file
+ * and what went wrong in words; a B-Tree error says the file is damaged and which command shows how.
+ */
 export function describeError(error: unknown): { message: string; internal: boolean } {
   const err = error as Partial<NodeJS.ErrnoException> & { name?: string; page?: number };
   if (err?.name === 'BTreeError') {

@@ -17,7 +17,7 @@ import { EXIT, exitCodesHelp } from './exit-codes.js';
 import { FetcherChildren } from './fetcher-children.js';
 import { addFetcherOptions, fetcherArgs, type LocalFetcherValues } from './fetcher-options.js';
 import { heapGrowthOption, limitHeapGrowth } from './heap-growth.js';
-import { checkWritableDataDir, DATA_OPTION, describeError, exitOnDamagedData, fail, integerOption, readTlsFiles } from './options.js';
+import { checkWritableDataDir, DATA_OPTION, describeError, exitOnDamagedData, fail, startFailure, integerOption, readTlsFiles } from './options.js';
 import { loadSaved } from './queue-server-command.js';
 
 interface StartValues extends CrawlOptionValues, LocalFetcherValues {
@@ -73,7 +73,7 @@ export function startCommand(): Command {
     } catch (error) {
       // Refused at start (a busy port, a directory in use): a directory this run created is not left behind.
       if (created) rmSync(values.data, { recursive: true, force: true });
-      fail(describeError(error).message, { command: name });
+      fail(startFailure(error, values.data), { command: name });
     }
     const running = server;
     const adminUrl = `${running.url}/admin`;

@@ -11,7 +11,7 @@
  *    (`prlimit --pid`), as an operator would free space. No root needed.
  */
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startTestWeb, type TestWeb } from '../../scripts/test-web.js';
@@ -131,6 +131,16 @@ describe('a full disk during a crawl', () => {
   }, 120_000);
 
   const prlimit = spawnSync('prlimit', ['--version']).status === 0;
+
+  it.skipIf(!prlimit)('a queue server that cannot write its data directory at start says which directory and why, and leaves none behind', async () => {
+    const dataDir = join(tempDir('disk-full-start'), 'data');
+    cleanups.push(() => rmSync(join(dataDir, '..'), { recursive: true, force: true }));
+    // 2 KiB per file: not even the first page of a store fits. The write that fails knows no file name.
+    const run = spawnSync('prlimit', ['--fsize=2048:unlimited', process.execPath, PETREL_BIN, 'queue-server', '--data', dataDir, '--port', '0'], { encoding: 'utf8', timeout: 60_000 });
+    expect(run.status).toBe(1);
+    expect(run.stderr.trim()).toBe(`petrel queue-server: cannot write: file too large (the file system's limit, or the process's file size limit: ulimit -f) (in the data directory ${dataDir})`);
+    expect(existsSync(dataDir)).toBe(false);
+  });
 
   it.skipIf(!prlimit)('a queue server process under a file size limit pauses with EFBIG and completes once the limit is raised', async () => {
     web.log.length = 0;
