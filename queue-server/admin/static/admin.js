@@ -271,8 +271,11 @@ function renderHeader(status) {
   }
   shownState = status.displayState;
   const state = $('state');
-  state.dataset.state = status.displayState;
-  state.textContent = status.displayState;
+  // Storage failing (a full disk) pauses the crawl whatever its state says: shown first, the reason on hover.
+  const trouble = status.storageError ?? null;
+  state.dataset.state = trouble === null ? status.displayState : 'storage-error';
+  state.textContent = trouble === null ? status.displayState : `storage error: ${trouble.code}`;
+  state.title = trouble === null ? '' : `${trouble.code}: ${trouble.message} — the crawl is paused (results refused, no new work) until a commit succeeds; attempt ${trouble.attempts}`;
   $('elapsed').textContent = `${fmtDuration(status.elapsedMs)} elapsed · avg ${fmtRate(status.pagesPerSecond)} pages/s`;
 }
 
