@@ -58,5 +58,10 @@ describe.skipIf(!existsSync(CHROMIUM) || !PRLIMIT)('the admin page while storage
     } finally {
       await context.close();
     }
+    // Stopped in order, so that it stops its fetcher too (SIGKILL would leave the fetcher to notice alone).
+    const exited = new Promise((resolve) => child!.once('exit', resolve));
+    child.kill('SIGTERM');
+    await exited;
+    child = undefined;
   }, 120_000);
 });
