@@ -174,14 +174,16 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
     // The settings live in the data directory, so that the next start on it keeps them.
     const settingsFile = dataPath(options.dataDir, 'settings');
     service.on('settings', (settings, stopped) => saveCrawl(settingsFile, settings, stopped));
+    /**
+     * When the one-shot crawl finished. The pass is marked finished in pass.json only at close, after
+     * the last commit: a queue server killed in between (telling its fetchers `done`, or committing the
+     * last results) resumes the same pass at its next start, which finds nothing left to do and ends,
+     * instead of starting a new pass (a recrawl of everything) with its fetchers gone home.
+     */
+    let finishedAt: number | null = null;
     const finished = new Promise<void>((resolve) =>
       service.once('finished', () => {
-        try {
-          if (pass !== null) writePass(passFile, { ...pass, finishedAt: clock() }, io);
-        } catch (error) {
-          // Not fatal: the pass is found unfinished next time and resumed, which finds nothing left to do.
-          log(`petrel queue-server: could not mark the pass finished in ${passFile}: ${(error as Error).message}`);
-        }
+        finishedAt = clock();
         resolve();
       }),
     );
@@ -244,6 +246,14 @@ export async function startQueueServer(options: QueueServerOptions): Promise<Run
         if (unstored === null) await service.flush().catch((error: unknown) => (unstored = error));
         try {
           open.close();
+          if (unstored === null && finishedAt !== null && pass !== null) {
+            try {
+              writePass(passFile, { ...pass, finishedAt }, io);
+            } catch (error) {
+              // Not fatal: the pass is found unfinished next time and resumed, which finds nothing left to do.
+              log(`petrel queue-server: could not mark the pass finished in ${passFile}: ${(error as Error).message}`);
+            }
+          }
         } catch (error) {
           if (unstored === null) throw error;
         } finally {

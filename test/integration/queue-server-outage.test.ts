@@ -24,7 +24,7 @@ describe('a queue server that is away for 30 s', () => {
 
   beforeAll(async () => {
     assertBuilt();
-    web = await startTestWeb({ profile: 'bench', hosts: 1, pagesPerHost: 60 });
+    web = await startTestWeb({ profile: 'bench', hosts: 1, pagesPerHost: 120 });
   });
 
   afterAll(async () => {
@@ -55,11 +55,15 @@ describe('a queue server that is away for 30 s', () => {
     // the results before them), with URLs still out on lease: at least six, more than the fetchers can
     // have fetched and not yet posted (a post goes out 200 ms after a result waits, at 100 ms a page),
     // so they go on fetching while it is away.
-    const beforeKill = await justAfterResults(String(listening.url), adminToken, 20_000, { minLeased: 6, afterPreviousWithinMs: 60 });
+    // And with at least 30 URLs queued: work the kill must land before the end of (CI failed twice when,
+    // on a loaded machine, the kill came after the crawl had ended and its fetchers had gone home).
+    const beforeKill = await justAfterResults(String(listening.url), adminToken, 20_000, { minLeased: 6, afterPreviousWithinMs: 60, minQueued: 30 });
     server.kill('SIGKILL');
     phase('killed');
     const killedAt = logClock();
-    await server.output;
+    const first = await server.output;
+    expect(first.stdout, 'the crawl ended before the kill: the test did not kill where it meant to').not.toContain('"event":"finished"');
+    expect(beforeKill?.frontierSize ?? 0, 'the kill was to leave URLs queued').toBeGreaterThanOrEqual(30);
     await new Promise((resolve) => setTimeout(resolve, OUTAGE_MS));
     const duringOutage = pageRequests(web.log).filter((entry) => entry.start > killedAt).length;
 

@@ -8,6 +8,8 @@ export interface QueueStatus {
   readonly duplicateResults: number;
   readonly lateResults: number;
   readonly itemsLeased: number;
+  /** URLs queued, not out on lease. */
+  readonly frontierSize: number;
   readonly pagesFetched: number;
   /** Results applied (requests made), robots.txt included. */
   readonly requests: number;

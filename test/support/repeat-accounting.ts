@@ -50,6 +50,12 @@ export interface KillMoment {
    * pending at the kill (a queue server that acknowledged before committing would lose them).
    */
   readonly afterPreviousWithinMs?: number;
+  /**
+   * URLs that must still be queued: work left for after the kill. Between the status read and the kill
+   * a loaded machine can let the crawl run on for a second; without work left it may end first, and a
+   * one-shot queue server restarted after its crawl ended begins a new pass, with no fetcher left.
+   */
+  readonly minQueued?: number;
 }
 
 /**
@@ -70,7 +76,7 @@ export async function justAfterResults(serverUrl: string, adminToken: string, ti
     if (status === null || status.displayState === 'done' || now > deadline) return status;
     if (status.requests > previous.requests) {
       const soon = moment.afterPreviousWithinMs === undefined || (previousAppliedAt !== null && now - previousAppliedAt < moment.afterPreviousWithinMs);
-      if (soon && status.itemsLeased >= (moment.minLeased ?? 0)) return status;
+      if (soon && status.itemsLeased >= (moment.minLeased ?? 0) && status.frontierSize >= (moment.minQueued ?? 0)) return status;
       previousAppliedAt = now;
     }
     previous = status;
