@@ -156,7 +156,9 @@ describe('petrel start, one of its fetchers killed', () => {
     const adminToken = readFileSync(String(started.adminTokenFile), 'utf8').trim();
     const status = () => readStatus(url, adminToken);
     const leasedTo = async (name: string) => (await status()).fetchers.filter((info) => info.name === name).reduce((sum, info) => sum + (info as unknown as { itemsLeased: number }).itemsLeased, 0);
-    await vi.waitFor(async () => expect(await leasedTo('local-1')).toBeGreaterThan(0), { timeout: 30_000, interval: 100 });
+    // A slot of pages (two URLs or more, 1.5 s apart), not the robots.txt slot that ends at its one answer:
+    // still out, with seconds to go, when the kill lands.
+    await vi.waitFor(async () => expect(await leasedTo('local-1')).toBeGreaterThanOrEqual(2), { timeout: 30_000, interval: 50 });
     const fetcherPid = Number(readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim().split(/\s+/)[0]);
     expect(fetcherPid).toBeGreaterThan(0);
     const before = (await status()).fetchers.map((info) => info.id);
