@@ -102,7 +102,12 @@ export function startCommand(): Command {
     // soon as it hears `started` gets a clean stop, not the signal's default action (killed at once).
     let stopping = false;
     const stop = async () => {
-      if (stopping) return;
+      if (stopping) {
+        // A second signal: the requests in flight are abandoned, not waited for (their URLs are fetched again later).
+        log('petrel start: stopping now');
+        fetchers.kill();
+        return;
+      }
       stopping = true;
       log('petrel start: stopping');
       await fetchers.stop();

@@ -177,3 +177,31 @@ describe('petrel start, one of its fetchers killed', () => {
     expect(finished.stderr).toMatch(/petrel start: fetcher local-1's \d+ schedules? handed back to the queue/);
   }, 90_000);
 });
+
+describe('petrel start, stopped twice', () => {
+  let web: TestWeb;
+  afterAll(async () => {
+    killStartedPetrels();
+    await web?.close();
+  });
+
+  it('abandons the requests in flight at the second signal instead of waiting out the grace', async () => {
+    assertBuilt();
+    // A page that answers after 20 s: the fetcher is inside that request when the signals come.
+    web = await startTestWeb({ hosts: 1, pagesPerHost: 5, slowMs: 20_000 });
+    const slow = `${web.hostByRole.main}/slow.html`;
+    const child = startPetrel(['start', '--data', join(tempDir('start-twice'), 'data'), '--fetchers', '1', '--port', '0', '--seed', slow, '--scope', 'prefix', '--delay-ms', '0']);
+    await startedOrExit(child);
+    await vi.waitFor(() => expect(web.log.some((entry) => entry.path === '/robots.txt')).toBe(true), { timeout: 20_000, interval: 50 });
+    // The slow request goes out right after robots.txt.
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    child.kill('SIGTERM');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    child.kill('SIGTERM');
+    const finished = await child.output;
+    expect(finished.code, finished.stderr).toBe(0);
+    expect(finished.stderr).toContain('petrel start: stopping now');
+    // Not killed after the 5 s grace: killed at the second signal.
+    expect(finished.stderr).not.toContain('still busy');
+  }, 90_000);
+});
