@@ -138,8 +138,6 @@ export function fetcherCommand(version: string): Command {
     let redis: import('../queue-server/cluster/redis-connection.js').RedisClient | null = null;
     /** Redis refused the password: the fetcher stops (delivering what it holds) and exits 1. */
     let refusedBy: string | null = null;
-    // Assigned below, once the pool exists; a refusal before that stops it at once.
-    let fetcher: { stop(): void } | null = null;
     let discover: (() => Promise<string[]>) | undefined;
     let events: import('../queue-server/cluster/cluster-events.js').ClusterEvents | null = null;
     let listen: ((pool: { lookUpNow(): void }) => void) | null = null;
@@ -148,26 +146,27 @@ export function fetcherCommand(version: string): Command {
       const { ClusterDirectory } = await import('../fetcher/cluster-directory.js');
       const { ClusterEvents } = await import('../queue-server/cluster/cluster-events.js');
       const { clusterKeys } = await import('../shared/cluster-keys.js');
-      const { passwordRefusal } = await import('../queue-server/cluster/cluster-member.js');
       const connection = connectRedis(redisTarget, { name: 'petrel-fetcher', onError: (message) => logger.warn({ event: 'redis-error' }, message) });
       redis = connection;
-      // A wrong or missing password does not get better by retrying: the fetcher stops, as the queue server does.
-      const target = redisTarget;
-      connection.on('error', (error: Error) => {
-        const why = passwordRefusal(error, target);
-        if (why === null || refusedBy !== null) return;
-        refusedBy = why;
-        log(`failed: ${why}`);
-        fetcher?.stop();
-      });
       const directory = new ClusterDirectory(connection, values.clusterName);
       discover = () => directory.servers();
       // A member joining or leaving says so: look the servers up at once (the poll is the fallback).
       listen = (pool) => (events = ClusterEvents.listen(connection, clusterKeys(values.clusterName), (event) => event === 'member' && pool.lookUpNow()));
     }
     const pool = new ServerPool({ servers, discover, makeFetcher, log });
-    fetcher = pool;
-    if (refusedBy !== null) pool.stop();
+    if (redis !== null) {
+      // A wrong or missing password does not get better by retrying: the fetcher stops, as the queue
+      // server does (ioredis says it again at every reconnect, so one said before this is heard again).
+      const { passwordRefusal } = await import('../queue-server/cluster/cluster-member.js');
+      const target = redisTarget!;
+      redis.on('error', (error: Error) => {
+        const why = passwordRefusal(error, target);
+        if (why === null || refusedBy !== null) return;
+        refusedBy = why;
+        log(`failed: ${why}`);
+        pool.stop();
+      });
+    }
     listen?.(pool);
     logger.info({ event: 'fetcher-started', servers: servers.map((server) => new URL(server).origin), cluster: redisTarget?.display ?? null, concurrency: values.concurrency }, 'started');
     let signals = 0;

@@ -14,7 +14,7 @@ import { readSavedCrawl } from '../queue-server/crawl/saved-settings.js';
 import { dataPath } from '../queue-server/storage/data-dir.js';
 import { addCrawlOptions, crawlSettingsFor, explicitCrawlSettings } from './crawl-options.js';
 import { EXIT, exitCodesHelp } from './exit-codes.js';
-import { checkTokenFileOption, checkWritableDataDir, DATA_OPTION, describeError, exitOnDamagedData, fail, startFailure, integerOption, readTlsFiles } from './options.js';
+import { checkTokenFileOption, checkWritableDataDir, DATA_OPTION, exitOnDamagedData, fail, startFailure, integerOption, readTlsFiles } from './options.js';
 import { isSupervised, supervisedSignals, whenSupervisorGone } from './children.js';
 import { heapGrowthOption, limitHeapGrowth } from './heap-growth.js';
 import { applyDaemonOptions, readConfigFile, type ConfigFile } from './config-file.js';

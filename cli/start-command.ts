@@ -17,7 +17,7 @@ import { EXIT, exitCodesHelp } from './exit-codes.js';
 import { FetcherChildren } from './fetcher-children.js';
 import { addFetcherOptions, fetcherArgs, type LocalFetcherValues } from './fetcher-options.js';
 import { heapGrowthOption, limitHeapGrowth } from './heap-growth.js';
-import { checkWritableDataDir, DATA_OPTION, describeError, exitOnDamagedData, fail, startFailure, integerOption, readTlsFiles } from './options.js';
+import { checkWritableDataDir, DATA_OPTION, exitOnDamagedData, fail, startFailure, integerOption, readTlsFiles } from './options.js';
 import { loadSaved } from './queue-server-command.js';
 
 interface StartValues extends CrawlOptionValues, LocalFetcherValues {
