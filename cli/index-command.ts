@@ -26,12 +26,24 @@ export function indexCommand(): Command {
   const index = new Command('index').description('inspect the search index of a data directory (DIR/index/, read-only)');
   index
     .command('check')
-    .description('verify every segment, in segment files and in the commit log: checksums of every section, sorted terms, postings that decode and point at documents the segment holds, stored documents, deletion files, log records, one live entry per URL; exit status 1 on any fault')
+    .description('verify every segment, in segment files and in the commit log: checksums of every section, sorted terms, postings that decode and point at documents the segment holds, stored documents, deletion files, log records, one live entry per URL, and no fewer commits than the crawl database recorded; exit status 1 on any fault')
     .option(DATA_OPTION.flags, 'data directory', DATA_OPTION.parse, DATA_OPTION.default)
-    .option('--json', 'print the report as one JSON object {ok, segments, entries, livePages, terms, postings, logs, logSegments, logTailBytes, faults: [{code, segment, message}]}', false)
+    .option('--json', 'print the report as one JSON object {ok, segments, entries, livePages, terms, postings, logs, logSegments, logTailBytes, commits, recordedCommits, faults: [{code, segment, message}]}', false)
     .addHelpText('after', '\nExit status: 0 when clean, 1 when the index has faults, 2 when there is no index.\n')
     .action((values: { data: string; json: boolean }) => {
-      const report = checkIndex(indexDir(values.data, 'index check'));
+      const dir = indexDir(values.data, 'index check');
+      // What the crawl database recorded of the index's commits, when the data directory has one.
+      const crawlDbPath = dataPath(values.data, 'crawlDb');
+      let recordedCommits: number | undefined;
+      if (existsSync(crawlDbPath)) {
+        const crawlDb = CrawlDbReader.open(crawlDbPath);
+        try {
+          recordedCommits = crawlDb.tree.stats().stamp;
+        } finally {
+          crawlDb.close();
+        }
+      }
+      const report = checkIndex(dir, { recordedCommits });
       if (values.json) process.stdout.write(`${JSON.stringify(report)}\n`);
       else {
         process.stdout.write(`${report.segments} segments, ${report.entries} entries, ${report.livePages} live pages, ${report.terms} terms, ${report.postings} postings\n`);

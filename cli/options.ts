@@ -176,12 +176,17 @@ export function startFailure(error: unknown, dataDir: string): string {
 
 /**
  * One line for an error that reached the top of a command: an error of the file system names the file
- * and what went wrong in words; a B-Tree error says the file is damaged and which command shows how.
+ * and what went wrong in words; a B-Tree or search index error says the file is damaged and which
+ * command shows how (a closed or read-only index handle used for writing is a bug, said so).
  */
 export function describeError(error: unknown): { message: string; internal: boolean } {
   const err = error as Partial<NodeJS.ErrnoException> & { name?: string; page?: number };
   if (err?.name === 'BTreeError') {
     const hint = err.code === 'BTREE_CORRUPT' ? ' (the file is damaged: petrel db check --data DIR, or petrel btree check FILE, lists what is wrong)' : '';
+    return { message: `${err.message}${hint}`, internal: false };
+  }
+  if (err?.name === 'IndexError' && err.code !== 'INDEX_CLOSED' && err.code !== 'INDEX_READ_ONLY') {
+    const hint = err.code === 'INDEX_CORRUPT' && !err.message!.includes('index check') ? ' (the search index is damaged: petrel index check --data DIR lists what is wrong)' : '';
     return { message: `${err.message}${hint}`, internal: false };
   }
   if (typeof err?.code === 'string' && typeof err.syscall === 'string') {

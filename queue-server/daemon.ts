@@ -3,7 +3,7 @@
  * with `tls`: the same app behind node:https). `startQueueServer` is what `petrel queue-server` runs
  * and what tests start on port 0.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createServer, type RequestListener } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo, Server } from 'node:net';
@@ -27,6 +27,7 @@ import { CacheStore } from './cache/cache-store.js';
 import { WarcArchive, type WarcArchiveOptions } from './warc/warc-archive.js';
 import type { FileOps } from './storage/file-ops.js';
 import { IndexStore } from './crawl/index-store.js';
+import { IndexError } from './search/errors.js';
 import { indexSearcher } from './api/search-api.js';
 import { ClusterMember, type ClusterOptions } from './cluster/cluster-member.js';
 import { newInstanceId } from '../shared/request-signing.js';
@@ -318,15 +319,28 @@ export function openStores(dataDir: string, options: { io?: FileOps; warc?: Omit
     const cache = CacheStore.open(dataPath(dataDir, 'cache'), { io });
     opened.push(cache);
     // The search index, committed before the crawl database, as in Crawl.commit.
-    index = options.index === true ? IndexStore.open(dataPath(dataDir, 'index')) : null;
+    const indexDir = dataPath(dataDir, 'index');
+    const newIndex = !existsSync(indexDir);
+    index = options.index === true ? IndexStore.open(indexDir) : null;
     const opening = index;
-    if (opening !== null) opened.push({ close: () => opening.commit() });
+    let crawlDbOpened: CrawlDb | null = null;
+    if (opening !== null) {
+      opened.push({
+        close: () => {
+          opening.commit();
+          crawlDbOpened?.noteIndexCommits(opening.commits);
+        },
+      });
+    }
     // The frontier's queues: committed by Crawl.commit before the crawl database (a close does not
     // commit them: what a Crawl staged, its last commit wrote).
     const frontier = FrontierStore.open(dataPath(dataDir, 'frontier'), { io });
     opened.push(frontier);
     const crawlDb = CrawlDb.open(dataPath(dataDir, 'crawlDb'), { io });
     opened.push(crawlDb);
+    if (index !== null) checkIndexCommits(index, crawlDb, { dir: indexDir, isNew: newIndex });
+    // Only an index found whole may record its count at close (a refused one leaves the record as it was).
+    crawlDbOpened = crawlDb;
     // WARC files are committed first (crawl db records name them), as in Crawl.commit.
     return { archive, warc, cache, index, crawlDb, robots, frontier, close: closeAll };
   } catch (error) {
@@ -338,6 +352,32 @@ export function openStores(dataDir: string, options: { io?: FileOps; warc?: Omit
     void index?.close();
     throw error;
   }
+}
+
+/**
+ * Refuses an index that lost acknowledged commits: each group commit commits the index first and then
+ * the crawl database, which records the index's commit count (Crawl.commit), so a durable index never
+ * holds fewer than that count, and one that does lost commits whose results were acknowledged (its
+ * commit log cut short or replaced by an older copy): those pages are fetched and done for the crawl
+ * database, and would stay unsearchable without a word. An index directory that did not exist is a new
+ * index (one moved away on purpose, or a crawl that ran with --no-index until now): the count starts
+ * again from it, recorded at once, before the index commits anything.
+ */
+function checkIndexCommits(index: IndexStore, crawlDb: CrawlDb, where: { dir: string; isNew: boolean }): void {
+  const recorded = crawlDb.indexCommits;
+  if (where.isNew) {
+    if (recorded === 0) return;
+    crawlDb.noteIndexCommits(0);
+    crawlDb.commit();
+    return;
+  }
+  if (index.commits >= recorded) return;
+  throw new IndexError(
+    'INDEX_CORRUPT',
+    `the search index in ${where.dir} holds ${index.commits} commits, but the crawl database recorded ${recorded} when it last committed: ` +
+      `the index lost ${recorded - index.commits} acknowledged commits (its commit log was cut short or replaced by an older copy), so pages the crawl database calls fetched are missing from it. ` +
+      `"petrel index check --data DIR" says the same; to go on, move ${where.dir} away: a new, empty index is started, and takes each page when it is next fetched with content (not a revalidation answered 304)`,
+  );
 }
 
 /** Petrel's version from package.json (found from dist/ and from the sources alike). */

@@ -65,6 +65,7 @@ const OFF_PAGE_COUNT = 48;
 const OFF_FREE_COUNT = 52;
 const OFF_KEY_COUNT = 56;
 const OFF_HEIGHT = 64;
+const OFF_STAMP = 68;
 /** Bytes of a meta page that `probeMetaHeader` needs to learn the page size. */
 export const META_PROBE_BYTES = 72;
 
@@ -124,6 +125,12 @@ export interface MetaFields {
   readonly keyCount: number;
   /** Levels in the tree: 0 when empty, 1 when the root is a leaf. */
   readonly height: number;
+  /**
+   * A number the file's owner commits with its entries, 0 until it sets one (files written before this
+   * field held zeros here). The crawl database keeps in it how many commits the search index had made
+   * when the crawl database committed, so that a start can tell an index that lost acknowledged ones.
+   */
+  readonly stamp: number;
 }
 
 export interface LeafRecord {
@@ -325,6 +332,7 @@ export function encodeMeta(slot: 0 | 1, meta: MetaFields): Uint8Array {
   dv.setUint32(OFF_FREE_COUNT, meta.freeCount, true);
   dv.setBigUint64(OFF_KEY_COUNT, BigInt(meta.keyCount), true);
   dv.setUint32(OFF_HEIGHT, meta.height, true);
+  dv.setBigUint64(OFF_STAMP, BigInt(meta.stamp), true);
   return seal(bytes);
 }
 
@@ -422,6 +430,7 @@ function decodeMetaBody(dv: DataView, pageSize: number): MetaFields {
     freeCount: dv.getUint32(OFF_FREE_COUNT, true),
     keyCount: Number(dv.getBigUint64(OFF_KEY_COUNT, true)),
     height: dv.getUint32(OFF_HEIGHT, true),
+    stamp: Number(dv.getBigUint64(OFF_STAMP, true)),
   };
 }
 

@@ -56,6 +56,7 @@ export interface CommitRequest {
   readonly root: PageId | null;
   readonly height: number;
   readonly keyCount: number;
+  readonly stamp: number;
 }
 
 export class Pager {
@@ -279,6 +280,7 @@ export class Pager {
         freeCount: layout.ids.length,
         keyCount: req.keyCount,
         height: req.height,
+        stamp: req.stamp,
       };
     } catch (err) {
       this.#freelist.rollback();
@@ -398,7 +400,7 @@ function writePages(io: FileOps, fd: number, pages: Array<{ id: PageId; bytes: U
 }
 
 function emptyMeta(pageSize: number): MetaFields {
-  return { pageSize, txid: 0, root: null, freelistHead: null, pageCount: META_PAGES, freeCount: 0, keyCount: 0, height: 0 };
+  return { pageSize, txid: 0, root: null, freelistHead: null, pageCount: META_PAGES, freeCount: 0, keyCount: 0, height: 0, stamp: 0 };
 }
 
 function writeInitialMetas(io: FileOps, fd: number, pageSize: number): void {

@@ -55,6 +55,8 @@ export interface BTreeStats {
   readonly cacheCapacity: number;
   /** Id of the last durable commit (0 for a new file). */
   readonly txid: number;
+  /** The owner's number committed with the entries (WriteBatch.setStamp; 0 until set). */
+  readonly stamp: number;
   /** Longest value `put` accepts at this page size. */
   readonly maxValueBytes: number;
 }
@@ -71,6 +73,8 @@ export interface WriteBatch {
    * leaf's run of keys is merged in one pass: for batches of sorted new keys.
    */
   insertAbsentSorted(entries: ReadonlyArray<readonly [Uint8Array, Uint8Array]>): number;
+  /** Sets the number the commit writes in the meta beside the entries (`BTree.stamp`). */
+  setStamp(stamp: number): void;
 }
 
 export interface EntriesOptions {
@@ -210,6 +214,10 @@ export class BTree {
         });
         return txn.insertAbsentSorted(checked);
       },
+      setStamp: (stamp) => {
+        guard();
+        txn.setStamp(stamp);
+      },
     };
     try {
       const result: unknown = fn(batch);
@@ -218,7 +226,7 @@ export class BTree {
       }
       live = false;
       if (txn.changed) {
-        pager.commit({ dirty: txn.dirtyNodes, root: txn.root, height: txn.height, keyCount: txn.keyCount });
+        pager.commit({ dirty: txn.dirtyNodes, root: txn.root, height: txn.height, keyCount: txn.keyCount, stamp: txn.stamp });
       } else {
         pager.rollback();
       }
@@ -295,6 +303,7 @@ export class BTree {
       cachePages: cache.size,
       cacheCapacity: cache.capacity,
       txid: meta.txid,
+      stamp: meta.stamp,
       maxValueBytes: this.#maxValue,
     };
   }

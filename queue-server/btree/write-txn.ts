@@ -25,6 +25,7 @@ export class WriteTxn {
   #root: PageId | null;
   #height: number;
   #keyCount: number;
+  #stamp: number;
   #changed = false;
 
   /** Starts a transaction on the pager's durable state; the caller must commit or roll back the pager. */
@@ -35,6 +36,19 @@ export class WriteTxn {
     this.#root = pager.meta.root;
     this.#height = pager.meta.height;
     this.#keyCount = pager.meta.keyCount;
+    this.#stamp = pager.meta.stamp;
+  }
+
+  get stamp(): number {
+    return this.#stamp;
+  }
+
+  /** Sets the meta's stamp (page-codec.ts MetaFields.stamp); a new value is a change to commit. */
+  setStamp(stamp: number): void {
+    if (!Number.isSafeInteger(stamp) || stamp < 0) throw new Error(`bug: B-Tree stamp ${stamp} is not a safe non-negative integer`);
+    if (stamp === this.#stamp) return;
+    this.#stamp = stamp;
+    this.#changed = true;
   }
 
   /** True once any page was changed; a transaction that changed nothing is not committed. */

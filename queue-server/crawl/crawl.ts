@@ -662,6 +662,9 @@ export class Crawl {
     commitStore('robots.btree', () => this.#stores.robots?.commit());
     commitStore('cache.btree', () => this.#stores.cache.commit());
     commitStore('index/', () => this.#stores.index?.commit());
+    // The crawl database records the index's commit count with its own commit: a start that finds the
+    // index holding fewer knows it lost acknowledged commits (daemon.ts openStores).
+    if (this.#stores.index != null) this.#stores.crawlDb.noteIndexCommits(this.#stores.index.commits);
     commitStore('crawldb.btree', () => this.#stores.crawlDb.commit());
     this.#stores.frontier?.crawlDbCommitted();
   }

@@ -73,6 +73,11 @@ export class IndexStore {
   /** Why staging failed (a write error with its errno), thrown by the commit that finds it so. */
   #stageError: unknown = null;
 
+  /** Commits the index has made since it was created (SearchIndex.commits). */
+  get commits(): number {
+    return this.#index.commits;
+  }
+
   get queued(): number {
     return this.#queued.length;
   }

@@ -40,6 +40,8 @@ export class CrawlDb {
   #duplicates: DuplicateStore | null = null;
   /** No duplicates.btree when this opened: `load` builds it from the records. */
   readonly #buildDuplicates: boolean;
+  /** The search index's commit count to record with the next commit (noteIndexCommits), or null. */
+  #indexCommits: number | null = null;
 
   private constructor(tree: StagedTree<CrawlDbRecord>, log: InsertLog, duplicatesPath: string, io: FileOps | undefined) {
     this.#tree = tree;
@@ -140,6 +142,20 @@ export class CrawlDb {
   }
 
   /**
+   * How many commits the search index had made when this crawl database last committed (0: none
+   * recorded; the tree's meta stamp). The index commits first in each group commit (Crawl.commit), so
+   * an index that holds fewer lost commits that were acknowledged: its commit log was cut or replaced.
+   */
+  get indexCommits(): number {
+    return this.#tree.stats().stamp;
+  }
+
+  /** Records with the next commit how many commits the search index has made (see `indexCommits`). */
+  noteIndexCommits(count: number): void {
+    this.#indexCommits = count;
+  }
+
+  /**
    * The duplicate indexes (every DUPLICATES_COMMIT_EVERY-th time), then the records: new URLs' appended
    * to the insert log, the others and a slice of the log's oldest file in one tree commit. A failure
    * keeps what was not written for the next call.
@@ -148,16 +164,19 @@ export class CrawlDb {
     this.#duplicates?.commitSome();
     this.#log.append();
     const slice = this.#log.sweepSlice(() => this.#tree.stats().pages);
-    if (slice === null) this.#tree.commit();
+    const indexCommits = this.#indexCommits;
+    if (slice === null) this.#tree.commit(indexCommits === null ? undefined : (batch) => batch.setStamp(indexCommits));
     else {
       this.#tree.commit((batch) => {
         // Only where the tree has no record: a changed record staged in this commit, or one that left
         // the log before a restart, is newer than the log's copy. The slice is in key order, so each
         // leaf takes its run of keys in one pass.
         batch.insertAbsentSorted(slice.entries);
+        if (indexCommits !== null) batch.setStamp(indexCommits);
       });
       this.#log.sweptTo(slice);
     }
+    this.#indexCommits = null;
     if (this.#superseded.length > 0) {
       this.#log.forget(this.#superseded);
       this.#superseded = [];

@@ -17,6 +17,9 @@
  *   DUPLICATE_LIVE_ENTRY a URL with a live entry in two segments
  *   LOG_CORRUPT          a commit log with a damaged record before a later commit (not a torn tail),
  *                        or a log that cannot be read
+ *   COMMITS_MISSING      fewer commits than the crawl database recorded when it last committed (given as
+ *                        `recordedCommits`): acknowledged commits lost, a log cut short at a record's end
+ *                        or replaced by an older copy (which no check of the index alone can tell)
  *
  * The commit logs the manifest says to replay (commit-log.ts) are checked too: each committed group's
  * segments as any segment, then its entries supersede their URLs' earlier live entries and its removals
@@ -39,7 +42,8 @@ import { SegmentReader } from './segment-reader.js';
 
 export type IndexFaultCode =
   | 'MANIFEST_CORRUPT' | 'SEGMENT_CORRUPT' | 'DELETIONS_CORRUPT' | 'SECTION_CHECKSUM' | 'MANIFEST_MISMATCH'
-  | 'TERMS_UNSORTED' | 'POSTINGS_BOUNDS' | 'POSTING_INVALID' | 'COLUMNS_INVALID' | 'STORE_INVALID' | 'DUPLICATE_LIVE_ENTRY' | 'LOG_CORRUPT';
+  | 'TERMS_UNSORTED' | 'POSTINGS_BOUNDS' | 'POSTING_INVALID' | 'COLUMNS_INVALID' | 'STORE_INVALID' | 'DUPLICATE_LIVE_ENTRY' | 'LOG_CORRUPT'
+  | 'COMMITS_MISSING';
 
 export interface IndexFault {
   readonly code: IndexFaultCode;
@@ -59,21 +63,33 @@ export interface IndexCheckReport {
   readonly logs: number;
   readonly logSegments: number;
   readonly logTailBytes: number;
+  /** Commits the index holds (the manifest's and its logs'), and what the crawl database recorded (null: not given). */
+  readonly commits: number;
+  readonly recordedCommits: number | null;
   readonly faults: IndexFault[];
 }
 
 /** At most this many faults are listed per segment (a badly damaged one would print thousands). */
 const FAULTS_PER_SEGMENT = 20;
 
-export function checkIndex(dir: string): IndexCheckReport {
+/**
+ * `recordedCommits`: the search index's commit count the crawl database recorded at its last commit
+ * (CrawlDb.indexCommits), when the caller has it; an index holding fewer is faulty (COMMITS_MISSING).
+ */
+export function checkIndex(dir: string, options: { recordedCommits?: number } = {}): IndexCheckReport {
   const faults: IndexFault[] = [];
+  const recordedCommits = options.recordedCommits ?? null;
+  const empty = { dir, segments: 0, entries: 0, livePages: 0, terms: 0, postings: 0, logs: 0, logSegments: 0, logTailBytes: 0, commits: 0, recordedCommits };
   let manifest: Manifest | null;
   try {
     manifest = readManifest(dir);
   } catch (error) {
-    return { ok: false, dir, segments: 0, entries: 0, livePages: 0, terms: 0, postings: 0, logs: 0, logSegments: 0, logTailBytes: 0, faults: [{ code: 'MANIFEST_CORRUPT', message: (error as Error).message }] };
+    return { ...empty, ok: false, faults: [{ code: 'MANIFEST_CORRUPT', message: (error as Error).message }] };
   }
-  if (manifest === null && !existsSync(join(dir, logFileName(1)))) return { ok: true, dir, segments: 0, entries: 0, livePages: 0, terms: 0, postings: 0, logs: 0, logSegments: 0, logTailBytes: 0, faults };
+  if (manifest === null && !existsSync(join(dir, logFileName(1)))) {
+    if (recordedCommits !== null && recordedCommits > 0) faults.push(missingCommits(0, recordedCommits));
+    return { ...empty, ok: faults.length === 0, faults };
+  }
   manifest ??= { format: 'petrel-index', version: 1, generation: 0, commits: 0, nextSegmentId: 1, segments: [], log: 1 };
   let entries = 0;
   let terms = 0;
@@ -131,6 +147,7 @@ export function checkIndex(dir: string): IndexCheckReport {
   let logs = 0;
   let logSegments = 0;
   let logTailBytes = 0;
+  let commits = manifest.commits;
   for (let n = manifest.log ?? 1; existsSync(join(dir, logFileName(n))); n++) {
     const file = logFileName(n);
     logs++;
@@ -177,11 +194,20 @@ export function checkIndex(dir: string): IndexCheckReport {
         faults.push(...segmentFaults);
       }
       for (let i = 0; i < group.removed.length; i += 2) liveOwner.delete(hashHex(group.removed[i]!, group.removed[i + 1]!));
+      commits = Math.max(commits, group.commits);
     }
   }
+  if (recordedCommits !== null && commits < recordedCommits) faults.push(missingCommits(commits, recordedCommits));
   let livePages = 0;
   for (const live of liveOwner.values()) if (live.page) livePages++;
-  return { ok: faults.length === 0, dir, segments: manifest.segments.length, entries, livePages, terms, postings, logs, logSegments, logTailBytes, faults };
+  return { ok: faults.length === 0, dir, segments: manifest.segments.length, entries, livePages, terms, postings, logs, logSegments, logTailBytes, commits, recordedCommits, faults };
+}
+
+function missingCommits(commits: number, recorded: number): IndexFault {
+  return {
+    code: 'COMMITS_MISSING',
+    message: `the index holds ${commits} commits, the crawl database recorded ${recorded}: ${recorded - commits} acknowledged commits are missing (a commit log cut short or replaced by an older copy)`,
+  };
 }
 
 /** What a segment holds, wherever it lies (a segment file or a commit log's record): checksums, columns, terms, store. */

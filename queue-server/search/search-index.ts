@@ -728,6 +728,11 @@ export class SearchIndex {
     return this.#manifest;
   }
 
+  /** Commits made since the index was created: the manifest's and the replayed log's (the count only grows). */
+  get commits(): number {
+    return this.#commits;
+  }
+
   stats(): IndexStatsReport {
     let entries = 0;
     let deleted = 0;

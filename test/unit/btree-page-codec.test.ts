@@ -45,6 +45,7 @@ const meta: MetaFields = {
   freeCount: 56,
   keyCount: 2 ** 33 + 1,
   height: 4,
+  stamp: 2 ** 45 + 7,
 };
 
 describe('page checksum', () => {

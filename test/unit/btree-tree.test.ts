@@ -178,6 +178,33 @@ describe('BTree basics', () => {
     tree.close();
   });
 
+  it('commits the owner\'s stamp in the meta with the entries: kept on reopen, a change alone is a commit, a thrown batch keeps the old one', () => {
+    const file = tempFile();
+    const tree = BTree.open(file);
+    expect(tree.stats().stamp).toBe(0);
+    tree.write((b) => {
+      b.put(key(1), text('a'));
+      b.setStamp(41);
+    });
+    expect(tree.stats()).toMatchObject({ stamp: 41, txid: 1 });
+    tree.write((b) => b.setStamp(2 ** 40 + 5));
+    expect(tree.stats()).toMatchObject({ stamp: 2 ** 40 + 5, txid: 2 });
+    tree.write((b) => b.setStamp(2 ** 40 + 5));
+    expect(tree.stats().txid).toBe(2);
+    expect(() =>
+      tree.write((b) => {
+        b.setStamp(7);
+        throw new Error('changed my mind');
+      }),
+    ).toThrow('changed my mind');
+    expect(tree.stats().stamp).toBe(2 ** 40 + 5);
+    tree.close();
+    const again = BTree.open(file, { create: false });
+    expect(again.stats()).toMatchObject({ stamp: 2 ** 40 + 5, txid: 2, keys: 1 });
+    expectClean(again);
+    again.close();
+  });
+
   it('rejects values over the page-size maximum with BTREE_VALUE_TOO_LARGE, and aborts the whole batch', () => {
     for (const pageSize of [1024, 4096, 65536]) {
       const tree = BTree.open(tempFile(), { pageSize });
