@@ -14,6 +14,7 @@
  * same command again resumes the pass.
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { formatApproxDuration } from '../shared/duration.js';
 import { resolve } from 'node:path';
 import { createServer } from 'node:net';
 import { createLogger, sayer } from '../shared/logger.js';
@@ -124,7 +125,7 @@ function nextSteps(dataDir: string, summary: CrawlSummary, status: number): stri
         : `petrel crawl: done: ${what}.`;
   // What the pass gave up on: hosts whose requests kept failing (queue-server/frontier/host-backoff.ts).
   const gaveUp = ((summary as { backedOffHosts?: HostHealth[] }).backedOffHosts ?? []).filter((host) => host.gaveUp);
-  const given = gaveUp.map((host) => `  gave up on:      ${host.origin} (${host.code} ${host.failuresInRow} times in a row): ${count(host.givenUpUrls, 'URL')} recorded host-failing\n`).join('');
+  const given = gaveUp.map((host) => `  gave up on:      ${host.origin} (${whyGivenUp(host)}): ${count(host.givenUpUrls, 'URL')} recorded host-failing\n`).join('');
   // What bounds left out: links past --max-links-per-page, pages cut at --max-body-bytes or the parser's bound.
   const cut =
     (summary.linksCut > 0 ? `  links cut:       ${count(summary.linksCut, 'link')} on ${count(summary.pagesLinksCut, 'page')} past --max-links-per-page, not followed (raise it to follow them)\n` : '') +
@@ -141,6 +142,12 @@ function nextSteps(dataDir: string, summary: CrawlSummary, status: number): stri
     (summary.warcRecords > 0 ? `  web archive:     ${petrel} export${data} --format warc > crawl.warc.gz   (${petrel} warc get${data} URL prints one response)\n` : '') +
     `  run again:       ${petrel} crawl${data}   (resumes an unfinished pass, else recrawls what changed)\n`
   );
+}
+
+/** Why a host was given up, for people: failures in a row, or a Retry-After longer than the crawl waits. */
+function whyGivenUp(host: HostHealth): string {
+  if (host.waitAskedMs != null) return `${host.code} with Retry-After ${formatApproxDuration(host.waitAskedMs)}, longer than a one-shot crawl waits`;
+  return `${host.code} ${host.failuresInRow} times in a row`;
 }
 
 /**

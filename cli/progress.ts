@@ -81,6 +81,7 @@ export function robotsTroubleLines(troubles: readonly RobotsTrouble[], told: Set
 }
 
 export function formatBackedOffHost(host: HostHealth, serverNow: number): string {
+  if (host.waitAskedMs != null) return `${host.origin} asked to wait ${formatApproxDuration(host.waitAskedMs)} (${host.code} with Retry-After), longer than a one-shot crawl waits: given up for this pass, its remaining URLs are recorded host-failing (errors)`;
   const head = `${host.origin} keeps failing (${host.code}, ${host.failuresInRow} requests in a row)`;
   if (host.gaveUp) return `${head}: given up for this pass, its remaining URLs are recorded host-failing (errors)`;
   return `${head}: backed off, asked again in ${formatApproxDuration(Math.max(0, (host.until ?? serverNow) - serverNow))}`;

@@ -215,11 +215,11 @@ async function fetchRobots(ctx: FetchContext, slot: number, item: ScheduleItem):
  * The result of an item the fetcher did not request (`not-requested`): its slot's requests kept failing,
  * so the rest goes back to the queue server, which queues it again (shared/fetch-codes.ts).
  */
-export function notRequestedResult(slot: number, item: ScheduleItem, failuresInRow: number): ItemResult {
+export function notRequestedResult(slot: number, item: ScheduleItem, why: string): ItemResult {
   return baseResult(slot, item, Date.now(), {
     ok: false,
     code: 'not-requested',
-    message: `not requested: the slot's last ${failuresInRow} requests to this host failed`,
+    message: `not requested: ${why}`,
     durationMs: 0,
     wireBytes: 0,
   });
@@ -315,12 +315,29 @@ function boundedHeader(value: string | string[] | undefined, max: number = LIMIT
   return text;
 }
 
-/** Retry-After as delay-seconds or an HTTP-date (RFC 9110 section 10.2.3), in ms from now. */
+const DAY = '(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)';
+const LONG_DAY = '(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)';
+const MONTH = '(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)';
+const TIME = '\\d{2}:\\d{2}:\\d{2}';
+/** RFC 9110 section 5.6.7: IMF-fixdate, and the obsolete RFC 850 and asctime forms a recipient must accept. */
+const IMF_FIXDATE = new RegExp(`^${DAY}, \\d{2} ${MONTH} \\d{4} ${TIME} GMT$`);
+const RFC850_DATE = new RegExp(`^${LONG_DAY}, \\d{2}-${MONTH}-\\d{2} ${TIME} GMT$`);
+const ASCTIME_DATE = new RegExp(`^${DAY} ${MONTH} [ \\d]\\d ${TIME} \\d{4}$`);
+
+/**
+ * Retry-After in ms from now (RFC 9110 section 10.2.3): delay-seconds (`1*DIGIT`) or an HTTP-date in
+ * one of its three forms; null for anything else ("1.5", "-1", a free-form date), as if absent: Node's
+ * Date.parse takes nearly anything for a date. A date already past is 0.
+ */
 export function retryAfterMs(value: string | null, now: number): number | null {
   if (value === null) return null;
   const trimmed = value.trim();
   if (/^\d{1,9}$/.test(trimmed)) return Number(trimmed) * 1000;
-  const date = Date.parse(trimmed);
+  let date: number;
+  if (IMF_FIXDATE.test(trimmed) || RFC850_DATE.test(trimmed)) date = Date.parse(trimmed);
+  // asctime has no zone; HTTP dates are UTC (Date.parse would read it as local time).
+  else if (ASCTIME_DATE.test(trimmed)) date = Date.parse(`${trimmed} GMT`);
+  else return null;
   return Number.isNaN(date) ? null : Math.max(0, date - now);
 }
 

@@ -19,7 +19,7 @@ import { LIMITS, PROTOCOL_VERSION, type FetcherStats, type ItemResult, type Sche
 import { addressOf, type AddressPolicy } from './address-guard.js';
 import { createCrawlAgent, TIMER_SLACK_MS, type DownloadOptions } from './download.js';
 import { fetchItem, notRequestedResult, preloadExtractor } from './fetch-item.js';
-import { HOST_FAILURES_IN_ROW, isHostFailure } from '../shared/fetch-codes.js';
+import { asksToStop, HOST_FAILURES_IN_ROW, isHostFailure } from '../shared/fetch-codes.js';
 import { QueueClient, QueueServerError, StoppedError } from './queue-client.js';
 import { STILL_WAITING_EVERY_MS } from './defaults.js';
 import { SlotBudget, type BudgetMember } from './slot-budget.js';
@@ -293,15 +293,20 @@ export class Fetcher {
     const policy = this.#options.addressPolicy;
     const ctx = { dispatcher: this.#agent, download: this.#options.download, archive: active.schedule.warc, index: active.schedule.index, maxLinks: active.schedule.maxLinks, addressOf: (hostname: string) => addressOf(policy, hostname) };
     let failuresInRow = 0;
+    /** Why the rest of the slot is not requested, once the host said to stop or kept failing; null: go on. */
+    let stopped: string | null = null;
     for (let index = 0; index < slot.items.length; index++) {
-      if (index > 0 && slot.delayMs > 0 && failuresInRow < HOST_FAILURES_IN_ROW) await sleepAtLeast(slot.delayMs + TIMER_SLACK_MS, stopping);
+      if (index > 0 && slot.delayMs > 0 && stopped === null) await sleepAtLeast(slot.delayMs + TIMER_SLACK_MS, stopping);
       // Stopping: the request in flight was finished; the rest of the slot returns with its lease.
       if (this.#stopClaiming) break;
-      // A host whose requests keep failing is not asked the rest of the slot: the queue server backs it
-      // off as a whole (queue-server/frontier/host-backoff.ts) instead of each URL timing out on its own.
-      const result = failuresInRow >= HOST_FAILURES_IN_ROW ? notRequestedResult(slot.slot, slot.items[index]!, failuresInRow) : await fetchItem(ctx, slot.slot, slot.items[index]!);
+      // A host whose requests keep failing, or that said to come back later, is not asked the rest of the
+      // slot: the queue server holds it back as a whole (queue-server/frontier/host-backoff.ts, the
+      // Retry-After wait in apply-results.ts) instead of each URL failing or waiting on its own.
+      const result: ItemResult = stopped !== null ? notRequestedResult(slot.slot, slot.items[index]!, stopped) : await fetchItem(ctx, slot.slot, slot.items[index]!);
       if (result.error?.code !== 'not-requested') {
         failuresInRow = isHostFailure(result.status, result.error?.code ?? null, result.retryAfterMs) ? failuresInRow + 1 : 0;
+        if (failuresInRow >= HOST_FAILURES_IN_ROW) stopped = `the slot's last ${failuresInRow} requests to this host failed`;
+        else if (asksToStop(result.status, result.retryAfterMs)) stopped = `the host answered ${result.status}${result.retryAfterMs === null ? '' : ' with Retry-After'}: asked nothing more until the queue server says`;
         this.#count(result);
       }
       active.pending.push(result);

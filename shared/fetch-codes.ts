@@ -82,12 +82,37 @@ export const HOST_FAILURES_IN_ROW = 3;
 const HOST_FAILURE_CODES: ReadonlySet<string> = new Set<FetchErrorCode>(['timeout', 'connect-timeout', 'headers-timeout', 'body-timeout', 'connection-refused', 'connection-reset', 'dns-failure', 'host-unreachable', 'network-error']);
 
 /**
- * Whether a request's answer counts against its host: a timeout, a connection failure, or a 5xx
- * without Retry-After (RFC 9110 section 15.6: the server failed). A 429, or a 5xx with Retry-After, is
- * the host alive and saying when to come back (that wait is honoured apart, bounded per URL), and any
- * other answer, broken ones included, shows the host answers.
+ * Shortest Retry-After honoured as a wait, ms. "Retry-After: 0", or a date already past, asks for no
+ * wait at all: such an answer is an ordinary failure (it spends a retry and counts against its host),
+ * or a maintenance page with a stale header would be asked at full pace, without bound.
+ */
+export const MIN_RETRY_AFTER_MS = 1000;
+
+/** The Retry-After wait of a 429 or 5xx worth honouring (RFC 9110 section 10.2.3), ms; null: none. */
+export function honouredRetryAfter(status: number | null, retryAfterMs: number | null): number | null {
+  if (status === null || retryAfterMs === null || retryAfterMs < MIN_RETRY_AFTER_MS) return null;
+  return status === 429 || (status >= 500 && status <= 599) ? retryAfterMs : null;
+}
+
+/**
+ * Whether a request's answer counts against its host: a timeout, a connection failure, a 5xx (RFC 9110
+ * section 15.6: the server failed) or a 429 (RFC 6585 section 4: too many requests from this client)
+ * without a Retry-After worth honouring. A 429 or 5xx with one is the host alive and saying when to
+ * come back (the wait is honoured for the whole host, bounded per URL); any other answer, broken ones
+ * included, shows the host answers.
  */
 export function isHostFailure(status: number | null, code: string | null, retryAfterMs: number | null): boolean {
   if (code !== null) return HOST_FAILURE_CODES.has(code);
-  return status !== null && status >= 500 && status <= 599 && retryAfterMs === null;
+  if (status === null || honouredRetryAfter(status, retryAfterMs) !== null) return false;
+  return status === 429 || (status >= 500 && status <= 599);
+}
+
+/**
+ * Whether an answer tells the client to stop asking the host for now: a 429 (the client as a whole is
+ * sending too many requests, RFC 6585 section 4), or a 5xx with a Retry-After worth honouring. The
+ * fetcher asks nothing more of the slot it is in (the rest goes back `not-requested`); the queue
+ * server holds the host back for the wait, or backs it off as a failing host.
+ */
+export function asksToStop(status: number | null, retryAfterMs: number | null): boolean {
+  return status === 429 || honouredRetryAfter(status, retryAfterMs) !== null;
 }

@@ -24,7 +24,7 @@ import type { CrawlParts } from './crawl.js';
 import { indexChangeOf } from './index-change.js';
 import { classifyResult, crawlDbOutcomeOf, pageRecordOf, type PageRecord } from './outcome.js';
 import { MAX_RETRY_AFTER_MS, UrlRetryBudget } from './retry-after.js';
-import { isHostFailure } from '../../shared/fetch-codes.js';
+import { honouredRetryAfter, isHostFailure } from '../../shared/fetch-codes.js';
 import { ONE_SHOT_MAX_WAIT_MS } from '../frontier/host-backoff.js';
 import { WarcError } from '../../shared/warc/errors.js';
 import type { CaptureLocation } from '../warc/location.js';
@@ -186,10 +186,16 @@ export class ResultApplier {
 
   #applyRobots(queue: OriginQueue, result: ItemResult, now: number): void {
     const { config, stats, stores } = this.#parts;
-    const policy = { userAgentToken: config.robotsToken, unreachableRetryMs: config.robotsUnreachableRetryMs, attempts: config.robotsAttempts };
+    const policy = {
+      userAgentToken: config.robotsToken,
+      unreachableRetryMs: config.robotsUnreachableRetryMs,
+      attempts: config.robotsAttempts,
+      maxRetryAfterMs: config.once ? ONE_SHOT_MAX_WAIT_MS : MAX_RETRY_AFTER_MS,
+    };
     stats.counters.robotsRequests++;
     // An unreachable robots.txt keeps the origin's URLs, asked again later until the attempts run out.
-    const { retryAt, unreachable } = queue.robots.fetched({ status: result.status, errorCode: result.error?.code ?? null, body: result.robotsTxt }, policy, stores.robots, now);
+    const fetched = { status: result.status, errorCode: result.error?.code ?? null, body: result.robotsTxt, retryAfterMs: honouredRetryAfter(result.status, result.retryAfterMs) };
+    const { retryAt, unreachable } = queue.robots.fetched(fetched, policy, stores.robots, now);
     if (retryAt !== null) queue.delayUntil(retryAt, now);
     // A robots.txt fetched again (its day is over): the origin's sitemaps are read again too.
     this.#parts.sitemaps.renew(queue.origin);
@@ -268,7 +274,10 @@ export class ResultApplier {
     // A sitemap's mark that the page changed is spent by this request.
     this.#parts.sitemaps.fetched(hash);
     // A URL's requests per pass are bounded whatever it answers (retry-after.ts).
-    const retry = outcome.kind === 'error' && outcome.recorded.kind === 'transient' ? this.#retries.failed(key, result.retryAfterMs, config.once ? ONE_SHOT_MAX_WAIT_MS : MAX_RETRY_AFTER_MS) : null;
+    const retry =
+      outcome.kind === 'error' && outcome.recorded.kind === 'transient'
+        ? this.#retries.failed(key, honouredRetryAfter(result.status, result.retryAfterMs), config.once ? ONE_SHOT_MAX_WAIT_MS : MAX_RETRY_AFTER_MS)
+        : null;
     const retryAfterMs = retry?.retryAfterMs ?? null;
     const score = (): number => stores.crawlDb.get(hash)?.score ?? 0;
     switch (outcome.kind) {
@@ -331,8 +340,9 @@ export class ResultApplier {
     const origin = new URL(entry.url).origin;
     if (retryAfterMs !== null) frontier.origin(origin).delayUntil(now + retryAfterMs, now);
     // A host whose requests keep failing is backed off as a whole (frontier/host-backoff.ts).
+    // A Retry-After longer than a one-shot crawl waits gives the host up: it asked not to be asked again before the crawl ends.
     const failed = isHostFailure(result.status, result.error?.code ?? null, result.retryAfterMs);
-    const health = this.#parts.hostBackoff.record(origin, { failed, code: outcome.kind === 'error' ? outcome.code : '' }, now);
+    const health = this.#parts.hostBackoff.record(origin, { failed, code: outcome.kind === 'error' ? outcome.code : '', waitTooLongMs: retry?.waitTooLongMs ?? null }, now);
     if (health?.until != null) frontier.origin(origin).delayUntil(health.until, now);
     let fetchOutcome = crawlDbOutcomeOf(result, outcome, { ...relations, freshUntil: cache.get(hash)?.freshUntil ?? null, simhash, retryAfterMs });
     if (fetchOutcome.kind === 'transient' && retry?.giveUp === true) fetchOutcome = { ...fetchOutcome, giveUp: true };

@@ -1,5 +1,5 @@
 /**
- * Host backoff: a host whose requests keep failing (timeouts, connection failures, 5xx without Retry-After; see
+ * Host backoff: a host whose requests keep failing (timeouts, connection failures, 5xx or 429 without Retry-After; see
  * shared/fetch-codes.ts `isHostFailure`) is slowed down as a whole, instead of each of its URLs
  * retrying on its own schedule and each paying a full timeout. This is what Nutch's fetch queues do
  * (`fetcher.exceptions.per.queue.delay` adds a delay per exception of a queue, and
@@ -13,6 +13,8 @@
  *   k >= giveUpAfter           one-shot crawls only: the host is given up for the pass; every URL of
  *                              it still queued, waiting or found later is recorded `host-failing`
  *                              (gone) without a request
+ *   a Retry-After longer than  one-shot crawls only: given up at once, as above (the host asked not to
+ *   the crawl waits            be asked before the crawl would end)
  *   any other answer           forgotten: the host is healthy again
  *
  * Pure decision (`afterRequest`) plus a small owner of the state (`HostBackoff`). Memory: one entry per
@@ -56,13 +58,24 @@ export interface HostHealth {
   readonly gaveUp: boolean;
   /** URLs recorded `host-failing` since it was given up. */
   readonly givenUpUrls: number;
+  /** The Retry-After (ms) that gave it up, longer than the crawl waits; null: given up for failing, or not. */
+  readonly waitAskedMs: number | null;
+}
+
+/** One request's answer as the host's health sees it. */
+export interface HostAnswer {
+  readonly failed: boolean;
+  readonly code: string;
+  /** A Retry-After longer than the crawl waits (ms): a one-shot crawl gives the host up at once. */
+  readonly waitTooLongMs?: number | null;
 }
 
 /** The host's state after one request's answer. Pure; null: the host is healthy. */
-export function afterRequest(health: HostHealth | null, origin: string, answer: { failed: boolean; code: string }, now: number, policy: HostBackoffPolicy): HostHealth | null {
-  if (!answer.failed) return null;
+export function afterRequest(health: HostHealth | null, origin: string, answer: HostAnswer, now: number, policy: HostBackoffPolicy): HostHealth | null {
+  const waitTooLongMs = policy.giveUpAfter === null ? null : (answer.waitTooLongMs ?? null);
+  if (!answer.failed && waitTooLongMs === null) return null;
   const failuresInRow = (health?.failuresInRow ?? 0) + 1;
-  const gaveUp = health?.gaveUp === true || (policy.giveUpAfter !== null && failuresInRow >= policy.giveUpAfter);
+  const gaveUp = health?.gaveUp === true || waitTooLongMs !== null || (policy.giveUpAfter !== null && failuresInRow >= policy.giveUpAfter);
   const backedOff = !gaveUp && failuresInRow >= HOST_FAILURES_IN_ROW;
   const wait = Math.min(policy.maxWaitMs, policy.baseMs * 2 ** Math.min(40, failuresInRow - HOST_FAILURES_IN_ROW));
   return {
@@ -73,6 +86,7 @@ export function afterRequest(health: HostHealth | null, origin: string, answer: 
     until: backedOff ? now + wait : null,
     gaveUp,
     givenUpUrls: health?.givenUpUrls ?? 0,
+    waitAskedMs: health?.waitAskedMs ?? (gaveUp ? waitTooLongMs : null),
   };
 }
 
@@ -88,7 +102,7 @@ export class HostBackoff {
   }
 
   /** Records a request's answer; returns the host's state (null: healthy). */
-  record(origin: string, answer: { failed: boolean; code: string }, now: number): HostHealth | null {
+  record(origin: string, answer: HostAnswer, now: number): HostHealth | null {
     const next = afterRequest(this.#hosts.get(origin) ?? null, origin, answer, now, this.#policy);
     this.#hosts.delete(origin);
     if (next !== null) this.#hosts.set(origin, next);
@@ -115,7 +129,7 @@ export class HostBackoff {
   list(): HostHealth[] {
     const shown: HostHealth[] = [];
     for (const health of [...this.#hosts.values()].reverse()) {
-      if (health.failuresInRow < HOST_FAILURES_IN_ROW) continue;
+      if (health.failuresInRow < HOST_FAILURES_IN_ROW && !health.gaveUp) continue;
       shown.push(health);
       if (shown.length === MAX_SHOWN_HOSTS) break;
     }

@@ -78,12 +78,12 @@ export class OriginRobots {
    * now are denied as robots-unreachable at the next cut, and a later series of attempts starts afresh.
    */
   fetched(
-    result: Omit<RobotsFetchOutcome, 'origin'>,
-    policy: RobotsPolicy & { readonly attempts: number },
+    result: Omit<RobotsFetchOutcome, 'origin'> & { readonly retryAfterMs?: number | null },
+    policy: RobotsPolicy & { readonly attempts: number; readonly maxRetryAfterMs?: number },
     store: RobotsStore | null,
     now: number,
   ): RobotsAttempt {
-    const fetched = { origin: this.#origin, ...result };
+    const fetched: RobotsFetchOutcome = { origin: this.#origin, status: result.status, errorCode: result.errorCode, body: result.body };
     let rules = rulesFromFetch(fetched, policy, now);
     store?.save({ ...fetched, fetchedAt: now });
     if (rules.kind !== 'deny-all') {
@@ -93,6 +93,10 @@ export class OriginRobots {
     }
     const attempt = ++this.#failures;
     if (attempt < policy.attempts) {
+      // A 429 or 503 saying when to come back (RFC 9110 section 10.2.3) is not asked before then, up to
+      // the longest wait the crawl makes; the retry time is the least wait.
+      const asked = result.retryAfterMs ?? null;
+      if (asked !== null) rules = { ...rules, expiresAt: Math.max(rules.expiresAt, now + Math.min(asked, policy.maxRetryAfterMs ?? asked)) };
       this.know(rules);
       return { retryAt: rules.expiresAt, unreachable: { attempt, givenUp: false } };
     }

@@ -45,8 +45,11 @@ describe('requests of one URL per pass', () => {
 
   it('gives a URL up rather than wait longer than a one-shot crawl allows', () => {
     const budget = new UrlRetryBudget();
-    expect(budget.failed('k', 30_000, 60_000)).toEqual({ retryAfterMs: 30_000, giveUp: false });
-    expect(budget.failed('k', 120_000, 60_000)).toEqual({ retryAfterMs: null, giveUp: true });
+    expect(budget.failed('k', 30_000, 60_000)).toEqual({ retryAfterMs: 30_000, giveUp: false, waitTooLongMs: null });
+    // The wait asked goes with the verdict: apply-results.ts gives the host up for it.
+    expect(budget.failed('k', 120_000, 60_000)).toEqual({ retryAfterMs: null, giveUp: true, waitTooLongMs: 120_000 });
+    for (let i = 0; i < MAX_REQUESTS_PER_URL - 1; i++) budget.failed('j', null, 60_000);
+    expect(budget.failed('j', null, 60_000)).toEqual({ retryAfterMs: null, giveUp: true, waitTooLongMs: null });
   });
 
   it('starts the count over once the URL got a final answer', () => {
