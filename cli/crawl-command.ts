@@ -209,6 +209,8 @@ async function runCrawl(values: CrawlValues, settingsArgs: string[]): Promise<Cr
   // The crawl's own messages (its progress display stays plain text for people: progress.ts).
   const logger = createLogger({ role: 'crawl' });
   let interrupted = false;
+  /** Every fetcher exited for good before the crawl was over: the queue server is stopped, the crawl failed. */
+  let fetchersGone = false;
   // Typed by its initializer: it is assigned in closures, which narrowing does not follow.
   let fetchers = null as FetcherChildren | null;
   const interrupt = () => {
@@ -238,6 +240,12 @@ async function runCrawl(values: CrawlValues, settingsArgs: string[]): Promise<Cr
       args: (name) => [...fetcherArgs(values, { serverUrl, tokenFile, name }), '--once'],
       restart: { kind: 'limited', restarts: FETCHER_RESTARTS },
       log: sayer(logger, 'fetcher-children', 'warn'),
+      onNoneLeft: () => {
+        if (interrupted) return;
+        fetchersGone = true;
+        logger.error({ event: 'fetchers-gone', say: true }, 'petrel crawl: every fetcher has exited (see their messages above) and none is started again: stopping the queue server');
+        server.kill('SIGTERM');
+      },
     });
     fetchers.start(count);
   };
@@ -275,6 +283,7 @@ async function runCrawl(values: CrawlValues, settingsArgs: string[]): Promise<Cr
   progress?.stop();
   // The queue server gone otherwise (interrupted, or it failed): the fetchers are stopped if they are not yet.
   await fetchers?.stop();
+  if (fetchersGone) fail('the crawl stopped before it finished: no fetcher was left to fetch (run the same command again to resume the pass)', { command: NAME });
   if (summary === null || (serverStatus !== 0 && !interrupted)) fail(`the queue server exited with status ${serverStatus} before the crawl finished`, { command: NAME });
   return { summary, interrupted };
 }

@@ -4,7 +4,8 @@
  * to `log`. What happens when one exits on its own is the restart policy the command gives:
  *
  *   limited   (`petrel crawl`)  a fetcher that failed is started again at once, at most `restarts`
- *                               times; one that exits 0 (told the crawl is done) is not.
+ *                               times; one that exits 0 (told the crawl is done) is not, nor one that
+ *                               refused its arguments (status 2). When none is left, `onNoneLeft`.
  *   backoff   (`petrel start`)  a fetcher is always started again, after a pause that doubles with each
  *                               quick exit (firstDelayMs up to maxDelayMs), so a daemon keeps its
  *                               fetchers however long it runs; a run of healthyRunMs resets the pause.
@@ -30,7 +31,15 @@ export interface FetcherChildrenOptions {
   readonly log: (line: string) => void;
   /** A child exited on its own (not stopped by `stop` or `kill`), before any restart: `start` hands its leases back at once. */
   readonly onExit?: (name: string) => void;
+  /**
+   * limited policy: every fetcher has exited on its own and none will be started again (failures past
+   * the restarts, or a refusal of its arguments). `petrel crawl` ends then: nothing would fetch.
+   */
+  readonly onNoneLeft?: () => void;
 }
+
+/** A fetcher's exit status for refused arguments (cli/exit-codes.ts usage): starting it again would be refused again. */
+const USAGE_STATUS = 2;
 
 /** How long stop() lets SIGTERMed fetchers finish their requests in flight and deliver before SIGKILL. */
 const STOP_GRACE_MS = 5000;
@@ -69,8 +78,10 @@ export class FetcherChildren {
       const why = `${label}: fetcher ${name} exited (${signal ?? `status ${code}`})`;
       if (restart.kind === 'limited') {
         if (code === 0) return;
-        log(`${why}${next > 0 ? '; restarting it' : ''}`);
-        if (next > 0) this.#spawn(index, next - 1);
+        const again = next > 0 && code !== USAGE_STATUS;
+        log(`${why}${again ? '; restarting it' : code === USAGE_STATUS ? ': it refused its arguments, not started again' : ''}`);
+        if (again) this.#spawn(index, next - 1);
+        else if (this.#children.every((other) => other === null)) this.#options.onNoneLeft?.();
         return;
       }
       const delay = Date.now() - startedAt >= restart.healthyRunMs ? restart.firstDelayMs : next;

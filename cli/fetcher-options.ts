@@ -3,7 +3,7 @@
  * `petrel fetcher`, the local ones for `petrel crawl` and `petrel start`, and the argument list those
  * two give each fetcher process they start.
  */
-import { Option, type Command } from 'commander';
+import { InvalidArgumentError, Option, type Command } from 'commander';
 import { formatDuration } from '../shared/duration.js';
 import { FETCHER_PATIENCE_SETTINGS, FETCHER_SETTINGS, isIntegerSetting, type FetcherSetting, type FetcherSettingName, type FetcherSettingValues } from '../fetcher/defaults.js';
 import { durationOption, integerOption } from './options.js';
@@ -22,7 +22,16 @@ export function addFetcherOptions(command: Command, which: 'all' | 'local'): Com
       const parse = setting.duration === true ? durationOption : integerOption;
       option.argParser(parse(option.long!, setting.min, setting.max)).default(setting.default, setting.duration === true ? formatDuration(setting.default) : undefined);
     } else if (setting.kind === 'flag') option.default(false);
-    else if (setting.kind === 'list') option.argParser((value: string, previous: string[]) => [...previous, value]).default([], 'none');
+    else if (setting.kind === 'list') {
+      const check = setting.check;
+      option
+        .argParser((value: string, previous: string[]) => {
+          const wrong = check?.(value) ?? null;
+          if (wrong !== null) throw new InvalidArgumentError(wrong);
+          return [...previous, value];
+        })
+        .default([], 'none');
+    }
     command.addOption(option);
   }
   return command;

@@ -5,6 +5,7 @@
  * A setting's key is the attribute commander gives its option (camel case of the long flag).
  */
 import { isIP } from 'node:net';
+import { domainToASCII } from 'node:url';
 
 export interface FetcherSetting {
   /** commander flags. */
@@ -14,6 +15,8 @@ export interface FetcherSetting {
   readonly local: boolean;
   /** integer: a whole number with bounds; text: an optional string; flag: off unless given; list: repeatable. */
   readonly kind: 'integer' | 'text' | 'flag' | 'list';
+  /** Checks one value as given (a list's entry): null when good, else what is wrong. Every command that offers the option checks it. */
+  readonly check?: (value: string) => string | null;
 }
 
 /** A whole number within [min, max]. */
@@ -53,6 +56,10 @@ export const FETCHER_SETTINGS = {
     option: '--resolve <host:address>',
     help: 'use ADDRESS for HOST instead of DNS (repeatable), e.g. --resolve intranet.example:10.0.0.5; the address is checked like a resolved one',
     local: true,
+    check: (value: string) => {
+      const parsed = parseResolveEntry(value);
+      return 'error' in parsed ? parsed.error : null;
+    },
   },
 } as const satisfies Record<string, FetcherSetting | FetcherIntegerSetting>;
 
@@ -107,10 +114,12 @@ export function userAgentFor(version: string, contact: string | undefined): stri
 export function parseResolveEntry(entry: string): { host: string; address: string } | { error: string } {
   const colon = entry.indexOf(':');
   if (colon <= 0) return { error: `--resolve wants HOST:ADDRESS, got "${entry}"` };
-  const host = entry.slice(0, colon).toLowerCase();
+  const named = entry.slice(0, colon);
+  // A Unicode name (bücher.example) is the ASCII one URLs are normalized to (xn--bcher-kva.example).
+  const host = /^[\x00-\x7f]*$/.test(named) ? named.toLowerCase() : domainToASCII(named);
   const given = entry.slice(colon + 1);
   const address = given.startsWith('[') && given.endsWith(']') ? given.slice(1, -1) : given;
-  if (!/^[a-z0-9.-]{1,253}$/.test(host) || isIP(host) !== 0) return { error: `--resolve: "${host}" is not a host name` };
+  if (!/^[a-z0-9.-]{1,253}$/.test(host) || isIP(host) !== 0) return { error: `--resolve: "${named}" is not a host name` };
   if (isIP(address) === 0) return { error: `--resolve: "${entry.slice(colon + 1)}" is not an IP address` };
   return { host, address };
 }

@@ -95,6 +95,17 @@ describe('petrel commands refuse bad input with one line and the usage status, c
     expect(existsSync(data)).toBe(false);
   });
 
+  it('refuses a --resolve it cannot use before anything starts, in crawl, start and fetcher (a crawl whose fetchers refused it waited for ever)', async () => {
+    const data = join(dir, 'never-resolved');
+    for (const command of ['crawl', 'start']) {
+      const run = await runPetrel([command, '--data', data, '--port', '0', '--seed', 'http://127.0.0.1:9/', '--resolve', 'no_underscores.test:127.0.0.1'].filter((arg) => command === 'start' || arg !== '--port' && arg !== '0'));
+      expectOneLineFailure(run, EXIT.usage, /^error: option '--resolve <host:address>' argument .* is invalid\. --resolve: "no_underscores\.test" is not a host name/);
+      expect(existsSync(data)).toBe(false);
+    }
+    const fetcher = await runPetrel(['fetcher', '--server', 'http://127.0.0.1:9', '--resolve', 'a.test:not-an-address']);
+    expectOneLineFailure(fetcher, EXIT.usage, /--resolve: "not-an-address" is not an IP address/);
+  });
+
   it('refuses --data naming a file: one line, no stack', async () => {
     const file = join(dir, 'a-file');
     writeFileSync(file, 'not a directory\n');
