@@ -153,7 +153,8 @@ export class ResultApplier {
     // A failure to be retried (a 5xx, a timeout) is archived as what it was, but the URL's capture stays
     // its last one with content: the page is still what that says, and a 304 next time refers to it.
     const next = warc === null || (record.status === 'retry' && old.warc !== null) ? record : { ...record, warc };
-    crawlDb.put(hash, next, known);
+    // A noindex page is nobody's original (crawl-db.ts put).
+    crawlDb.put(hash, next, known, { indexable: result?.page?.noindex !== true });
     if (index != null && this.#parts.config.index) {
       const change = indexChangeOf(entry.url, next, result, (target) => crawlDb.get(target)?.url ?? null);
       if (change !== null) index.stage(change);

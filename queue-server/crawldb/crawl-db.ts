@@ -92,16 +92,21 @@ export class CrawlDb {
   /**
    * Stages a new or changed record and keeps counts and duplicate indexes in step. `previous`: the record
    * it replaces (null: none), when the caller has just read it with `get`, which saves reading it again.
+   * `indexable: false`: the page just fetched says noindex, so it is nobody's original: a page with the
+   * same body that may be indexed (a print version marked noindex, the article not) must not be taken
+   * for its copy and vanish from search. It leaves the duplicate indexes; a 304 later keeps it out
+   * (its fingerprints are unchanged).
    */
-  put(hash: UrlHash, record: CrawlDbRecord, previous: CrawlDbRecord | null = this.get(hash)): void {
+  put(hash: UrlHash, record: CrawlDbRecord, previous: CrawlDbRecord | null = this.get(hash), options: { indexable?: boolean } = {}): void {
     const key = urlHashHex(hash);
     if (previous !== null) this.#counts.set(previous.status, (this.#counts.get(previous.status) ?? 1) - 1);
     this.#counts.set(record.status, (this.#counts.get(record.status) ?? 0) + 1);
+    const indexable = options.indexable !== false;
     // An original keeps its place (its age) in the indexes while its fingerprints stay the same.
-    const unchanged = previous !== null && isOriginal(previous) === isOriginal(record) && previous.signature === record.signature && previous.simhash === record.simhash;
+    const unchanged = indexable && previous !== null && isOriginal(previous) === isOriginal(record) && previous.signature === record.signature && previous.simhash === record.simhash;
     if (!unchanged) {
       if (previous !== null) this.#unindex(key, previous);
-      this.#index(key, record);
+      if (indexable) this.#index(key, record);
     }
     if (previous === null && !this.#tree.isStaged(key) && this.#log.hasRoom) {
       this.#log.add(hash, key, encodeCrawlDbRecord(record));
