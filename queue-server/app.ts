@@ -36,8 +36,8 @@ import { readResultsBody } from './api/results-body.js';
 import { streamStatus } from './api/status-stream.js';
 import { accessLog } from './ops/access-log.js';
 import type { Logger } from '../shared/logger.js';
-import { cachedCopyRoute } from './api/cached-copy-route.js';
-import { rateLimited, SEARCH_ROUTES, searchJson, searchPage, searchStyle, type Searcher } from './api/search-api.js';
+import { cachedCopyRoute, publicCopiesOnly } from './api/cached-copy-route.js';
+import { rateLimited, SEARCH_ROUTES, searchJson, searchPage, searchPageRefusal, searchStyle, type SearchAnswer, type Searcher } from './api/search-api.js';
 import { securityHeaders } from './admin/security.js';
 
 export { HttpError } from './api/http-errors.js';
@@ -216,8 +216,10 @@ export function createApp(options: AppOptions): express.Express {
       // Anyone may search; each address at most 60 searches a minute (counted as the login limiter counts attempts).
       const limiter = options.search.limiter ?? new LoginLimiter({ maxFailures: 60, windowMs: 60_000 });
       const limit = rateLimited((address) => limiter.begin(address, clock()));
-      app.get(SEARCH_ROUTES.api, limit, searchJson(searcher));
-      app.get(SEARCH_ROUTES.page, securityHeaders, limit, searchPage(searcher, SEARCH_ROUTES.page, SEARCH_ROUTES.cache));
+      // A result links a cached copy only where the public route serves one (not for a noarchive page).
+      const publicCopies = (answer: SearchAnswer) => publicCopiesOnly(answer, service);
+      app.get(SEARCH_ROUTES.api, limit, searchJson(searcher, publicCopies));
+      app.get(SEARCH_ROUTES.page, securityHeaders, limit, searchPage(searcher, SEARCH_ROUTES.page, SEARCH_ROUTES.cache, publicCopies), searchPageRefusal(SEARCH_ROUTES.page, SEARCH_ROUTES.cache));
       // The results' cached copies, public with the search and counted against the same limit.
       app.get(SEARCH_ROUTES.cache, limit, cachedCopyRoute(service, SEARCH_ROUTES.cache, searcher));
     } else {

@@ -14,7 +14,7 @@ import type { CrawlService } from '../crawl/crawl-service.js';
 import { normalizeUrl } from '../../shared/url-normalize.js';
 import { WarcError } from '../../shared/warc/errors.js';
 import { asksNotToBeArchived, CACHED_COPY_POLICY, escapeHtml, renderCachedCopy } from '../warc/cached-copy.js';
-import type { Searcher } from './search-api.js';
+import type { SearchAnswer, Searcher } from './search-api.js';
 
 /** The longest URL looked up; the crawl never admits longer ones. */
 const MAX_URL_CHARS = 8192;
@@ -45,4 +45,25 @@ export function cachedCopyRoute(service: Pick<CrawlService, 'cachedCopy'>, path:
     if (publicSearch !== null && noarchive) return notPublic();
     res.type('html').send(renderCachedCopy(copy, { noarchive }));
   };
+}
+
+/**
+ * A public search answer with `cached` true only where the public route above serves the copy: not for
+ * a page that asks not to be archived (its link answered 404), nor for one whose records cannot be read
+ * now. One archive read per result that has a capture (the answer's `limit` bounds them, at most 100).
+ */
+export async function publicCopiesOnly(answer: SearchAnswer, service: Pick<CrawlService, 'cachedCopy'>): Promise<SearchAnswer> {
+  const results = await Promise.all(
+    answer.results.map(async (result) => {
+      if (!result.cached) return result;
+      try {
+        const copy = service.cachedCopy(result.url);
+        if (copy !== null && !(await asksNotToBeArchived(copy))) return result;
+      } catch (error) {
+        if (!(error instanceof WarcError)) throw error;
+      }
+      return { ...result, cached: false };
+    }),
+  );
+  return { ...answer, results };
 }

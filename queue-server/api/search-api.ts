@@ -105,11 +105,16 @@ function wholeNumber(value: unknown, name: string, fallback: number, min: number
   return Number(value);
 }
 
+/** What a route does to an answer before it is sent (the public routes: api/cached-copy-route.ts publicCopiesOnly). */
+export type AnswerFilter = (answer: SearchAnswer) => Promise<SearchAnswer>;
+
+const asAnswered: AnswerFilter = (answer) => Promise.resolve(answer);
+
 /** The JSON API. */
-export function searchJson(searcher: Searcher): RequestHandler {
-  return (req, res) => {
+export function searchJson(searcher: Searcher, filter: AnswerFilter = asAnswered): RequestHandler {
+  return (req, res, next) => {
     const { q, limit, offset } = searchParams(req, 10);
-    res.json(searcher.search(q, limit, offset));
+    filter(searcher.search(q, limit, offset)).then((answer) => res.json(answer), next);
   };
 }
 
@@ -117,7 +122,7 @@ export function searchJson(searcher: Searcher): RequestHandler {
  * The HTML page; `action` is the path its form submits to (/search or /admin/search), `cachePath` the
  * route of cached copies beside it (/cache or /admin/cache; null: none served there).
  */
-export function searchPage(searcher: Searcher, action: string, cachePath: string | null): RequestHandler {
+export function searchPage(searcher: Searcher, action: string, cachePath: string | null, filter: AnswerFilter = asAnswered): RequestHandler {
   return (req: Request, res: Response, next: NextFunction) => {
     // A page for people: a bad parameter is said on the page (status 400), as a bad query is, not in JSON.
     const refused = (error: unknown, q: string) => {
@@ -139,7 +144,21 @@ export function searchPage(searcher: Searcher, action: string, cachePath: string
         return refused(error, q);
       }
     }
-    res.type('html').send(renderSearchPage({ action, cachePath, q, offset, limit, answer, problem: null }));
+    const send = (shown: SearchAnswer | null) => res.type('html').send(renderSearchPage({ action, cachePath, q, offset, limit, answer: shown, problem: null }));
+    if (answer === null) send(null);
+    else filter(answer).then(send, next);
+  };
+}
+
+/**
+ * The page's answer to an address past its searches: a page that says how long to wait (status 429,
+ * Retry-After), not the JSON error a program gets. Other errors go on to the JSON handler.
+ */
+export function searchPageRefusal(action: string, cachePath: string | null): (error: unknown, req: Request, res: Response, next: NextFunction) => void {
+  return (error, req, res, next) => {
+    if (!(error instanceof HttpError) || error.status !== 429) return next(error);
+    const q = typeof req.query.q === 'string' ? req.query.q : '';
+    res.status(429).set(error.extras.headers ?? {}).type('html').send(renderSearchPage({ action, cachePath, q, offset: 0, limit: PAGE_RESULTS, answer: null, problem: error.message }));
   };
 }
 

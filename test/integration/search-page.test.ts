@@ -121,8 +121,16 @@ describe('the search page and API of a queue server', () => {
         expect(refused.text, page).not.toContain("Petrel's cached copy");
       }
       // The noarchive pages are indexed all the same: the search finds them, by their titles.
-      const found = (await (await fetch(`${url}/api/search?q=${encodeURIComponent('robots noarchive')}`)).json()) as { results: Array<{ url: string }> };
+      const found = (await (await fetch(`${url}/api/search?q=${encodeURIComponent('robots noarchive')}`)).json()) as { results: Array<{ url: string; cached: boolean }> };
       expect(found.results.map((r) => r.url).sort()).toEqual([`${main}/meta/noarchive.html`, `${main}/meta/x-robots-noarchive.html`]);
+      // ... and the public search links no cached copy for them: the link would answer 404.
+      expect(found.results.map((r) => r.cached)).toEqual([false, false]);
+      const page = await (await fetch(`${url}/search?q=${encodeURIComponent('robots noarchive')}`)).text();
+      expect(page).toContain('/meta/noarchive.html');
+      expect(page).not.toContain('class="cached"');
+      const withCopy = (await (await fetch(`${url}/api/search?q=onerror`)).json()) as { results: Array<{ cached: boolean }> };
+      expect(withCopy.results.length).toBeGreaterThan(0);
+      expect(withCopy.results.every((r) => r.cached)).toBe(true);
       // The crawl's operator sees every capture, the banner saying what the page asked.
       const login = await fetch(`${url}/admin/login`, { method: 'POST', redirect: 'manual', headers: { origin: url, 'content-type': 'application/x-www-form-urlencoded' }, body: `token=${encodeURIComponent(adminToken)}` });
       expect(login.status).toBe(303);
@@ -198,6 +206,14 @@ describe('the search page and API of a queue server', () => {
       expect(statuses[60]).toBe(429);
       expect(limited.status).toBe(429);
       expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+      // A person gets a page saying so, with the query kept in the form; a program gets JSON.
+      expect(limited.headers.get('content-type')).toMatch(/^text\/html/);
+      const text = await limited.text();
+      expect(text).toMatch(/too many searches from this address: try again in \d+ s/);
+      expect(text).toContain('value="kelp"');
+      const api = await fetch(`${url}/api/search?q=kelp`);
+      expect(api.status).toBe(429);
+      expect(((await api.json()) as { error: { code: string } }).error.code).toBe('too-many-searches');
     } finally {
       await stop(server);
     }
