@@ -12,10 +12,11 @@
  * is how CJK queries without spaces find their words in order. Words are NFKC-normalized and
  * case-folded as the pages were (shared/tokenize.ts).
  *
- * Refused with QUERY_INVALID: an empty query, a query over 512 characters, more than 32 terms (words,
+ * Refused with QUERY_INVALID: an empty query, a query over 512 characters (code points), more than 32 terms (words,
  * phrase words, exclusions, site: and lang: together), a query that only excludes, a malformed site:
  * host or lang: code.
  */
+import { domainToASCII } from 'node:url';
 import { forEachWord, normalizeText } from '../../shared/tokenize.js';
 import { IndexError } from './errors.js';
 
@@ -50,8 +51,26 @@ function wordsOf(text: string): string[] {
   return words;
 }
 
+/** Characters as people count them (code points: an emoji or a mathematical letter is one, not two UTF-16 units). */
+function characters(text: string): number {
+  let count = 0;
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i);
+    // A high surrogate followed by a low one is one code point.
+    if (unit >= 0xd800 && unit <= 0xdbff && i + 1 < text.length) {
+      const next = text.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) i++;
+    }
+    count++;
+  }
+  return count;
+}
+
 export function parseQuery(query: string): ParsedQuery {
-  if (query.length > QUERY_LIMITS.chars) invalid(`the query has ${query.length} characters; at most ${QUERY_LIMITS.chars}`);
+  if (query.length > QUERY_LIMITS.chars) {
+    const chars = characters(query);
+    if (chars > QUERY_LIMITS.chars) invalid(`the query has ${chars} characters; at most ${QUERY_LIMITS.chars}`);
+  }
   if (query.trim() === '') invalid('the query is empty');
   const required: Clause[] = [];
   const excluded: Clause[] = [];
@@ -78,7 +97,9 @@ export function parseQuery(query: string): ParsedQuery {
     if (operator !== null) {
       const value = operator[2]!.toLowerCase();
       if (operator[1]!.toLowerCase() === 'site') {
-        const host = value.replace(/\.$/, '');
+        // A Unicode name (bücher.example) is matched as the ASCII form URLs are normalized to.
+        const named = value.replace(/\.$/, '');
+        const host = /^[\x00-\x7f]*$/.test(named) ? named : domainToASCII(named);
         if (!HOST.test(host) || host.length > 253) invalid(`site: needs a host name such as example.org, got ${JSON.stringify(operator[2])}`);
         add(negated, { kind: 'site', host }, 1);
       } else {

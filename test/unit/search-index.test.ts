@@ -40,6 +40,7 @@ describe('search index', () => {
     index.stage(page('http://docs.example.org/a', { title: 'Crawler politeness', bodyText: 'The crawler waits between requests to one host.' }));
     index.stage(page('http://www.example.org/b', { title: 'Index formats', bodyText: 'Posting lists are delta encoded. The crawler writes them.' }));
     index.stage(page('http://other.net/c', { title: 'Unrelated', bodyText: 'Requests to one host are spaced.', language: 'de' }));
+    index.stage(page('http://xn--bcher-kva.example/d', { title: 'Bücher', bodyText: 'Requests for books.' }));
     expect(index.search('crawler').total).toBe(0);
     index.commit();
     expect(urls(index, 'crawler')).toEqual(['http://docs.example.org/a', 'http://www.example.org/b']);
@@ -48,6 +49,10 @@ describe('search index', () => {
     expect(urls(index, 'crawler -posting')).toEqual(['http://docs.example.org/a']);
     expect(urls(index, 'requests site:example.org')).toEqual(['http://docs.example.org/a']);
     expect(urls(index, 'requests lang:de')).toEqual(['http://other.net/c']);
+    // A Unicode host name is the ASCII form URLs carry.
+    expect(urls(index, 'requests site:bücher.example')).toEqual(['http://xn--bcher-kva.example/d']);
+    expect(urls(index, 'requests site:BÜCHER.example')).toEqual(['http://xn--bcher-kva.example/d']);
+    expect(urls(index, 'requests site:xn--bcher-kva.example')).toEqual(['http://xn--bcher-kva.example/d']);
     expect(urls(index, 'waiting')).toEqual(['http://docs.example.org/a']);
     await index.close();
     await expectCheckClean(dir);
@@ -233,6 +238,9 @@ describe('search index', () => {
     };
     expect(code(() => index.search('   '))).toBe('QUERY_INVALID');
     expect(code(() => index.search('a'.repeat(513)))).toBe('QUERY_INVALID');
+    // Characters are code points: 301 of them in 601 UTF-16 units pass, 513 do not.
+    expect(code(() => index.search(`a ${'😀'.repeat(299)}`))).toBe('none');
+    expect(code(() => index.search(`a ${'😀'.repeat(511)}`))).toBe('QUERY_INVALID');
     expect(code(() => index.search(Array.from({ length: 33 }, (_, i) => `w${i}`).join(' ')))).toBe('QUERY_INVALID');
     expect(code(() => index.search('-only'))).toBe('QUERY_INVALID');
     expect(code(() => index.search('site:bad_host!'))).toBe('QUERY_INVALID');
