@@ -105,7 +105,7 @@ export function fetcherCommand(version: string): Command {
     const log = (message: string) => logger[levelOf(message)]({ event: eventOf(message), say: true }, `petrel fetcher ${name}: ${message}`);
     // Loaded here, not at the top: `petrel --help` and the other commands do not pay for undici and cheerio.
     const { Fetcher } = await import('../fetcher/fetcher.js');
-    const { TrustedHosts } = await import('../fetcher/address-guard.js');
+    const { TrustedOrigins } = await import('../fetcher/address-guard.js');
     const { DnsCache } = await import('../fetcher/dns-cache.js');
     const { ServerPool } = await import('../fetcher/server-pool.js');
     const { SlotBudget } = await import('../fetcher/slot-budget.js');
@@ -123,7 +123,7 @@ export function fetcherCommand(version: string): Command {
       concurrency: values.concurrency,
       budget,
       claimWaitMs: values.claimWaitMs,
-      addressPolicy: { allowAll: values.allowPrivateAddresses, trustedHosts: new TrustedHosts(), resolve, dns },
+      addressPolicy: { allowAll: values.allowPrivateAddresses, trustedOrigins: new TrustedOrigins(), resolve, dns },
       giveUpAfterMs: values.once === true ? values.giveUpAfter : null,
       log,
       download: {

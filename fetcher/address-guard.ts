@@ -150,33 +150,51 @@ export class BlockedAddressError extends Error {
 }
 
 /**
- * Host names the fetcher connects to whatever they resolve to: the hosts of the operator's seeds, as
- * the queue server marks them in schedules. Bounded (oldest forgotten first), since it only grows.
+ * Origins (host and port) the fetcher connects to whatever they resolve to: the hosts of the operator's
+ * seeds, as the queue server marks them in the slots it hands out, and only while such a slot runs.
+ * Each slot holds its origin and releases it when it ends, so trust ends with the crawl that gave it
+ * (before, a host stayed trusted for the fetcher's life: a new crawl with other seeds still reached an
+ * old seed's private address), and a seed's other ports are not trusted with it. Memory: one entry per
+ * origin of a running slot.
  */
-export class TrustedHosts {
-  readonly #hosts = new Set<string>();
-  readonly #max: number;
+export class TrustedOrigins {
+  /** `host:port` -> slots holding it. */
+  readonly #held = new Map<string, number>();
 
-  constructor(max = 100_000) {
-    this.#max = max;
+  /** Trusts `origin` (`http://host:port`) until as many `release` calls. */
+  hold(origin: string): void {
+    const key = originKey(origin);
+    this.#held.set(key, (this.#held.get(key) ?? 0) + 1);
   }
 
-  add(hostname: string): void {
-    const host = bareHost(hostname);
-    if (this.#hosts.has(host)) return;
-    if (this.#hosts.size >= this.#max) this.#hosts.delete(this.#hosts.values().next().value!);
-    this.#hosts.add(host);
+  release(origin: string): void {
+    const key = originKey(origin);
+    const count = (this.#held.get(key) ?? 0) - 1;
+    if (count > 0) this.#held.set(key, count);
+    else this.#held.delete(key);
   }
 
-  has(hostname: string): boolean {
-    return this.#hosts.has(bareHost(hostname));
+  /** Whether a connection to `hostname` on `port` is trusted now. */
+  allows(hostname: string, port: number): boolean {
+    return this.#held.has(`${bareHost(hostname)}:${port}`);
   }
+}
+
+function originKey(origin: string): string {
+  const url = new URL(origin);
+  return `${bareHost(url.hostname)}:${portOf(url.port, url.protocol)}`;
+}
+
+/** A URL's or connection's port, the scheme's default when none is given. */
+function portOf(port: string | number | undefined, protocol: string | undefined): number {
+  return Number(port) || (protocol === 'https:' ? 443 : 80);
 }
 
 export interface AddressPolicy {
   /** --allow-private-addresses: every address may be connected to. */
   readonly allowAll: boolean;
-  readonly trustedHosts: TrustedHosts;
+  /** The origins of running slots of seed hosts. */
+  readonly trustedOrigins: TrustedOrigins;
   /** --resolve: host name (lower case) -> the address used instead of DNS. */
   readonly resolve: ReadonlyMap<string, string>;
   /** Resolved names, with their TTL (dns-cache.ts); absent: a cache of this policy's own. */
@@ -184,7 +202,7 @@ export interface AddressPolicy {
 }
 
 export function defaultAddressPolicy(): AddressPolicy {
-  return { allowAll: false, trustedHosts: new TrustedHosts(), resolve: new Map(), dns: new DnsCache() };
+  return { allowAll: false, trustedOrigins: new TrustedOrigins(), resolve: new Map(), dns: new DnsCache() };
 }
 
 /**
@@ -206,7 +224,7 @@ export function guardedConnector(policy: AddressPolicy, options: { readonly time
   const guarded = buildConnector({ timeout: options.timeoutMs, lookup: lookupWith(policy, true) });
   return (connect, callback) => {
     const host = bareHost(connect.hostname);
-    if (policy.allowAll || policy.trustedHosts.has(host)) return open(connect, callback);
+    if (policy.allowAll || policy.trustedOrigins.allows(host, portOf(connect.port, connect.protocol))) return open(connect, callback);
     // An address literal never reaches a lookup (net.connect uses it as it is): check it here.
     if (isIP(host) !== 0) {
       const range = blockedRangeOf(host);

@@ -16,7 +16,7 @@
 import { setMaxListeners } from 'node:events';
 import type { Dispatcher } from 'undici';
 import { LIMITS, PROTOCOL_VERSION, type FetcherStats, type ItemResult, type Schedule } from '../shared/protocol.js';
-import { addressOf, type AddressPolicy } from './address-guard.js';
+import { addressOf, TrustedOrigins, type AddressPolicy } from './address-guard.js';
 import { createCrawlAgent, TIMER_SLACK_MS, type DownloadOptions } from './download.js';
 import { fetchItem, notRequestedResult, preloadExtractor } from './fetch-item.js';
 import { asksToStop, HOST_FAILURES_IN_ROW, isHostFailure } from '../shared/fetch-codes.js';
@@ -111,7 +111,19 @@ export class Fetcher {
       },
       maxRetryWaitMs: () => Math.max(0, this.#dueAt - performance.now()),
     });
-    this.#agent = createCrawlAgent({ ...options.download, connectionsPerOrigin: Math.max(1, options.concurrency), addressPolicy: options.addressPolicy });
+    // Slots of other hosts never use a connection opened while a seed's host was trusted: the guard
+    // checks a connection when it is opened, and a pooled one (kept 30 s) would reach a private address
+    // after the trust ended (a new crawl with other seeds). So the trusted slots have an agent of their own.
+    this.#agent = createCrawlAgent({ ...options.download, connectionsPerOrigin: Math.max(1, options.concurrency), addressPolicy: { ...options.addressPolicy, trustedOrigins: new TrustedOrigins() } });
+  }
+
+  /** The agent of slots the queue server marked `allowPrivateAddresses` (a seed's host), made when first needed. */
+  #trustedAgent: Dispatcher | null = null;
+
+  #agentFor(slot: Schedule['slots'][number]): Dispatcher {
+    if (!slot.allowPrivateAddresses) return this.#agent;
+    const options = this.#options;
+    return (this.#trustedAgent ??= createCrawlAgent({ ...options.download, connectionsPerOrigin: Math.max(1, options.concurrency), addressPolicy: options.addressPolicy }));
   }
 
   /** Resolves with why the loop ended, after every held slot's results were delivered. */
@@ -127,6 +139,7 @@ export class Fetcher {
       if (this.#heartbeatTimer !== null) clearInterval(this.#heartbeatTimer);
       await this.#client.close().catch(() => undefined);
       await this.#agent.close().catch(() => undefined);
+      await this.#trustedAgent?.close().catch(() => undefined);
       this.#budget.leave(this.#member);
     }
     return reason;
@@ -275,10 +288,13 @@ export class Fetcher {
     this.#active.set(schedule.id, active);
     this.#running += schedule.slots.length;
     this.#ensureHeartbeat(schedule.leaseMs);
-    // A seed's host may be on a private address (the operator chose to crawl it): its connections skip the guard.
-    for (const slot of schedule.slots) if (slot.allowPrivateAddresses) this.#options.addressPolicy.trustedHosts.add(new URL(slot.origin).hostname);
+    // A seed's host may be on a private address (the operator chose to crawl it): its connections skip
+    // the guard while the slot runs (address-guard.ts TrustedOrigins), and no longer.
+    const trusted = this.#options.addressPolicy.trustedOrigins;
     for (const slot of schedule.slots) {
+      if (slot.allowPrivateAddresses) trusted.hold(slot.origin);
       const run = this.#runSlot(active, slot).finally(() => {
+        if (slot.allowPrivateAddresses) trusted.release(slot.origin);
         this.#slotRuns.delete(run);
         this.#running--;
         this.#budget.release(this.#member, 1);
@@ -291,7 +307,7 @@ export class Fetcher {
     const stopping = this.#claimAbort.signal;
     if (slot.startAfterMs > 0) await sleepAtLeast(slot.startAfterMs + TIMER_SLACK_MS, stopping);
     const policy = this.#options.addressPolicy;
-    const ctx = { dispatcher: this.#agent, download: this.#options.download, archive: active.schedule.warc, index: active.schedule.index, maxLinks: active.schedule.maxLinks, addressOf: (hostname: string) => addressOf(policy, hostname) };
+    const ctx = { dispatcher: this.#agentFor(slot), download: this.#options.download, archive: active.schedule.warc, index: active.schedule.index, maxLinks: active.schedule.maxLinks, addressOf: (hostname: string) => addressOf(policy, hostname) };
     let failuresInRow = 0;
     /** Why the rest of the slot is not requested, once the host said to stop or kept failing; null: go on. */
     let stopped: string | null = null;

@@ -221,7 +221,8 @@ export function createApp(options: AppOptions): express.Express {
       app.get(SEARCH_ROUTES.api, limit, searchJson(searcher, publicCopies));
       app.get(SEARCH_ROUTES.page, securityHeaders, limit, searchPage(searcher, SEARCH_ROUTES.page, SEARCH_ROUTES.cache, publicCopies), searchPageRefusal(SEARCH_ROUTES.page, SEARCH_ROUTES.cache));
       // The results' cached copies, public with the search and counted against the same limit.
-      app.get(SEARCH_ROUTES.cache, limit, cachedCopyRoute(service, SEARCH_ROUTES.cache, searcher));
+      // With the admin page's security headers, as /admin/cache has (its CSP replaced by the copy's sandbox).
+      app.get(SEARCH_ROUTES.cache, securityHeaders, limit, cachedCopyRoute(service, SEARCH_ROUTES.cache, searcher));
     } else {
       app.get(SEARCH_ROUTES.api, requireAdmin, searchJson(searcher));
       // The session cookie is sent to /admin only: the page behind it is /admin/search.

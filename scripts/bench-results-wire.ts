@@ -11,7 +11,7 @@
  */
 import { loadavg } from 'node:os';
 import { constants, gzipSync } from 'node:zlib';
-import { TrustedHosts } from '../fetcher/address-guard.js';
+import { TrustedOrigins } from '../fetcher/address-guard.js';
 import { createCrawlAgent } from '../fetcher/download.js';
 import { POST_GZIP_LEVEL } from '../fetcher/queue-client.js';
 import { fetchItem } from '../fetcher/fetch-item.js';
@@ -27,7 +27,7 @@ const POST_RESULTS = 64;
 async function fetchResults(pages: number): Promise<ItemResult[]> {
   const web = await startTestWeb({ profile: 'bench', hosts: 1, pagesPerHost: pages });
   const options = { userAgent: 'Petrel-bench/1', maxBodyBytes: 2 * 1024 * 1024, connectTimeoutMs: 5000, headersTimeoutMs: 5000, bodyTimeoutMs: 5000, totalTimeoutMs: 10_000 };
-  const agent = createCrawlAgent({ ...options, connectionsPerOrigin: 8, addressPolicy: { allowAll: true, trustedHosts: new TrustedHosts(), resolve: new Map() } });
+  const agent = createCrawlAgent({ ...options, connectionsPerOrigin: 8, addressPolicy: { allowAll: true, trustedOrigins: new TrustedOrigins(), resolve: new Map() } });
   try {
     const main = web.hostByRole.main;
     const urls = [...web.model.reachable({ seeds: web.seeds, inScope: (url) => url.startsWith(`${main}/`), maxDepth: 100 }).keys()].slice(0, pages);

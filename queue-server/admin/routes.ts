@@ -162,17 +162,15 @@ export function adminRouter(options: AdminOptions): Router {
 
   /**
    * Counts the attempt the moment its headers are in, before anything is awaited (the body may come
-   * seconds later): an address past its failures gets 429 with Retry-After, its body unread.
+   * seconds later). An address past its failures is noted (`res.locals.loginWaitMs`): its wrong tokens
+   * get 429 with Retry-After, but the right token still logs in. Every local user shares 127.0.0.1 with
+   * the operator (and every client of a reverse proxy shares its address): refusing the right token
+   * too let any of them lock the operator out with five wrong ones, and it slowed no guesser of a
+   * 256-bit token (as for the bearer routes, app.ts).
    */
   const beginLogin = (req: Request, res: Response, next: NextFunction) => {
-    const waitMs = loginLimiter.begin(clientAddress(req), clock());
-    if (waitMs <= 0) return next();
-    const retryAfter = String(Math.ceil(waitMs / 1000));
-    res.set('Connection', 'close');
-    if (req.is('application/json') === 'application/json') {
-      return next(new HttpError(429, 'too-many-logins', `too many failed logins from this address: try again in ${retryAfter} s`, { headers: { 'Retry-After': retryAfter } }));
-    }
-    res.status(429).set('Retry-After', retryAfter).type('html').send(loginPage('rate-limited'));
+    res.locals.loginWaitMs = loginLimiter.begin(clientAddress(req), clock());
+    next();
   };
 
   router.post('/login', requireSameOrigin, beginLogin, form, loginJson, (req, res) => {
@@ -180,10 +178,18 @@ export function adminRouter(options: AdminOptions): Router {
     const parsed = loginSchema.safeParse(req.body);
     if (!parsed.success || !tokensEqual(parsed.data.token.trim(), adminToken)) {
       // Already counted as a failure by beginLogin.
+      const waitMs = res.locals.loginWaitMs as number;
+      if (waitMs > 0) {
+        const retryAfter = String(Math.ceil(waitMs / 1000));
+        res.set('Connection', 'close');
+        if (wantsJson) throw new HttpError(429, 'too-many-logins', `too many failed logins from this address: try again in ${retryAfter} s`, { headers: { 'Retry-After': retryAfter } });
+        return res.status(429).set('Retry-After', retryAfter).type('html').send(loginPage('rate-limited'));
+      }
       if (wantsJson) throw new HttpError(401, 'wrong-token', 'that is not the admin token');
       return res.status(401).type('html').send(loginPage('wrong-token'));
     }
-    loginLimiter.succeeded(clientAddress(req), clock());
+    // The attempt beginLogin counted is given back; one past the limit was not counted.
+    if ((res.locals.loginWaitMs as number) <= 0) loginLimiter.succeeded(clientAddress(req), clock());
     // A login replaces this browser's earlier session, if any.
     sessions.delete(cookieValue(req.headers.cookie, SESSION_COOKIE));
     const { cookieValue: value, session } = sessions.create(clock());

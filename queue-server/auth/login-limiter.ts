@@ -1,8 +1,9 @@
 /**
- * Failed logins per client address, so the admin token cannot be guessed at speed through the login
- * form: at most `maxFailures` wrong tokens within `windowMs` from one address; after that every
- * attempt from it is refused with 429 and Retry-After, unread, until the window, counted from its
- * first failure, has passed.
+ * Failed logins per client address: at most `maxFailures` wrong tokens within `windowMs` from one
+ * address; after that its wrong tokens are answered 429 with Retry-After until the window, counted
+ * from its first failure, has passed (a program with a stale token backs off). The callers let a right
+ * token through all the same (admin/routes.ts, app.ts): a lockout keyed on an address that every local
+ * user shares would let any of them lock the operator out.
  *
  * An attempt is counted when it arrives (`begin`), before its body is read: counted after, 300
  * logins that send their headers at once and their bodies later would all pass the check before the

@@ -7,7 +7,7 @@
  */
 import type { Agent } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TrustedHosts } from '../../fetcher/address-guard.js';
+import { TrustedOrigins } from '../../fetcher/address-guard.js';
 import { createCrawlAgent, type DownloadOptions } from '../../fetcher/download.js';
 import { fetchItem } from '../../fetcher/fetch-item.js';
 import { DEFAULT_MAX_LINKS_PER_PAGE, LIMITS, itemResultSchema, type ItemResult } from '../../shared/protocol.js';
@@ -40,9 +40,9 @@ let agent: Agent;
 beforeAll(async () => {
   web = await startTestWeb({ pagesPerHost: 5 });
   // The hostile host is on loopback: trusted as a crawl trusts its seeds' hosts (address-guard.ts).
-  const trustedHosts = new TrustedHosts();
-  trustedHosts.add(new URL(web.hostile.origin).hostname);
-  agent = createCrawlAgent({ ...OPTIONS, connectionsPerOrigin: 64, addressPolicy: { allowAll: false, trustedHosts, resolve: new Map() } });
+  const trustedOrigins = new TrustedOrigins();
+  trustedOrigins.hold(web.hostile.origin);
+  agent = createCrawlAgent({ ...OPTIONS, connectionsPerOrigin: 64, addressPolicy: { allowAll: false, trustedOrigins, resolve: new Map() } });
   // The server shares this process: build its big bodies now, so their cost is not charged to the
   // fetches' time limits (the bombs take about a second of CPU in all, once per process).
   await Promise.all((['gzip', 'deflate', 'br'] as const).map((encoding) => bombBody(encoding)));

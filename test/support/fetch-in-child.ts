@@ -31,7 +31,7 @@ const { createCrawlAgent } = await import(downloadUrl);
 const { fetchItem } = await import(fetchItemUrl);
 const options = JSON.parse(optionsJson);
 // The test web is on loopback: allowed here as a seed's host would be in a crawl (fetcher/address-guard.ts).
-const agent = createCrawlAgent({ ...options, connectionsPerOrigin: 2, addressPolicy: { allowAll: true, trustedHosts: { has: () => true }, resolve: new Map() } });
+const agent = createCrawlAgent({ ...options, connectionsPerOrigin: 2, addressPolicy: { allowAll: true, trustedOrigins: { allows: () => true }, resolve: new Map() } });
 const kib = () => process.resourceUsage().maxRSS;
 const before = kib();
 const result = await fetchItem({ dispatcher: agent, download: options }, 0, { i: 0, url, kind: 'page', depth: 0, validators: null });

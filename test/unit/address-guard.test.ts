@@ -8,7 +8,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { blockedRangeOf, TrustedHosts, type AddressPolicy } from '../../fetcher/address-guard.js';
+import { blockedRangeOf, TrustedOrigins, type AddressPolicy } from '../../fetcher/address-guard.js';
 import { parseResolveEntry } from '../../fetcher/defaults.js';
 import { createCrawlAgent, download, type DownloadOptions } from '../../fetcher/download.js';
 
@@ -101,7 +101,7 @@ describe('the crawl agent behind the guard', () => {
     await new Promise<void>((resolve) => server.close(() => resolve()));
   });
 
-  const policy = (fields: Partial<AddressPolicy> = {}): AddressPolicy => ({ allowAll: false, trustedHosts: new TrustedHosts(), resolve: new Map(), ...fields });
+  const policy = (fields: Partial<AddressPolicy> = {}): AddressPolicy => ({ allowAll: false, trustedOrigins: new TrustedOrigins(), resolve: new Map(), ...fields });
 
   async function fetchWith(addressPolicy: AddressPolicy, url: string) {
     const agent = createCrawlAgent({ ...OPTIONS, connectionsPerOrigin: 1, addressPolicy });
@@ -123,23 +123,34 @@ describe('the crawl agent behind the guard', () => {
     expect(connections).toBe(0);
   });
 
-  it('connects to a trusted host (a seed host) and to anything with allowAll', async () => {
+  it('connects to a trusted origin (a seed host\'s, while its slot runs) and to anything with allowAll', async () => {
     connections = 0;
-    const trustedHosts = new TrustedHosts();
-    trustedHosts.add('127.0.0.1');
-    const trusted = await fetchWith(policy({ trustedHosts }), `http://127.0.0.1:${port}/`);
+    const trustedOrigins = new TrustedOrigins();
+    trustedOrigins.hold(`http://127.0.0.1:${port}`);
+    const trusted = await fetchWith(policy({ trustedOrigins }), `http://127.0.0.1:${port}/`);
     expect(trusted.ok && trusted.body.toString()).toBe('INTERNAL SECRET');
+    // Released (its slot ended, or a new crawl has other seeds): refused again, nothing sent.
+    trustedOrigins.release(`http://127.0.0.1:${port}`);
+    const released = await fetchWith(policy({ trustedOrigins }), `http://127.0.0.1:${port}/`);
+    expect(released.ok ? 'fetched' : released.code).toBe('blocked-address');
     const resolve = new Map([['internal.example', '127.0.0.1']]);
     const open = await fetchWith(policy({ allowAll: true, resolve }), `http://internal.example:${port}/`);
     expect(open.ok && open.body.toString()).toBe('INTERNAL SECRET');
     expect(connections).toBe(2);
   });
 
-  it('keeps only the latest hosts when more are trusted than it holds', () => {
-    const hosts = new TrustedHosts(2);
-    hosts.add('a.example');
-    hosts.add('B.example');
-    hosts.add('c.example');
-    expect([hosts.has('a.example'), hosts.has('b.example'), hosts.has('c.example')]).toEqual([false, true, true]);
+  it('trusts an origin while any slot holds it, its port only, the scheme\'s default port when none is given', () => {
+    const origins = new TrustedOrigins();
+    origins.hold('http://A.example:8080');
+    origins.hold('http://a.example:8080');
+    expect(origins.allows('a.example', 8080)).toBe(true);
+    expect(origins.allows('a.example', 8081)).toBe(false);
+    origins.release('http://a.example:8080');
+    expect(origins.allows('a.example', 8080)).toBe(true);
+    origins.release('http://a.example:8080');
+    expect(origins.allows('a.example', 8080)).toBe(false);
+    origins.hold('https://b.example');
+    origins.hold('http://[::1]');
+    expect([origins.allows('b.example', 443), origins.allows('b.example', 80), origins.allows('[::1]', 80), origins.allows('::1', 80)]).toEqual([true, false, true, true]);
   });
 });
