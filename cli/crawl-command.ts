@@ -15,7 +15,7 @@
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { formatApproxDuration } from '../shared/duration.js';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { createServer } from 'node:net';
 import { createLogger, sayer } from '../shared/logger.js';
 import { Command } from 'commander';
@@ -30,6 +30,7 @@ import { addCrawlOptions, crawlArgsFrom, crawlSettingsFor, type CrawlOptionValue
 import { eachLine, exited, spawnPetrel } from './children.js';
 import { EXIT, exitCodesHelp } from './exit-codes.js';
 import { FetcherChildren } from './fetcher-children.js';
+import { LOCAL_FETCHERS_FILE, readLocalFetcherSettings, saveLocalFetcherSettings, withSavedFetcherSettings } from './local-fetcher-settings.js';
 import { addFetcherOptions, fetcherArgs, type LocalFetcherValues } from './fetcher-options.js';
 import { checkWritableDataDir, DATA_OPTION, fail, integerOption } from './options.js';
 import { loadSaved } from './queue-server-command.js';
@@ -86,7 +87,15 @@ export function crawlCommand(): Command {
     if (config.seeds.length === 0) {
       fail('nothing to crawl: give at least one --seed URL, e.g.\n  petrel crawl --seed https://example.org/ --scope host\n(see petrel crawl --help for every option)', usage);
     }
-    const outcome = await runCrawl(values, crawlArgsFrom(config));
+    // The local fetchers' settings of the last run on this data directory, unless given again.
+    let fetcherSettings;
+    try {
+      fetcherSettings = withSavedFetcherSettings(command, values, readLocalFetcherSettings(values.data));
+    } catch (error) {
+      fail((error as Error).message, usage);
+    }
+    if (fetcherSettings.fromFile.length > 0) process.stderr.write(`petrel crawl: fetchers go on with ${fetcherSettings.fromFile.join(' ')} (saved in ${join(values.data, LOCAL_FETCHERS_FILE)}; give an option again to change it)\n`);
+    const outcome = await runCrawl({ ...values, ...fetcherSettings.values }, crawlArgsFrom(config));
     const text = JSON.stringify(outcome.summary, null, 2);
     process.stdout.write(`${text}\n`);
     if (values.summaryJson !== undefined) writeFileSync(values.summaryJson, `${text}\n`);
@@ -182,6 +191,7 @@ async function runCrawl(values: CrawlValues, settingsArgs: string[]): Promise<Cr
   // socket, so the fetchers start at the same time: one that connects before the queue server is
   // ready waits in its backlog instead of failing and backing off.
   ensureDataDir(values.data);
+  saveLocalFetcherSettings(values.data, values);
   const tokenFile = dataPath(values.data, 'token');
   loadOrCreateToken(tokenFile);
   const socket = await listeningLoopbackSocket();

@@ -26,6 +26,8 @@ export function addFetcherOptions(command: Command, which: 'all' | 'local'): Com
       const check = setting.check;
       option
         .argParser((value: string, previous: string[]) => {
+          // `none` empties the list (what the command line said before it, and a saved list: local-fetcher-settings.ts).
+          if (value === 'none') return [];
           const wrong = check?.(value) ?? null;
           if (wrong !== null) throw new InvalidArgumentError(wrong);
           return [...previous, value];
@@ -33,6 +35,8 @@ export function addFetcherOptions(command: Command, which: 'all' | 'local'): Com
         .default([], 'none');
     }
     command.addOption(option);
+    // `petrel crawl` and `start` keep these settings for the next run on the data directory: a flag can be turned off again.
+    if (which === 'local' && setting.kind === 'flag') command.addOption(new Option(`--no-${setting.option.slice(2)}`, `turn off a ${setting.option} saved by an earlier run`));
   }
   return command;
 }

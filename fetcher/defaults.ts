@@ -54,7 +54,7 @@ export const FETCHER_SETTINGS = {
   resolve: {
     kind: 'list',
     option: '--resolve <host:address>',
-    help: 'use ADDRESS for HOST instead of DNS (repeatable), e.g. --resolve intranet.example:10.0.0.5; the address is checked like a resolved one',
+    help: 'use ADDRESS for HOST instead of DNS (repeatable), e.g. --resolve intranet.example:10.0.0.5; the address is checked like a resolved one; none forgets those given before it or saved by an earlier run',
     local: true,
     check: (value: string) => {
       const parsed = parseResolveEntry(value);
