@@ -120,7 +120,10 @@ export function snippetText(html: string): string {
     .replace(/&amp;/g, '&');
 }
 
-/** Text from the web on one line, without control characters (they could move a terminal's cursor). */
+/**
+ * Text from the web on one line, without control characters (they could move a terminal's cursor) or
+ * bidirectional controls (an override could make a URL read as another).
+ */
 function oneLine(text: string): string {
-  return text.replace(/[\u0000-\u001f\u007f-\u009f]+/g, ' ').trim();
+  return text.replace(/[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]+/g, ' ').trim();
 }

@@ -204,6 +204,8 @@ export function renderSearchPage(model: PageModel): string {
     '<header><h1>Search the crawl</h1>',
     `<form method="get" action="${escapeHtml(action)}" role="search">`,
     `<input type="search" name="q" value="${escapeHtml(q)}" maxlength="512" aria-label="Search" autofocus>`,
+    // A search from this page keeps the results per page the page was asked for.
+    ...(limit === PAGE_RESULTS ? [] : [`<input type="hidden" name="limit" value="${limit}">`]),
     '<button type="submit">Search</button>',
     '</form>',
     '<p class="help">Words (all must match), <code>"exact phrases"</code>, <code>-excluded</code>, <code>site:host</code>, <code>lang:xx</code>.</p>',
@@ -237,11 +239,13 @@ function renderResult(result: SearchHit, cachePath: string | null): string {
   const fetched = new Date(result.fetchedAt).toISOString().slice(0, 16).replace('T', ' ');
   // Yioop's "Cached" link: the page as the crawl stored it, served sandboxed (api/cached-copy-route.ts).
   const cached = cachePath !== null && result.cached ? ` · <a class="cached" href="${escapeHtml(cachePath)}?url=${encodeURIComponent(result.url)}" rel="noreferrer">cached copy</a>` : '';
+  // Text from the web in <bdi>: a right-to-left override in a title or snippet (U+202E) reorders its
+  // own text only, not the URL or the rest of the page (a spoofed URL look-alike).
   return [
     '<li>',
-    `<h2>${heading}</h2>`,
-    `<div class="url">${url}</div>`,
-    `<p class="snippet">${safeSnippet(result.snippet)}</p>`,
+    `<h2><bdi>${heading}</bdi></h2>`,
+    `<div class="url"><bdi>${url}</bdi></div>`,
+    `<p class="snippet"><bdi>${safeSnippet(result.snippet)}</bdi></p>`,
     `<div class="meta">fetched ${fetched} UTC, score ${result.score}${cached}</div>`,
     '</li>',
   ].join('');

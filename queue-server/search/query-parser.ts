@@ -66,11 +66,19 @@ function characters(text: string): number {
   return count;
 }
 
-export function parseQuery(query: string): ParsedQuery {
-  if (query.length > QUERY_LIMITS.chars) {
-    const chars = characters(query);
+/**
+ * Typographic quotation marks (“…”, „…“, «…», ‘…’ is left alone: it is an apostrophe too) are the ASCII
+ * quote a phrase needs: phones type them by default.
+ */
+const TYPOGRAPHIC_QUOTES = /[\u201c\u201d\u201e\u201f\u00ab\u00bb\u301d\u301e]/g;
+
+export function parseQuery(raw: string): ParsedQuery {
+  if (raw.length > QUERY_LIMITS.chars) {
+    const chars = characters(raw);
     if (chars > QUERY_LIMITS.chars) invalid(`the query has ${chars} characters; at most ${QUERY_LIMITS.chars}`);
   }
+  // NFKC first, as every word is: a full-width ｓｉｔｅ： or ＂ is the operator or the quote it looks like.
+  const query = raw.normalize('NFKC').replace(TYPOGRAPHIC_QUOTES, '"');
   if (query.trim() === '') invalid('the query is empty');
   const required: Clause[] = [];
   const excluded: Clause[] = [];

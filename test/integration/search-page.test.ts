@@ -111,6 +111,12 @@ describe('the search page and API of a queue server', () => {
       // A page the search finds: its copy, sandboxed.
       const shown = await publicCopy('/markup/text.html');
       expect(shown.status).toBe(200);
+      // The admin page's security headers, the copy's sandbox as its policy.
+      const headers = (await fetch(`${url}/cache?url=${encodeURIComponent(`${main}/markup/text.html`)}`)).headers;
+      expect(headers.get('content-security-policy')).toMatch(/^sandbox/);
+      expect(headers.get('referrer-policy')).toBe('no-referrer');
+      expect(headers.get('x-content-type-options')).toBe('nosniff');
+      expect(headers.get('cross-origin-opener-policy')).toBe('same-origin');
       expect(shown.text).toContain(`Petrel's cached copy</strong> of <a href="${main}/markup/text.html"`);
       // Fetched and archived, but not a page the search finds (noindex by meta or header, an error page),
       // or asking not to be archived (meta or X-Robots-Tag for petrel), or never fetched: all the same 404.
@@ -164,6 +170,11 @@ describe('the search page and API of a queue server', () => {
       // The next and previous pages keep the limit.
       expect(limited.text).toContain(`?q=${q}&amp;limit=3&amp;offset=6">Next</a>`);
       expect(limited.text).toContain(`?q=${q}&amp;limit=3&amp;offset=0">Previous</a>`);
+      // ... and so does a new search from its form.
+      expect(limited.text).toContain('<input type="hidden" name="limit" value="3">');
+      expect((await page(`q=${q}`)).text).not.toContain('name="limit"');
+      // Text from the web is isolated for bidi (a U+202E in a title reorders nothing around it).
+      expect(limited.text).toMatch(/<h2><bdi><a href="http[^"]+" rel="noreferrer">[^<]*<\/a><\/bdi><\/h2><div class="url"><bdi>http/);
       for (const bad of ['limit=0', 'limit=101', 'offset=99999', 'limit=x']) {
         const refused = await page(`q=kelp&${bad}`);
         expect(refused.status, bad).toBe(400);

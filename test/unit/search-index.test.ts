@@ -46,6 +46,10 @@ describe('search index', () => {
     expect(urls(index, 'crawler')).toEqual(['http://docs.example.org/a', 'http://www.example.org/b']);
     expect(urls(index, '"one host"')).toEqual(['http://docs.example.org/a', 'http://other.net/c']);
     expect(urls(index, '"host one"')).toEqual([]);
+    // Typographic quotes (as phones type them) make phrases; a full-width operator is the operator (NFKC).
+    for (const query of ['“one host”', '„one host“', '«one host»']) expect(urls(index, query), query).toEqual(['http://docs.example.org/a', 'http://other.net/c']);
+    expect(urls(index, '“host one”')).toEqual([]);
+    expect(urls(index, 'requests ｓｉｔｅ：example.org')).toEqual(['http://docs.example.org/a']);
     expect(urls(index, 'crawler -posting')).toEqual(['http://docs.example.org/a']);
     expect(urls(index, 'requests site:example.org')).toEqual(['http://docs.example.org/a']);
     expect(urls(index, 'requests lang:de')).toEqual(['http://other.net/c']);
