@@ -17,6 +17,8 @@ import { formatApproxDuration, formatDuration } from '../shared/duration.js';
 type ProgressStatus = Pick<CrawlStatus, 'elapsedMs' | 'pagesFetched' | 'pagesPerSecond' | 'notModified' | 'errors' | 'robotsDenied' | 'frontierSize' | 'itemsLeased' | 'fetchers' | 'urlsDiscovered'> & {
   timeLeft?: TimeLeft | null;
   config?: { delayMs: number; hostConcurrency: number };
+  /** Set while group commits fail (crawl-service.ts): the crawl is paused, and no time left is shown. */
+  storageError?: { code: string; attempts: number } | null;
 };
 
 /** Past this estimate the line says which option would shorten it. */
@@ -31,7 +33,9 @@ export function formatProgress(status: ProgressStatus): string {
     `[${seconds}s] fetched ${status.pagesFetched} (${status.pagesPerSecond}/s), 304 ${status.notModified}, ` +
     `errors ${status.errors}, robots-denied ${status.robotsDenied}, discovered ${status.urlsDiscovered}, ` +
     `queued ${status.frontierSize}, leased ${status.itemsLeased}, fetchers ${status.fetchers.length}` +
-    formatTimeLeft(status.timeLeft ?? null, status.config)
+    (status.storageError == null
+      ? formatTimeLeft(status.timeLeft ?? null, status.config)
+      : `, paused: the queue server cannot store results (${status.storageError.code}, attempt ${status.storageError.attempts}); it goes on by itself once it can`)
   );
 }
 

@@ -27,8 +27,11 @@ export const systemClock: Clock = () => Date.now();
 /** What the admin has asked for: `active` hands out work, `paused` holds it, `stopped` dropped the queue. */
 export type ControlState = 'active' | 'paused' | 'stopped';
 
-/** The state shown to people: the crawl's own state, unless the admin paused or stopped it. */
-export type DisplayState = 'running' | 'idle' | 'paused' | 'stopped' | 'done';
+/**
+ * The state shown to people: the crawl's own state, unless the admin paused or stopped it, or group
+ * commits fail (`storage-error`: the crawl is paused until one succeeds; `storageError` says why).
+ */
+export type DisplayState = 'running' | 'idle' | 'paused' | 'stopped' | 'done' | 'storage-error';
 
 /**
  * Events: `change` (anything the status shows), `finished` (a one-shot crawl ended), `settings` (the
@@ -317,6 +320,7 @@ export class CrawlService extends EventEmitter<{
 
   displayState(): DisplayState {
     if (this.#control !== 'active') return this.#control;
+    if (this.#storageError !== null) return 'storage-error';
     if (this.#crawl.finished()) return 'done';
     return this.#crawl.state();
   }

@@ -117,6 +117,8 @@ describe('a full disk during a crawl', () => {
     await until('two failed retries', () => ((server.service.status().storageError as StorageError | null)?.attempts ?? 0) >= 3);
     expect(server.service.status().pagesFetched).toBe(frozen);
     expect(server.service.status().storageError).not.toBeNull();
+    // People and programs reading the state see it paused for storage, not running.
+    expect(server.service.status().displayState).toBe('storage-error');
 
     full = false;
     await server.finished;

@@ -32,6 +32,10 @@ describe('the time left', () => {
     expect(formatTimeLeft({ ms: 20_000, origin: 'http://a', limitedBy: 'delay' }, { delayMs: 1000, hostConcurrency: 1 })).toBe(', ~20s left for the queued URLs');
     expect(formatTimeLeft({ ms: 600_000, origin: 'http://a:81', limitedBy: 'crawl-delay' }, undefined)).toContain('the robots.txt of a:81 asks for a Crawl-delay');
     expect(formatProgress({ ...status, timeLeft: null })).not.toContain('left');
+    // While the queue server cannot store results, the crawl is paused: no time left is promised.
+    const paused = formatProgress({ ...status, timeLeft: { ms: 10_000, origin: 'http://a', limitedBy: 'delay' }, storageError: { code: 'ENOSPC', attempts: 3 } });
+    expect(paused).toMatch(/, paused: the queue server cannot store results \(ENOSPC, attempt 3\); it goes on by itself once it can$/);
+    expect(paused).not.toContain('left');
   });
 
   it('says what waiting on an unreachable robots.txt means', () => {
