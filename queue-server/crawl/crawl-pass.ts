@@ -6,6 +6,16 @@
 import { readJsonFile, writeFileAtomic } from '../storage/atomic-file.js';
 import type { FileOps } from '../storage/file-ops.js';
 
+/**
+ * Why a URL was given up when the failure was its host's, not its own: robots.txt could not be fetched
+ * (robots/robots.ts), the host was given up for failing (frontier/host-backoff.ts), or the connection
+ * itself failed until its retries ran out (shared/fetch-codes.ts, the codes that count against a host).
+ */
+const HOST_LEVEL_CODES: ReadonlySet<string> = new Set([
+  'robots-unreachable', 'host-failing',
+  'timeout', 'connect-timeout', 'headers-timeout', 'body-timeout', 'connection-refused', 'connection-reset', 'dns-failure', 'host-unreachable', 'network-error',
+]);
+
 export interface CrawlPass {
   readonly number: number;
   /** ms since epoch */
@@ -33,10 +43,13 @@ export function writePass(path: string, pass: CrawlPass, io?: FileOps): void {
  *  - A pass (one-shot crawl): URLs waiting for a first fetch or a retry are due at their time; URLs
  *    fetched before this pass began are due now (a new pass recrawls everything known: the cache
  *    decides between skipping, revalidating and fetching); URLs gone or robots-denied keep their
- *    rare recheck time; URLs already visited in this pass are done.
+ *    rare recheck time, except those given up for their host (its robots.txt unreachable, its requests
+ *    failing: HOST_LEVEL_CODES), which every start of a one-shot crawl asks again: the operator runs
+ *    it again once the site is up, and before, a site down at the first run was never crawled by the
+ *    next ones; URLs already visited in this pass are done.
  * Returns the time it is due (possibly in the future), or null when it is not due in this pass.
  */
-export function dueAt(record: { status: string; nextFetchAt: number; lastFetchAt: number | null }, pass: CrawlPass | null, once: boolean, now: number): number | null {
+export function dueAt(record: { status: string; nextFetchAt: number; lastFetchAt: number | null; errorCode?: string | null }, pass: CrawlPass | null, once: boolean, now: number): number | null {
   if (!once || pass === null) return record.nextFetchAt;
   switch (record.status) {
     case 'unfetched':
@@ -44,6 +57,7 @@ export function dueAt(record: { status: string; nextFetchAt: number; lastFetchAt
       return record.nextFetchAt;
     case 'gone':
     case 'robots_denied':
+      if (record.errorCode != null && HOST_LEVEL_CODES.has(record.errorCode)) return now;
       return record.nextFetchAt <= now ? record.nextFetchAt : null;
     default:
       return (record.lastFetchAt ?? 0) < pass.startedAt ? now : null;

@@ -24,8 +24,9 @@
  *   transient, retries + 1 <= maxRetries      any                 retry          null      kept          now + retryBaseMs * 2^(retries'-1)
  *   transient, retries + 1 > maxRetries       any                 gone           null      kept          now + goneRecheckMs
  *   transient with giveUp (requests used up)  any                 gone           null      kept          now + goneRecheckMs
- *   given-up (its host kept failing)          any                 gone           null      kept          now + goneRecheckMs
- *   robots-denied                             any                 robots_denied  null      kept          now + goneRecheckMs
+ *   given-up (its host kept failing)          any                 gone           null      kept          now + min(goneRecheckMs, 1 day)
+ *   robots-denied, robots-disallowed          any                 robots_denied  null      kept          now + goneRecheckMs
+ *   robots-denied, robots-unreachable         any                 robots_denied  null      kept          now + min(goneRecheckMs, 1 day)
  *   (given-up, like robots-denied, sends no request: fetch times, status code and retries are kept.)
  *
  *   (*) no stored signature, no new signature, or the old status is gone: a page that was gone and
@@ -68,6 +69,9 @@
  * as it was (Nutch's STATUS_UNKNOWN does the same).
  */
 import { adaptInterval, clampInterval, nextFetchAt, retryDelayMs, type FetchSchedulePolicy } from './fetch-schedule.js';
+
+/** When a URL given up for its host (unreachable robots.txt, a host that kept failing) is due again at most, ms: a day. */
+export const HOST_RECHECK_MS = 24 * 60 * 60 * 1000;
 import type { CrawlDbRecord } from './record.js';
 
 export type FetchOutcome =
@@ -225,14 +229,17 @@ export function applyFetch(old: CrawlDbRecord, outcome: FetchOutcome, now: numbe
     }
 
     case 'given-up':
-      // No request was sent: fetch times and the last HTTP status stay as they were.
+      // No request was sent: fetch times and the last HTTP status stay as they were. Its host failed,
+      // not the URL: asked again after a day, not at the rare recheck of a URL that is gone.
       return {
-        record: { ...old, status: 'gone', fetchIntervalMs: interval, duplicateOf: null, redirectTo: null, errorCode: outcome.code, nextFetchAt: now + policy.goneRecheckMs },
+        record: { ...old, status: 'gone', fetchIntervalMs: interval, duplicateOf: null, redirectTo: null, errorCode: outcome.code, nextFetchAt: now + Math.min(policy.goneRecheckMs, HOST_RECHECK_MS) },
         modified: null,
       };
 
     case 'robots-denied':
-      // No request was sent: fetch times and the last HTTP status stay as they were.
+      // No request was sent: fetch times and the last HTTP status stay as they were. A URL denied
+      // because robots.txt could not be fetched is asked again when the host is (its deny-all stands a
+      // day, RFC 9309 section 2.4), not at the rare recheck of a URL robots.txt forbids.
       return {
         record: {
           ...old,
@@ -242,7 +249,7 @@ export function applyFetch(old: CrawlDbRecord, outcome: FetchOutcome, now: numbe
           redirectTo: null,
           retries: 0,
           errorCode: outcome.code,
-          nextFetchAt: now + policy.goneRecheckMs,
+          nextFetchAt: now + (outcome.code === 'robots-unreachable' ? Math.min(policy.goneRecheckMs, HOST_RECHECK_MS) : policy.goneRecheckMs),
         },
         modified: null,
       };

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULT_FETCH_SCHEDULE } from '../../queue-server/crawl-config.js';
 import { adaptInterval, nextFetchAt, type FetchSchedulePolicy } from '../../queue-server/crawldb/fetch-schedule.js';
 import { CRAWL_STATUSES, newCrawlDbRecord, type CrawlDbRecord, type CrawlDbStatus } from '../../queue-server/crawldb/record.js';
-import { applyFetch, type FetchOutcome } from '../../queue-server/crawldb/transition.js';
+import { applyFetch, HOST_RECHECK_MS, type FetchOutcome } from '../../queue-server/crawldb/transition.js';
 
 const seed = process.env.FC_SEED === undefined ? Date.now() % 2 ** 31 : Number(process.env.FC_SEED);
 console.log(`crawldb-transition fast-check seed ${seed} (set FC_SEED to replay)`);
@@ -201,7 +201,8 @@ const OUTCOMES = {
     name: 'robots-unreachable',
     outcome: { kind: 'robots-denied', code: 'robots-unreachable' },
     retries: 0,
-    next: { waitMs: POLICY.goneRecheckMs },
+    // Asked again when its host is, after a day (the deny-all of an unreachable robots.txt stands that long).
+    next: { waitMs: Math.min(POLICY.goneRecheckMs, HOST_RECHECK_MS) },
     lastHttpStatus: 'kept',
     errorCode: 'robots-unreachable',
     content: 'kept',

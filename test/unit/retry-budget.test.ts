@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MAX_REQUESTS_PER_URL, MAX_RETRY_AFTER_WAITS, UrlRetryBudget } from '../../queue-server/crawl/retry-after.js';
-import { applyFetch, type FetchOutcome } from '../../queue-server/crawldb/transition.js';
+import { applyFetch, HOST_RECHECK_MS, type FetchOutcome } from '../../queue-server/crawldb/transition.js';
 import { newCrawlDbRecord, type CrawlDbRecord } from '../../queue-server/crawldb/record.js';
 import { DEFAULT_FETCH_SCHEDULE } from '../../queue-server/crawl-config.js';
 import type { NormalizedUrl } from '../../shared/url-normalize.js';
@@ -62,6 +62,8 @@ describe('requests of one URL per pass', () => {
   it('records a URL given up with its host as gone, keeping its fetch times and last status', () => {
     const old = { ...newCrawlDbRecord('http://a.test/x' as NormalizedUrl, 0, 0, 0, DEFAULT_FETCH_SCHEDULE), status: 'retry' as const, retries: 2, lastFetchAt: 5, lastHttpStatus: null, errorCode: 'timeout' };
     const { record } = applyFetch(old, { kind: 'given-up', code: 'host-failing' }, 100, DEFAULT_FETCH_SCHEDULE);
-    expect(record).toMatchObject({ status: 'gone', errorCode: 'host-failing', lastFetchAt: 5, retries: 2, nextFetchAt: 100 + DEFAULT_FETCH_SCHEDULE.goneRecheckMs });
+    // Its host failed, not the URL: asked again after a day, not at the rare recheck of a gone page.
+    expect(record).toMatchObject({ status: 'gone', errorCode: 'host-failing', lastFetchAt: 5, retries: 2, nextFetchAt: 100 + Math.min(DEFAULT_FETCH_SCHEDULE.goneRecheckMs, HOST_RECHECK_MS) });
+    expect(HOST_RECHECK_MS).toBeLessThan(DEFAULT_FETCH_SCHEDULE.goneRecheckMs);
   });
 });
