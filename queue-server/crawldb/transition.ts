@@ -22,13 +22,14 @@
  *   broken response, blocked-address          any                 gone           null      kept          now + goneRecheckMs
  *   transient with retryAfterMs (429/503)     any                 retry          null      kept          now + retryAfterMs
  *   transient, retries + 1 <= maxRetries      any                 retry          null      kept          now + retryBaseMs * 2^(retries'-1)
- *   transient, retries + 1 > maxRetries       any                 gone           null      kept          now + goneRecheckMs
- *   transient with giveUp (requests used up)  any                 gone           null      kept          now + goneRecheckMs
+ *   transient, retries + 1 > maxRetries       any                 gone           null      kept          now + goneRecheckMs (+)
+ *   transient with giveUp (requests used up)  any                 gone           null      kept          now + goneRecheckMs (+)
  *   given-up (its host kept failing)          any                 gone           null      kept          now + min(goneRecheckMs, 1 day)
  *   robots-denied, robots-disallowed          any                 robots_denied  null      kept          now + goneRecheckMs
  *   robots-denied, robots-unreachable         any                 robots_denied  null      kept          now + min(goneRecheckMs, 1 day)
  *   (given-up, like robots-denied, sends no request: fetch times, status code and retries are kept.)
  *
+ *   (+) min(goneRecheckMs, 1 day) after a connection failure (no answer: timeout, refused, DNS, ...).
  *   (*) no stored signature, no new signature, or the old status is gone: a page that was gone and
  *       answers again is new content (fetched), even with the body it had before it went.
  *   (**) a copy whose original went is an original now: new to the search index (index-change.ts
@@ -68,6 +69,7 @@
  * (Nutch: interval * 1.5), a Retry-After does not spend a retry, and a first fetch leaves the interval
  * as it was (Nutch's STATUS_UNKNOWN does the same).
  */
+import { isHostFailure } from '../../shared/fetch-codes.js';
 import { adaptInterval, clampInterval, nextFetchAt, retryDelayMs, type FetchSchedulePolicy } from './fetch-schedule.js';
 
 /** When a URL given up for its host (unreachable robots.txt, a host that kept failing) is due again at most, ms: a day. */
@@ -209,9 +211,12 @@ export function applyFetch(old: CrawlDbRecord, outcome: FetchOutcome, now: numbe
 
     case 'transient': {
       const failed = { ...old, ...requested, lastHttpStatus: outcome.status, errorCode: outcome.code };
+      // Given up after a connection failure (no answer at all): the host failed, not the URL, so it is
+      // rechecked after a day, not at the rare recheck of a page that is gone.
+      const goneUntil = now + (outcome.status === null && isHostFailure(null, outcome.code, null) ? Math.min(policy.goneRecheckMs, HOST_RECHECK_MS) : policy.goneRecheckMs);
       if (outcome.giveUp === true) {
         const retries = Math.min(old.retries + (outcome.retryAfterMs === null ? 1 : 0), maxStoredRetries);
-        return { record: { ...failed, status: 'gone', retries, nextFetchAt: now + policy.goneRecheckMs }, modified: null };
+        return { record: { ...failed, status: 'gone', retries, nextFetchAt: goneUntil }, modified: null };
       }
       if (outcome.retryAfterMs !== null) {
         // The server asked for a pause (RFC 9110 section 10.2.3): honour it, without spending a retry.
@@ -223,7 +228,7 @@ export function applyFetch(old: CrawlDbRecord, outcome: FetchOutcome, now: numbe
       }
       const retries = Math.min(old.retries + 1, maxStoredRetries);
       if (retries > policy.maxRetries) {
-        return { record: { ...failed, status: 'gone', retries, nextFetchAt: now + policy.goneRecheckMs }, modified: null };
+        return { record: { ...failed, status: 'gone', retries, nextFetchAt: goneUntil }, modified: null };
       }
       return { record: { ...failed, status: 'retry', retries, nextFetchAt: now + retryDelayMs(retries, policy) }, modified: null };
     }

@@ -160,7 +160,8 @@ const OUTCOMES = {
     outcome: { kind: 'transient', code: 'timeout', status: null, retryAfterMs: null },
     oldRetries: POLICY.maxRetries,
     retries: POLICY.maxRetries + 1,
-    next: { waitMs: POLICY.goneRecheckMs },
+    // No answer at all: the host failed, not the URL, so it is rechecked after a day.
+    next: { waitMs: Math.min(POLICY.goneRecheckMs, HOST_RECHECK_MS) },
     lastHttpStatus: null,
     errorCode: 'timeout',
     ...failure,
@@ -336,7 +337,7 @@ describe('crawl db transitions over time', () => {
       waits.push(record.nextFetchAt - now);
       now = record.nextFetchAt;
     }
-    expect(waits).toEqual([MINUTE, 2 * MINUTE, 4 * MINUTE, POLICY.goneRecheckMs]);
+    expect(waits).toEqual([MINUTE, 2 * MINUTE, 4 * MINUTE, Math.min(POLICY.goneRecheckMs, HOST_RECHECK_MS)]);
     expect(record.status).toBe('gone');
     expect(record.retries).toBe(POLICY.maxRetries + 1);
     expect(record.errorCode).toBe('connection-refused');
@@ -356,7 +357,15 @@ describe('crawl db transitions over time', () => {
     const again = applyFetch(gone, { kind: 'transient', code: 'timeout', status: null, retryAfterMs: null }, NOW + POLICY.goneRecheckMs, POLICY).record;
     expect(again.status).toBe('gone');
     expect(again.retries).toBe(POLICY.maxRetries + 1);
-    expect(again.nextFetchAt).toBe(NOW + 2 * POLICY.goneRecheckMs);
+    expect(again.nextFetchAt).toBe(NOW + POLICY.goneRecheckMs + Math.min(POLICY.goneRecheckMs, HOST_RECHECK_MS));
+  });
+
+  it('rechecks a page given up after 5xx answers at the rare recheck, one given up after no answer at all after a day', () => {
+    const server = applyFetch({ ...recordIn('retry'), retries: POLICY.maxRetries }, { kind: 'transient', code: 'http-500', status: 500, retryAfterMs: null }, NOW, POLICY).record;
+    expect(server).toMatchObject({ status: 'gone', nextFetchAt: NOW + POLICY.goneRecheckMs });
+    const silent = applyFetch({ ...recordIn('retry'), retries: POLICY.maxRetries }, { kind: 'transient', code: 'connection-refused', status: null, retryAfterMs: null }, NOW, POLICY).record;
+    expect(silent).toMatchObject({ status: 'gone', nextFetchAt: NOW + HOST_RECHECK_MS });
+    expect(HOST_RECHECK_MS).toBeLessThan(POLICY.goneRecheckMs);
   });
 
   it('lengthens the interval of an unchanging page by 40 % per fetch up to 90 days, and shortens a changing one by 20 % down to 1 minute', () => {
