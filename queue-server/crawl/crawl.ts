@@ -153,6 +153,7 @@ export class Crawl {
         onResident: (entry) => this.#placement.pending(entry),
         validate: (entry) => this.#stillDue(entry),
         isPending: (hash) => this.#placement.pendingEntry(hash) !== undefined,
+        urlOf: (hash) => stores.crawlDb.get(hash)?.url ?? null,
       },
     );
     this.#admission = new Admission(config, {

@@ -19,6 +19,10 @@
  *   <id:3, >= 010000> <bucket:1> <seq:4>   a queued URL           hash:8 priority:f64 depth:u16
  *                                                                 charged:u8 hops:u8 url (UTF-8)
  *
+ * A URL too long for a value of the file's pages (1,010 bytes at 4 KiB, where URLs reach 2,048) is
+ * stored without its text: the crawl database's record of the hash holds it (every queued URL has one,
+ * committed with the same group commit), and the frontier reads it from there (frontier.ts `urlOf`).
+ *
  * `bucket` is the priority made a byte (the depth, or a log scale of the OPIC score), so a refill
  * reads an origin's URLs in priority order up to the bucket's resolution; `seq` is the origin's own
  * admission counter (first come, first served within a bucket). Origin ids are handed out from
@@ -131,8 +135,11 @@ export function priorityBucket(priority: number): number {
   return Math.max(0, Math.min(255, Number.isFinite(bucket) ? bucket : 255));
 }
 
-export function encodeUrl(entry: StoredUrl): Uint8Array {
-  const bytes = Buffer.allocUnsafe(20 + Buffer.byteLength(entry.url, 'utf8'));
+/** `maxBytes`: the longest value the file takes; a longer record is written without its URL (see the header). */
+export function encodeUrl(entry: StoredUrl, maxBytes = Number.POSITIVE_INFINITY): Uint8Array {
+  const urlBytes = Buffer.byteLength(entry.url, 'utf8');
+  if (20 + urlBytes > maxBytes) return encodeUrl({ ...entry, url: '' });
+  const bytes = Buffer.allocUnsafe(20 + urlBytes);
   bytes.set(entry.hash, 0);
   bytes.writeDoubleBE(entry.priority, 8);
   bytes.writeUInt16BE(Math.min(0xffff, entry.depth), 16);
@@ -208,8 +215,12 @@ export class FrontierStore {
   /** Earliest waiting time, cached; undefined when it must be read again. */
   #nextDue: number | null | undefined = undefined;
 
+  /** The longest value the file's pages take (its page size is the one it was created with). */
+  readonly #maxValueBytes: number;
+
   private constructor(tree: BTree) {
     this.#tree = tree;
+    this.#maxValueBytes = tree.stats().maxValueBytes;
     const meta = tree.get(keyBytes(META_KEY));
     this.#meta = meta === null ? { pass: null, once: false, nextOriginId: FIRST_ORIGIN_ID, waitSeq: 0, waiting: 0 } : (JSON.parse(Buffer.from(meta).toString('utf8')) as FrontierMeta);
   }
@@ -275,7 +286,7 @@ export class FrontierStore {
    * every refill), so a refill need not find it in the stage either.
    */
   putUrl(key: StoreKey, entry: StoredUrl, options: { inMemory: boolean }): void {
-    this.#staged.set(key, encodeUrl(entry));
+    this.#staged.set(key, encodeUrl(entry, this.#maxValueBytes));
     if (options.inMemory) return;
     const id = originIdOfKey(key);
     let staged = this.#stagedUrls.get(id);

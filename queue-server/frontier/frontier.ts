@@ -263,6 +263,8 @@ export interface FrontierOptions {
   readonly validate?: (entry: QueuedUrl) => boolean;
   /** Whether a URL is pending now (in memory or out on lease): a second copy read back is settled, not queued. */
   readonly isPending?: (hash: UrlHash) => boolean;
+  /** The URL of a hash (the crawl database's record), for one the store kept without its text (too long for its pages); null: unknown. */
+  readonly urlOf?: (hash: UrlHash) => string | null;
 }
 
 /** URLs read back from disk at a time, at least and at most (the claim path reads one batch per origin, not one URL). */
@@ -293,6 +295,7 @@ export class Frontier {
   readonly #refillSlack: number;
   readonly #onResident: (entry: QueuedUrl) => void;
   readonly #validate: (entry: QueuedUrl) => boolean;
+  readonly #urlOf: (hash: UrlHash) => string | null;
   readonly #isPending: (hash: UrlHash) => boolean;
   /** Store keys of URLs in memory or taken (out on lease, being cut) and not settled: a refill skips them. */
   readonly #out = new Set<StoreKey>();
@@ -316,6 +319,7 @@ export class Frontier {
     this.#refillSlack = refillSlack(this.#memoryUrls);
     this.#onResident = options.onResident ?? (() => {});
     this.#validate = options.validate ?? (() => true);
+    this.#urlOf = options.urlOf ?? (() => null);
     this.#isPending = options.isPending ?? (() => false);
   }
 
@@ -658,7 +662,14 @@ export class Frontier {
     line.onDisk -= rows.length + missing;
     this.#queued -= rows.length + missing;
     for (const { key, entry: stored } of rows) {
-      const entry = new ResidentUrl(stored.url as NormalizedUrl, stored.hash, stored.depth, stored.priority, this.#seq++, key);
+      // Kept without its text (too long for the store's pages): the crawl database has it. None there: a
+      // kill fell between the two commits, and the link comes again with its unacknowledged post.
+      const url = stored.url !== '' ? stored.url : this.#urlOf(stored.hash);
+      if (url === null) {
+        store.settle(key);
+        continue;
+      }
+      const entry = new ResidentUrl(url as NormalizedUrl, stored.hash, stored.depth, stored.priority, this.#seq++, key);
       if (stored.redirectHops > 0) entry.redirectHops = stored.redirectHops;
       // Settled without a request: written by an earlier process and done since, or a second copy of a
       // URL pending now (queued again while this copy was on disk only: releaseDue, an inject).
