@@ -494,7 +494,9 @@ export function errorCodeOf(error: unknown): { code: FetchErrorCode; message: st
     default:
       // undici's HTTPParserError carries no code for some parser failures (a response that is not HTTP).
       if (err?.name === 'HTTPParserError') return { code: 'bad-http-response', message };
-      if (typeof code === 'string' && code.startsWith('ERR_BROTLI')) return { code: 'bad-content-encoding', message };
+      // Brotli's decoder errors (ERR_BROTLI_*, and ERR__ERROR_FORMAT_* for the malformed streams: padding,
+      // reserved bits, a window or dictionary out of range...) say the body is not what its encoding claims.
+      if (typeof code === 'string' && (code.startsWith('ERR_BROTLI') || code.startsWith('ERR__ERROR_FORMAT_'))) return { code: 'bad-content-encoding', message };
       if (typeof code === 'string' && code.startsWith('HPE_')) return { code: 'bad-http-response', message };
       return { code: 'network-error', message };
   }

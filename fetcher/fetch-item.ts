@@ -134,8 +134,9 @@ async function fetchPage(ctx: FetchContext, slot: number, item: ScheduleItem): P
   const signature = contentSignature(response.body);
   const indexing = ctx.index !== false;
   const contentLanguage = boundedHeader(response.headers['content-language'], 35);
-  // Binary bytes are not parsed even when labelled text/html: they hold no links, and garbage costs.
-  if (looksBinary(response.body)) return { ...result, signature };
+  // Binary bytes are not parsed even when labelled text/html: they hold no links, and garbage costs. A
+  // body the header says is UTF-16 is text whatever its NULs (half its characters' bytes).
+  if (!saysUtf16(contentType) && looksBinary(response.body)) return { ...result, signature };
   if (!isHtml(contentType, response.body)) {
     if (!indexing || !isPlainText(contentType) || xRobotsTag(response.headers['x-robots-tag'], 'petrel').noindex) return { ...result, signature };
     // A text/plain page is indexed as body text alone (no title, headings or links).
@@ -347,6 +348,11 @@ export function retryAfterMs(value: string | null, now: number): number | null {
  * character in a real page does not make it binary; random bytes are about 10 % such bytes. A UTF-16
  * byte-order mark means text (its NULs are half characters).
  */
+/** Whether a Content-Type names a UTF-16 charset (`charset=utf-16`, `utf-16le`, `utf-16be`, quoted or not). */
+export function saysUtf16(contentType: string | null): boolean {
+  return contentType !== null && /;\s*charset\s*=\s*"?utf-16(?:le|be)?"?\s*(?:;|$)/i.test(contentType);
+}
+
 export function looksBinary(body: Uint8Array): boolean {
   if ((body[0] === 0xfe && body[1] === 0xff) || (body[0] === 0xff && body[1] === 0xfe)) return false;
   const end = Math.min(body.length, 1024);

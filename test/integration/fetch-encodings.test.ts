@@ -1,0 +1,80 @@
+/**
+ * Bodies whose bytes look odd but are what the headers say, and bodies that are not: through the real
+ * `fetchItem` and a real undici Agent against a server on loopback.
+ *
+ *   - A UTF-16 page declared only in Content-Type (no byte order mark) is text: its NULs are half its
+ *     characters. It was taken for binary and not parsed (no title, no links).
+ *   - A malformed Brotli body is `bad-content-encoding` (not retried, not the host's fault); Node names
+ *     some of Brotli's decoder errors ERR__ERROR_FORMAT_*, which were `network-error` (retried three
+ *     times, and counted against the host).
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { brotliCompressSync } from 'node:zlib';
+import type { Agent } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TrustedOrigins } from '../../fetcher/address-guard.js';
+import { createCrawlAgent, type DownloadOptions } from '../../fetcher/download.js';
+import { fetchItem, saysUtf16 } from '../../fetcher/fetch-item.js';
+
+const OPTIONS: DownloadOptions = {
+  userAgent: 'Petrel/0.1.0 (fetch-encodings test)',
+  maxBodyBytes: 2 * 1024 * 1024,
+  connectTimeoutMs: 2_000,
+  headersTimeoutMs: 5_000,
+  bodyTimeoutMs: 5_000,
+  totalTimeoutMs: 5_000,
+};
+
+const PAGE = '<html><head><title>Zebra crossing</title></head><body><p>Stripes.</p><a href="/next.html">next</a></body></html>';
+
+describe('bodies and their declared encodings', () => {
+  let server: Server;
+  let origin: string;
+  let agent: Agent;
+
+  beforeAll(async () => {
+    server = createServer((request, response) => {
+      if (request.url === '/utf16le') return void response.writeHead(200, { 'content-type': 'text/html; charset=utf-16le' }).end(Buffer.from(PAGE, 'utf16le'));
+      if (request.url === '/utf16be') {
+        const le = Buffer.from(PAGE, 'utf16le');
+        const be = Buffer.alloc(le.length);
+        for (let i = 0; i < le.length; i += 2) [be[i], be[i + 1]] = [le[i + 1]!, le[i]!];
+        return void response.writeHead(200, { 'content-type': 'text/html; charset="UTF-16BE"' }).end(be);
+      }
+      if (request.url === '/brotli-broken') {
+        // A valid stream's first bytes, then garbage: the decoder fails on the format, not on a short body.
+        const valid = brotliCompressSync(Buffer.from(PAGE.repeat(50)));
+        return void response.writeHead(200, { 'content-type': 'text/html', 'content-encoding': 'br' }).end(Buffer.concat([valid.subarray(0, 8), Buffer.alloc(64, 0xff)]));
+      }
+      response.writeHead(404).end();
+    });
+    await new Promise<void>((done) => server.listen(0, '127.0.67.1', done));
+    origin = `http://127.0.67.1:${(server.address() as AddressInfo).port}`;
+    const trustedOrigins = new TrustedOrigins();
+    trustedOrigins.hold(origin);
+    agent = createCrawlAgent({ ...OPTIONS, connectionsPerOrigin: 4, addressPolicy: { allowAll: false, trustedOrigins, resolve: new Map() } });
+  });
+
+  afterAll(async () => {
+    await agent?.close();
+    await new Promise((done) => server?.close(done));
+  });
+
+  const fetchPath = (path: string) => fetchItem({ dispatcher: agent, download: OPTIONS }, 0, { i: 0, url: `${origin}${path}`, kind: 'page', depth: 0, validators: null });
+
+  it('parses a UTF-16 page its Content-Type declares, without a byte order mark', async () => {
+    for (const path of ['/utf16le', '/utf16be']) {
+      const result = await fetchPath(path);
+      expect(result.status, path).toBe(200);
+      expect(result.page?.title, path).toBe('Zebra crossing');
+      expect(result.links, path).toEqual([`${origin}/next.html`]);
+    }
+    expect([saysUtf16('text/html; charset=utf-16'), saysUtf16('text/html;charset="UTF-16LE"'), saysUtf16('text/html; charset=utf-8'), saysUtf16('text/html; charset=utf-160'), saysUtf16(null)]).toEqual([true, true, false, false, false]);
+  });
+
+  it('calls a malformed Brotli body bad-content-encoding', async () => {
+    const result = await fetchPath('/brotli-broken');
+    expect({ status: result.status, code: result.error?.code }).toEqual({ status: null, code: 'bad-content-encoding' });
+  });
+});
