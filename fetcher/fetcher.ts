@@ -55,8 +55,8 @@ interface ActiveSchedule {
   readonly schedule: Schedule;
   slotsLeft: number;
   pending: ItemResult[];
-  /** Bytes of the captures (WARC records) in `pending`. */
-  pendingCaptureBytes: number;
+  /** About how many bytes `pending` holds (resultBytes): captures, links, index data. */
+  pendingBytes: number;
   flushTimer: NodeJS.Timeout | null;
   posting: Promise<void>;
 }
@@ -64,12 +64,27 @@ interface ActiveSchedule {
 const FLUSH_COUNT = 64;
 const FLUSH_DELAY_MS = 200;
 /**
- * Results are posted before their captures pass this many bytes, so that a post stays far below the
+ * Results are posted before they pass this many bytes (resultBytes), so that a post stays far below the
  * queue server's 64 MiB in either form (one capture is at most fetch-item.ts MAX_ARCHIVED_BODY_BYTES,
- * 24 MiB, 32 MiB in the base64 of a JSON post, plus its heads) and results of large pages are not held
- * in memory 64 at a time.
+ * 24 MiB, 32 MiB in the base64 of a JSON post, plus its heads) and results of large pages, or of pages
+ * of thousands of long links, are not held in memory 64 at a time.
  */
-const FLUSH_CAPTURE_BYTES = 12 * 1024 * 1024;
+const FLUSH_BYTES = 12 * 1024 * 1024;
+/**
+ * Results held and not yet acknowledged (pending in slots, or posted), at most (bytes, resultBytes):
+ * past it, slots ask nothing more until deliveries drain. A queue server that answers 503 busy, or is away, would otherwise let a
+ * fetcher fetch on and hold every result: pages of 5,000 long links took one to 3.6 GB of RSS.
+ */
+const MAX_UNDELIVERED_BYTES = 64 * 1024 * 1024;
+
+/** About how many bytes a result takes in memory and on the wire: its capture, its links (and their anchor terms), its index data. */
+function resultBytes(result: ItemResult): number {
+  let bytes = 1024;
+  if (result.capture) bytes += result.capture.requestRecord.length + result.capture.responseRecord.length + result.capture.responseHead.length;
+  for (const link of result.links) bytes += 2 * link.length + 16;
+  if (result.index !== null) bytes += 32 * 1024;
+  return bytes;
+}
 
 export class Fetcher {
   readonly #options: FetcherOptions;
@@ -284,7 +299,7 @@ export class Fetcher {
   }
 
   #start(schedule: Schedule): void {
-    const active: ActiveSchedule = { schedule, slotsLeft: schedule.slots.length, pending: [], pendingCaptureBytes: 0, flushTimer: null, posting: Promise.resolve() };
+    const active: ActiveSchedule = { schedule, slotsLeft: schedule.slots.length, pending: [], pendingBytes: 0, flushTimer: null, posting: Promise.resolve() };
     this.#active.set(schedule.id, active);
     this.#running += schedule.slots.length;
     this.#ensureHeartbeat(schedule.leaseMs);
@@ -313,6 +328,8 @@ export class Fetcher {
     let stopped: string | null = null;
     for (let index = 0; index < slot.items.length; index++) {
       if (index > 0 && slot.delayMs > 0 && stopped === null) await sleepAtLeast(slot.delayMs + TIMER_SLACK_MS, stopping);
+      // Too much fetched and not yet delivered: wait for the queue server to take it (bounded memory).
+      if (stopped === null && this.#undeliveredBytes > MAX_UNDELIVERED_BYTES) await this.#delivered(stopping);
       // Stopping: the request in flight was finished; the rest of the slot returns with its lease.
       if (this.#stopClaiming) break;
       // A host whose requests keep failing, or that said to come back later, is not asked the rest of the
@@ -326,9 +343,11 @@ export class Fetcher {
         this.#count(result);
       }
       active.pending.push(result);
-      if (result.capture) active.pendingCaptureBytes += result.capture.requestRecord.length + result.capture.responseRecord.length + result.capture.responseHead.length;
+      const bytes = resultBytes(result);
+      active.pendingBytes += bytes;
+      this.#undeliveredBytes += bytes;
       // A sitemap's entries (up to 8 MiB of URLs) go out on their own, so a post stays small.
-      if (active.pending.length >= FLUSH_COUNT || active.pendingCaptureBytes >= FLUSH_CAPTURE_BYTES || result.sitemap) void this.#flush(active);
+      if (active.pending.length >= FLUSH_COUNT || active.pendingBytes >= FLUSH_BYTES || result.sitemap) void this.#flush(active);
       else if (active.flushTimer === null) active.flushTimer = setTimeout(() => void this.#flush(active), FLUSH_DELAY_MS);
     }
     active.slotsLeft--;
@@ -355,8 +374,9 @@ export class Fetcher {
     active.flushTimer = null;
     if (active.pending.length === 0) return active.posting;
     const results = active.pending;
+    const bytes = active.pendingBytes;
     active.pending = [];
-    active.pendingCaptureBytes = 0;
+    active.pendingBytes = 0;
     const post = (async () => {
       try {
         await this.#client.results({ protocolVersion: PROTOCOL_VERSION, fetcherId: this.#options.fetcherId, scheduleId: active.schedule.id, results }, { frame: active.schedule.resultsFrame ?? 0 });
@@ -366,10 +386,31 @@ export class Fetcher {
         // A 4xx: this batch can never be accepted. Say so loudly; the lease will expire and re-issue.
         if (error instanceof QueueServerError) this.#options.log(`results for ${active.schedule.id} refused: ${error.message}`);
         else throw error;
+      } finally {
+        this.#undeliveredBytes -= bytes;
+        if (this.#undeliveredBytes <= MAX_UNDELIVERED_BYTES) for (const wake of this.#drainWaiters.splice(0)) wake();
       }
     })();
     active.posting = Promise.all([active.posting, post]).then(() => undefined);
     return active.posting;
+  }
+
+  /** Bytes of results held and not yet acknowledged: pending in slots, or posted (MAX_UNDELIVERED_BYTES). */
+  #undeliveredBytes = 0;
+  /** Slots waiting for deliveries to drain below MAX_UNDELIVERED_BYTES. */
+  readonly #drainWaiters: (() => void)[] = [];
+
+  /** Resolves once deliveries are below MAX_UNDELIVERED_BYTES again, or when the fetcher stops. */
+  #delivered(stopping: AbortSignal): Promise<void> {
+    if (stopping.aborted) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        stopping.removeEventListener('abort', done);
+        resolve();
+      };
+      this.#drainWaiters.push(done);
+      stopping.addEventListener('abort', done, { once: true });
+    });
   }
 
   #ensureHeartbeat(leaseMs: number): void {
