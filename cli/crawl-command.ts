@@ -13,9 +13,9 @@
  * Ctrl-C stops the fetchers first (they deliver what they hold), then the queue server, and running the
  * same command again resumes the pass.
  */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { formatApproxDuration } from '../shared/duration.js';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { createServer } from 'node:net';
 import { createLogger, sayer } from '../shared/logger.js';
 import { Command } from 'commander';
@@ -82,6 +82,11 @@ export function crawlCommand(): Command {
       );
     }
     checkWritableDataDir(values.data, NAME);
+    // Found now, not after the whole crawl: the file the summary is written to at the end.
+    if (values.summaryJson !== undefined) {
+      const problem = writableFileProblem(values.summaryJson);
+      if (problem !== null) fail(`--summary-json ${values.summaryJson}: ${problem}`, usage);
+    }
     const saved = loadSaved(values.data, NAME);
     const config = crawlSettingsFor(command, true, saved?.settings ?? null, NAME);
     if (config.seeds.length === 0) {
@@ -118,11 +123,14 @@ function nextSteps(dataDir: string, summary: CrawlSummary, status: number): stri
   // PATH yet: the hints say what runs as typed there.
   const petrel = ['crawl', 'demo'].includes(process.env.npm_lifecycle_event ?? '') ? 'npm run -s petrel --' : 'petrel';
   const data = dataDir === DATA_OPTION.default ? '' : ` --data ${dataDir}`;
-  const errors = Object.entries(summary.errorsByCode)
-    .sort((a, b) => b[1] - a[1])
-    .slice(0, 3)
-    .map(([code, n]) => `${code} ${n}`)
-    .join(', ');
+  const byCode = Object.entries(summary.errorsByCode).sort((a, b) => b[1] - a[1]);
+  // The three most frequent codes, and how many errors the others add (the summary's errorsByCode has them all).
+  const others = byCode.slice(3).reduce((sum, [, n]) => sum + n, 0);
+  const errors =
+    byCode
+      .slice(0, 3)
+      .map(([code, n]) => `${code} ${n}`)
+      .join(', ') + (others > 0 ? `, ${count(others, 'other')} in errorsByCode` : '');
   const what =
     `${count(summary.pagesFetched, 'page')} fetched, ${summary.notModified} not modified, ${count(summary.errors, 'error')}${errors === '' ? '' : ` (${errors})`}, ` +
     `${count(summary.robotsDenied, 'URL')} refused by robots.txt`;
@@ -296,6 +304,28 @@ async function runCrawl(values: CrawlValues, settingsArgs: string[]): Promise<Cr
   if (fetchersGone) fail('the crawl stopped before it finished: no fetcher was left to fetch (run the same command again to resume the pass)', { command: NAME });
   if (summary === null || (serverStatus !== 0 && !interrupted)) fail(`the queue server exited with status ${serverStatus} before the crawl finished`, { command: NAME });
   return { summary, interrupted };
+}
+
+/** Why a file cannot be written where it is named (a missing or read-only directory, a directory by that name), or null. */
+function writableFileProblem(file: string): string | null {
+  const path = resolve(file);
+  if (existsSync(path)) {
+    if (statSync(path).isDirectory()) return 'is a directory: give a file name';
+    try {
+      accessSync(path, constants.W_OK);
+      return null;
+    } catch {
+      return 'cannot be written (no permission)';
+    }
+  }
+  const dir = dirname(path);
+  if (!existsSync(dir)) return `its directory ${dir} does not exist`;
+  try {
+    accessSync(dir, constants.W_OK);
+    return null;
+  } catch {
+    return `its directory ${dir} cannot be written (no permission)`;
+  }
 }
 
 /** What the queue server found in the data directory: a new crawl, a resumed pass, or a new pass over what is known. */

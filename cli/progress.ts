@@ -19,6 +19,8 @@ type ProgressStatus = Pick<CrawlStatus, 'elapsedMs' | 'pagesFetched' | 'pagesPer
   config?: { delayMs: number; hostConcurrency: number };
   /** Set while group commits fail (crawl-service.ts): the crawl is paused, and no time left is shown. */
   storageError?: { code: string; attempts: number } | null;
+  /** URLs waiting for their time: a retry's backoff, a Retry-After, a host backed off (crawl-status.ts). */
+  waitingUrls?: number;
 };
 
 /** Past this estimate the line says which option would shorten it. */
@@ -32,7 +34,10 @@ export function formatProgress(status: ProgressStatus): string {
   return (
     `[${seconds}s] fetched ${status.pagesFetched} (${status.pagesPerSecond}/s), 304 ${status.notModified}, ` +
     `errors ${status.errors}, robots-denied ${status.robotsDenied}, discovered ${status.urlsDiscovered}, ` +
-    `queued ${status.frontierSize}, leased ${status.itemsLeased}, fetchers ${status.fetchers.length}` +
+    `queued ${status.frontierSize}, leased ${status.itemsLeased}, ` +
+    // A one-shot crawl waits for its retries before it ends: said, so a line that stops moving has a reason.
+    ((status.waitingUrls ?? 0) > 0 ? `waiting ${status.waitingUrls} (retries, Retry-After, hosts backed off), ` : '') +
+    `fetchers ${status.fetchers.length}` +
     (status.storageError == null
       ? formatTimeLeft(status.timeLeft ?? null, status.config)
       : `, paused: the queue server cannot store results (${status.storageError.code}, attempt ${status.storageError.attempts}); it goes on by itself once it can`)

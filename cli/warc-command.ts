@@ -62,6 +62,7 @@ export function warcCommand(): Command {
     .command('index')
     .description(`rebuild warc/${CDXJ_FILE} (CDXJ, the format pywb reads: SURT key, timestamp, JSON with url, mime, status, digest, length, offset, filename) from the WARC files`)
     .option(DATA_OPTION.flags, 'data directory of the crawl', DATA_OPTION.parse, DATA_OPTION.default)
+    .addHelpText('after', '\nExit status: 0 when the index is written, 1 when a WARC file cannot be read, 2 when there is no web archive in the data directory.\n')
     .action((values: { data: string }) => {
       const dir = warcDirOf(values.data);
       const lines = writeCdxjIndex(dir);
@@ -74,6 +75,7 @@ export function warcCommand(): Command {
     .option(DATA_OPTION.flags, 'data directory of the crawl', DATA_OPTION.parse, DATA_OPTION.default)
     .option('--at <time>', 'UTC time: YYYYMMDDhhmmss (or a prefix of it) or ISO 8601; the capture nearest it is printed')
     .option('--decode', 'undo the Content-Encoding (gzip, deflate, br) of the body before printing it', false)
+    .addHelpText('after', '\nExit status: 0 when the response is printed, 1 when the URL has no capture (WARC_NOT_FOUND) or its records cannot be read, 2 on a bad URL or --at, or no web archive in the data directory.\n')
     .action(async (url: string, values: { data: string; at?: string; decode: boolean }) => {
       if (!/^https?:\/\/[^\s]+$/i.test(url)) fail(`not an http(s) URL: ${JSON.stringify(url.slice(0, 200))}`, { status: EXIT.usage, command: 'warc get' });
       const at = values.at === undefined ? null : parseAt(values.at);

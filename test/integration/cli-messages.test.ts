@@ -106,6 +106,15 @@ describe('petrel commands refuse bad input with one line and the usage status, c
     expectOneLineFailure(fetcher, EXIT.usage, /--resolve: "not-an-address" is not an IP address/);
   });
 
+  it('refuses a --summary-json it could not write before anything runs, not after the whole crawl', async () => {
+    const data = join(dir, 'never-summarized');
+    const missing = await runPetrel(['crawl', '--data', data, '--seed', 'http://127.0.0.1:9/', '--summary-json', join(dir, 'no-such-dir', 'summary.json')]);
+    expectOneLineFailure(missing, EXIT.usage, /^petrel crawl: --summary-json .*summary\.json: its directory .*no-such-dir does not exist/);
+    const directory = await runPetrel(['crawl', '--data', data, '--seed', 'http://127.0.0.1:9/', '--summary-json', dir]);
+    expectOneLineFailure(directory, EXIT.usage, /^petrel crawl: --summary-json .*: is a directory: give a file name/);
+    expect(existsSync(data)).toBe(false);
+  });
+
   it('refuses --data naming a file: one line, no stack', async () => {
     const file = join(dir, 'a-file');
     writeFileSync(file, 'not a directory\n');

@@ -36,6 +36,9 @@ describe('the time left', () => {
     const paused = formatProgress({ ...status, timeLeft: { ms: 10_000, origin: 'http://a', limitedBy: 'delay' }, storageError: { code: 'ENOSPC', attempts: 3 } });
     expect(paused).toMatch(/, paused: the queue server cannot store results \(ENOSPC, attempt 3\); it goes on by itself once it can$/);
     expect(paused).not.toContain('left');
+    // URLs waiting for a retry are said, so a crawl that waits for them says why it has not ended.
+    expect(formatProgress({ ...status, frontierSize: 0, itemsLeased: 0, waitingUrls: 31 })).toContain(', queued 0, leased 0, waiting 31 (retries, Retry-After, hosts backed off), fetchers 0');
+    expect(formatProgress({ ...status, waitingUrls: 0 })).not.toContain('waiting');
   });
 
   it('says what waiting on an unreachable robots.txt means', () => {
