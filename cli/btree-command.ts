@@ -4,7 +4,7 @@
  * pages of the tree being walked may be reused by the server's commits meanwhile; stop the server first.
  */
 import { Command } from 'commander';
-import { readdirSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { BTree, BTreeError, type BTreeStats, type CheckFault } from '../queue-server/btree/index.js';
 import { upgradeBtreeFile, type UpgradeReport } from '../queue-server/btree/upgrade.js';
@@ -187,7 +187,44 @@ type Opened =
   | { readonly kind: 'corrupt'; readonly error: BTreeError }
   | { readonly kind: 'unusable' };
 
+/**
+ * Why `file` is no B-tree to inspect at all, or null: a directory (a data directory, most likely), or a
+ * file with the magic of neither meta page at any legal page size (pages.jsonl, a token). A file with
+ * one meta page's magic is a B-tree, damaged or not, and the check says what is wrong with it.
+ */
+function notABtree(file: string): { code: string; message: string } | null {
+  let fd: number;
+  try {
+    if (statSync(file).isDirectory()) return { code: 'EISDIR', message: `${file} is a directory: give a B-tree file in it, such as ${join(file, 'crawldb.btree')} (petrel db check --data DIR checks a data directory's crawl database)` };
+    fd = openSync(file, 'r');
+  } catch {
+    return null; // BTree.open says what is wrong (a missing file, no permission)
+  }
+  try {
+    const magic = Buffer.from('PETRELBT');
+    const probe = Buffer.alloc(8);
+    for (const at of [0, ...PAGE_SIZES]) {
+      if (readSync(fd, probe, 0, 8, at + META_MAGIC_OFFSET) === 8 && probe.equals(magic)) return null;
+    }
+    return { code: 'NOT_A_BTREE', message: `${file} is not a Petrel B-tree file (no meta page at its start or at any page size): the B-tree files of a data directory end in .btree` };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Where a meta page's magic is, from the page's start (btree/LAYOUT.md), and the page sizes slot 1 may start at. */
+const META_MAGIC_OFFSET = 16;
+const PAGE_SIZES = [1024, 2048, 4096, 8192, 16384, 32768, 65536];
+
 function openForInspection(file: string, io: BtreeCliIo, json: boolean): Opened {
+  const unusable = (code: string, message: string): Opened => {
+    if (json) io.out(`${JSON.stringify({ file, ok: false, error: { code, message } })}\n`);
+    io.err(`petrel btree: ${message}\n`);
+    io.setExitCode(EXIT_USAGE);
+    return { kind: 'unusable' };
+  };
+  const wrong = notABtree(file);
+  if (wrong !== null) return unusable(wrong.code, wrong.message);
   try {
     return { kind: 'open', tree: BTree.open(file, { create: false, readOnly: true, cachePages: 256 }) };
   } catch (err) {

@@ -77,12 +77,25 @@ describe('petrel btree', () => {
     expect(json.faults).toContainEqual(expect.objectContaining({ code: 'PAGE_CORRUPT', page: 2 }));
   });
 
-  it('check exits 1 when no meta page is readable, and 2 for a missing file', async () => {
-    const garbage = tempFile();
-    fs.writeFileSync(garbage, Buffer.alloc(8192, 7));
-    const res = await run(['check', garbage]);
+  it('check exits 1 when no meta page of a B-tree is readable, and 2 for a missing file, a directory or a file that is no B-tree', async () => {
+    // Both meta pages damaged (their magic left): a B-tree, damaged.
+    const damaged = sampleFile();
+    const bytes = fs.readFileSync(damaged);
+    for (const page of [0, 1]) bytes[page * 1024 + 40] = bytes[page * 1024 + 40]! ^ 0xff;
+    fs.writeFileSync(damaged, bytes);
+    const res = await run(['check', damaged]);
     expect(res.code).toBe(1);
     expect(res.out).toMatch(/PAGE_CORRUPT page 0: .*neither meta page/);
+
+    // Bytes with no meta page's magic anywhere (pages.jsonl, a token, garbage): not a B-tree at all.
+    const garbage = tempFile();
+    fs.writeFileSync(garbage, Buffer.alloc(8192, 7));
+    const notOne = await run(['check', garbage]);
+    expect(notOne.code).toBe(2);
+    expect(notOne.err).toMatch(/is not a Petrel B-tree file/);
+    const directory = await run(['check', path.dirname(garbage)]);
+    expect(directory.code).toBe(2);
+    expect(directory.err).toMatch(/is a directory: give a B-tree file in it/);
 
     const missing = tempFile('nope.btree');
     const gone = await run(['check', missing]);
