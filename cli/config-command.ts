@@ -11,6 +11,7 @@ import { CRAWL_SETTINGS, type CrawlSetting } from '../queue-server/crawl-config.
 import { crawlOptionKeys, crawlSettingsFor } from './crawl-options.js';
 import { effectiveValues } from './config-file.js';
 import { EXIT, exitCodesHelp } from './exit-codes.js';
+import { failuresInJson } from './options.js';
 import { addQueueServerOptions, configFileOf, loadSaved } from './queue-server-command.js';
 
 export function configCommand(): Command {
@@ -40,7 +41,7 @@ export function configCommand(): Command {
     process.stdout.write(`${lines.join('\n')}\n`);
     process.exitCode = EXIT.ok;
   });
-  config.addCommand(print);
+  config.addCommand(failuresInJson(print));
   return config;
 }
 

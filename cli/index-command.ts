@@ -12,7 +12,7 @@ import { checkIndex } from '../queue-server/search/check.js';
 import { IndexError } from '../queue-server/search/errors.js';
 import { SearchIndex, SEARCH_LIMITS } from '../queue-server/search/search-index.js';
 import { dataPath } from '../queue-server/storage/data-dir.js';
-import { DATA_OPTION, dataDirProblem, fail, integerOption } from './options.js';
+import { DATA_OPTION, dataDirProblem, fail, failuresInJson, integerOption } from './options.js';
 
 function indexDir(dataDir: string, command: string): string {
   const dir = dataPath(dataDir, 'index');
@@ -23,7 +23,7 @@ function indexDir(dataDir: string, command: string): string {
 }
 
 export function indexCommand(): Command {
-  const index = new Command('index').description('inspect the search index of a data directory (DIR/index/, read-only)');
+  const index = failuresInJson(new Command('index').description('inspect the search index of a data directory (DIR/index/, read-only)'));
   index
     .command('check')
     .description('verify every segment, in segment files and in the commit log: checksums of every section, sorted terms, postings that decode and point at documents the segment holds, stored documents, deletion files, log records, one live entry per URL, and no fewer commits than the crawl database recorded; exit status 1 on any fault')
@@ -59,7 +59,7 @@ export function indexCommand(): Command {
 }
 
 export function searchCommand(): Command {
-  return new Command('search')
+  const search = new Command('search')
     .description('search the crawl\'s index: words (all must match), "exact phrases", -excluded, site:host, lang:xx; ranked by BM25F over title, anchor text, headings and body and by the proximity of the words, ties broken by the OPIC score of the crawl database (link authority)')
     .option(DATA_OPTION.flags, 'data directory', DATA_OPTION.parse, DATA_OPTION.default)
     .option('--limit <n>', `results to print, 1 to ${SEARCH_LIMITS.limit}`, integerOption('--limit', 1, SEARCH_LIMITS.limit), 10)
@@ -87,7 +87,7 @@ export function searchCommand(): Command {
         try {
           found = index.search(query, { limit: values.limit, offset: values.offset, authorityOf });
         } catch (error) {
-          if (error instanceof IndexError && error.code === 'QUERY_INVALID') fail(error.message, { status: 2, command: 'search' });
+          if (error instanceof IndexError && error.code === 'QUERY_INVALID') fail(error.message, { status: 2, command: 'search', code: 'query-invalid' });
           throw error;
         }
         const tookMs = Math.round((performance.now() - started) * 10) / 10;
@@ -106,6 +106,7 @@ export function searchCommand(): Command {
         await index.close();
       }
     });
+  return failuresInJson(search);
 }
 
 /** The snippet's HTML as terminal text: marked words in [brackets], entities decoded. */

@@ -3,7 +3,7 @@
  * directory, and one-line errors for humans (`fail`, `describeError`) with the exit statuses of
  * exit-codes.ts.
  */
-import { InvalidArgumentError } from 'commander';
+import { InvalidArgumentError, type Command } from 'commander';
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { accessSync, constants, existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
@@ -46,9 +46,25 @@ export function packageVersion(): string {
  * Prints the error, `petrel <command>: message`, and exits with status 2 (bad usage: the options
  * or the files they name) or 1 (a failure at run time, the default); see exit-codes.ts.
  */
-export function fail(message: string, options: { status?: number; command?: string } = {}): never {
+/** Set by a command run with --json (failuresInJson): `fail` answers on stdout in JSON too. */
+let failuresAsJson = false;
+
+/**
+ * For a command whose --json promises JSON: from its action on, a failure is also one JSON object on
+ * stdout, `{"ok": false, "error": {"code", "message"}}` (code `usage`, `failed`, or the one given), as
+ * `db check --json` answers. Installed as the command's preAction hook.
+ */
+export function failuresInJson(command: Command): Command {
+  return command.hook('preAction', (_command, action) => {
+    if (action.opts().json === true) failuresAsJson = true;
+  });
+}
+
+export function fail(message: string, options: { status?: number; command?: string; code?: string } = {}): never {
+  const status = options.status ?? EXIT.failed;
+  if (failuresAsJson) process.stdout.write(`${JSON.stringify({ ok: false, error: { code: options.code ?? (status === EXIT.usage ? 'usage' : 'failed'), message } })}\n`);
   process.stderr.write(`petrel${options.command === undefined ? '' : ` ${options.command}`}: ${message}\n`);
-  process.exit(options.status ?? EXIT.failed);
+  process.exit(status);
 }
 
 /** `--data`: the same option, default, wording and check in every command. */

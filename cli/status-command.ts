@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { formatApproxDuration, formatDuration } from '../shared/duration.js';
 import { EXIT, exitCodesHelp } from './exit-codes.js';
-import { durationOption, errnoWords, fail } from './options.js';
+import { durationOption, errnoWords, fail, failuresInJson } from './options.js';
 import { isWellFormedToken } from '../queue-server/auth/tokens.js';
 
 const NAME = 'status';
@@ -101,7 +101,7 @@ export function statusCommand(): Command {
     }
     process.exit(EXIT.ok);
   });
-  return command;
+  return failuresInJson(command);
 }
 
 function adminToken(file: string | undefined): string {

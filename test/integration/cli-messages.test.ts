@@ -115,6 +115,24 @@ describe('petrel commands refuse bad input with one line and the usage status, c
     expect(existsSync(data)).toBe(false);
   });
 
+  it('answers a failure in JSON too where --json was asked (search, index check, status, config print)', async () => {
+    const nowhere = join(dir, 'no-such-data');
+    for (const args of [['search', '--data', nowhere, '--json', 'x'], ['index', 'check', '--data', nowhere, '--json']]) {
+      const run = await runPetrel(args);
+      expect(run.code, args.join(' ')).toBe(EXIT.usage);
+      expect(JSON.parse(run.stdout), args.join(' ')).toMatchObject({ ok: false, error: { code: 'usage', message: expect.stringContaining('no data directory at') } });
+      expect(run.stderr).toMatch(/no data directory at/);
+    }
+    const status = await runPetrel(['status', '--json', '--server', 'http://127.0.0.1:9', '--token-file', join(dir, 'missing.token')]);
+    expect(status.code).toBe(EXIT.usage);
+    expect(JSON.parse(status.stdout)).toMatchObject({ ok: false, error: { code: 'usage', message: expect.stringContaining('cannot read --token-file') } });
+    const config = await runPetrel(['config', 'print', '--json', '--config', join(dir, 'missing.yaml')]);
+    expect(config.code).toBe(EXIT.usage);
+    expect(JSON.parse(config.stdout)).toMatchObject({ ok: false, error: { code: 'usage' } });
+    // Without --json, stdout stays empty.
+    expect((await runPetrel(['search', '--data', nowhere, 'x'])).stdout).toBe('');
+  });
+
   it('refuses --data naming a file: one line, no stack', async () => {
     const file = join(dir, 'a-file');
     writeFileSync(file, 'not a directory\n');
