@@ -109,6 +109,9 @@ function yamlParser(): typeof import('yaml') {
   return yamlModule;
 }
 
+/** Options of petrel queue-server a config file cannot set: the file itself, and the heap of the process that reads it. */
+const COMMAND_LINE_ONLY: ReadonlySet<string> = new Set(['config', 'heap-growth']);
+
 /** Reads and checks a config file; throws an Error whose message names the file, the key and what was expected. */
 export function readConfigFile(path: string): ConfigFile {
   let text: string;
@@ -131,6 +134,10 @@ export function readConfigFile(path: string): ConfigFile {
   for (const [key, value] of Object.entries(raw)) {
     const spec = byKey.get(key);
     if (spec === undefined) {
+      // A switch the file spells by its negation (`no-warc: false` turns archiving on), and the options a
+      // file cannot hold (what reads the file, and the process's own heap): said as such, not "unknown".
+      if (byKey.get(`no-${key}`)?.negated === true) throw new Error(`the config file ${path}: "${key}" is written "no-${key}" in a config file ("no-${key}: false" turns it on)`);
+      if (COMMAND_LINE_ONLY.has(key)) throw new Error(`the config file ${path}: "${key}" is given on the command line only (--${key})`);
       const near = keys.map((k) => k.key).filter((k) => k.replace(/-/g, '') === key.toLowerCase().replace(/[-_]/g, ''));
       throw new Error(`the config file ${path}: unknown key "${key}"${near.length > 0 ? ` (did you mean "${near[0]}"?)` : ''}; keys are the long options of petrel queue-server without "--" (petrel queue-server --help)`);
     }

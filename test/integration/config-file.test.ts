@@ -94,6 +94,8 @@ describe('the config file', () => {
     ['a key given twice', 'port: 1\nport: 2\n', 'is not valid YAML: Map keys must be unique at line 3, column 1'],
     ['a file that is not a mapping', '- port\n', 'must be a mapping of option names to values'],
     ['a blank data directory', 'data: "   "\n', 'data: Invalid input; expected a directory path'],
+    ['a switch spelled by its command-line form', 'warc: true\n', '"warc" is written "no-warc" in a config file ("no-warc: false" turns it on)'],
+    ['an option of the command line only', 'heap-growth: 50\n', '"heap-growth" is given on the command line only (--heap-growth)'],
   ])('refuses %s with the key and what was expected, creating nothing', async (_what, text, message) => {
     const dir = tempDir('config-bad');
     const data = join(dir, 'data');
