@@ -8,7 +8,7 @@ import { closeSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { BTree, BTreeError, type BTreeStats, type CheckFault } from '../queue-server/btree/index.js';
 import { upgradeBtreeFile, type UpgradeReport } from '../queue-server/btree/upgrade.js';
-import { FORMAT_VERSION, UPGRADABLE_VERSION } from '../queue-server/btree/page-codec.js';
+import { FORMAT_VERSION, MAX_PAGE_SIZE, META_PROBE_BYTES, MIN_PAGE_SIZE, probeMetaVersion, UPGRADABLE_VERSION } from '../queue-server/btree/page-codec.js';
 import { lockDataDir } from '../queue-server/storage/data-dir.js';
 import { EXIT } from './exit-codes.js';
 
@@ -201,20 +201,16 @@ function notABtree(file: string): { code: string; message: string } | null {
     return null; // BTree.open says what is wrong (a missing file, no permission)
   }
   try {
-    const magic = Buffer.from('PETRELBT');
-    const probe = Buffer.alloc(8);
-    for (const at of [0, ...PAGE_SIZES]) {
-      if (readSync(fd, probe, 0, 8, at + META_MAGIC_OFFSET) === 8 && probe.equals(magic)) return null;
+    const head = Buffer.alloc(META_PROBE_BYTES);
+    // Slot 0 at the start, slot 1 one page in, at every page size a file may have.
+    for (let at = 0; at <= MAX_PAGE_SIZE; at = at === 0 ? MIN_PAGE_SIZE : at * 2) {
+      if (readSync(fd, head, 0, META_PROBE_BYTES, at) === META_PROBE_BYTES && probeMetaVersion(head) !== null) return null;
     }
     return { code: 'NOT_A_BTREE', message: `${file} is not a Petrel B-tree file (no meta page at its start or at any page size): the B-tree files of a data directory end in .btree` };
   } finally {
     closeSync(fd);
   }
 }
-
-/** Where a meta page's magic is, from the page's start (btree/LAYOUT.md), and the page sizes slot 1 may start at. */
-const META_MAGIC_OFFSET = 16;
-const PAGE_SIZES = [1024, 2048, 4096, 8192, 16384, 32768, 65536];
 
 function openForInspection(file: string, io: BtreeCliIo, json: boolean): Opened {
   const unusable = (code: string, message: string): Opened => {

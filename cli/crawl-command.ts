@@ -13,9 +13,9 @@
  * Ctrl-C stops the fetchers first (they deliver what they hold), then the queue server, and running the
  * same command again resumes the pass.
  */
-import { accessSync, constants, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { formatApproxDuration } from '../shared/duration.js';
-import { dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { createServer } from 'node:net';
 import { createLogger, sayer } from '../shared/logger.js';
 import { Command } from 'commander';
@@ -32,7 +32,7 @@ import { EXIT, exitCodesHelp } from './exit-codes.js';
 import { FetcherChildren } from './fetcher-children.js';
 import { LOCAL_FETCHERS_FILE, readLocalFetcherSettings, saveLocalFetcherSettings, withSavedFetcherSettings } from './local-fetcher-settings.js';
 import { addFetcherOptions, fetcherArgs, type LocalFetcherValues } from './fetcher-options.js';
-import { checkWritableDataDir, DATA_OPTION, fail, integerOption } from './options.js';
+import { checkWritableDataDir, DATA_OPTION, fail, integerOption, writableFileProblem } from './options.js';
 import { loadSaved } from './queue-server-command.js';
 
 interface CrawlValues extends CrawlOptionValues, LocalFetcherValues {
@@ -304,28 +304,6 @@ async function runCrawl(values: CrawlValues, settingsArgs: string[]): Promise<Cr
   if (fetchersGone) fail('the crawl stopped before it finished: no fetcher was left to fetch (run the same command again to resume the pass)', { command: NAME });
   if (summary === null || (serverStatus !== 0 && !interrupted)) fail(`the queue server exited with status ${serverStatus} before the crawl finished`, { command: NAME });
   return { summary, interrupted };
-}
-
-/** Why a file cannot be written where it is named (a missing or read-only directory, a directory by that name), or null. */
-function writableFileProblem(file: string): string | null {
-  const path = resolve(file);
-  if (existsSync(path)) {
-    if (statSync(path).isDirectory()) return 'is a directory: give a file name';
-    try {
-      accessSync(path, constants.W_OK);
-      return null;
-    } catch {
-      return 'cannot be written (no permission)';
-    }
-  }
-  const dir = dirname(path);
-  if (!existsSync(dir)) return `its directory ${dir} does not exist`;
-  try {
-    accessSync(dir, constants.W_OK);
-    return null;
-  } catch {
-    return `its directory ${dir} cannot be written (no permission)`;
-  }
 }
 
 /** What the queue server found in the data directory: a new crawl, a resumed pass, or a new pass over what is known. */

@@ -118,6 +118,18 @@ export function dataDirProblem(dir: string): string | null {
   return null;
 }
 
+/** Why a file cannot be written where it is named (a directory by that name, a missing or read-only directory), or null. */
+export function writableFileProblem(file: string): string | null {
+  const path = resolve(file);
+  if (existsSync(path)) {
+    if (statSync(path).isDirectory()) return 'is a directory: give a file name';
+    return writable(path) ? null : `cannot be written (${whyNotWritable(path)})`;
+  }
+  const dir = dirname(path);
+  if (!existsSync(dir)) return `its directory ${dir} does not exist`;
+  return writable(dir) ? null : `its directory ${dir} cannot be written (${whyNotWritable(dir)})`;
+}
+
 function writable(path: string): boolean {
   try {
     accessSync(path, constants.W_OK);

@@ -9,7 +9,7 @@ import type { Dispatcher } from 'undici';
 import { LIMITS, type CacheHeaders, type ItemResult, type ScheduleItem } from '../shared/protocol.js';
 import { contentSignature } from '../shared/url-hash.js';
 import { normalizeUrl } from '../shared/url-normalize.js';
-import { decodedPrefix, decodeHtmlChunks } from './decode.js';
+import { charsetFromContentType, decodedPrefix, decodeHtmlChunks } from './decode.js';
 import { download, type DownloadOptions, type DownloadResult } from './download.js';
 import { bound } from '../shared/text-bounds.js';
 import { xRobotsTag } from './x-robots-tag.js';
@@ -350,7 +350,8 @@ export function retryAfterMs(value: string | null, now: number): number | null {
  */
 /** Whether a Content-Type names a UTF-16 charset (`charset=utf-16`, `utf-16le`, `utf-16be`, quoted or not). */
 export function saysUtf16(contentType: string | null): boolean {
-  return contentType !== null && /;\s*charset\s*=\s*"?utf-16(?:le|be)?"?\s*(?:;|$)/i.test(contentType);
+  const charset = charsetFromContentType(contentType);
+  return charset === 'utf-16' || charset === 'utf-16le' || charset === 'utf-16be';
 }
 
 export function looksBinary(body: Uint8Array): boolean {

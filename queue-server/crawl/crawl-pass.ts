@@ -3,18 +3,19 @@
  * queue server was killed or stopped) or starts a new pass, which recrawls everything known. The
  * current pass is kept in `pass.json`, replaced atomically.
  */
+import { isHostFailure } from '../../shared/fetch-codes.js';
+import { HOST_FAILING_CODE } from '../frontier/host-backoff.js';
 import { readJsonFile, writeFileAtomic } from '../storage/atomic-file.js';
 import type { FileOps } from '../storage/file-ops.js';
 
 /**
- * Why a URL was given up when the failure was its host's, not its own: robots.txt could not be fetched
+ * Whether a URL was given up for its host's failure, not its own: robots.txt could not be fetched
  * (robots/robots.ts), the host was given up for failing (frontier/host-backoff.ts), or the connection
- * itself failed until its retries ran out (shared/fetch-codes.ts, the codes that count against a host).
+ * itself failed until its retries ran out (shared/fetch-codes.ts `isHostFailure`, no answer at all).
  */
-const HOST_LEVEL_CODES: ReadonlySet<string> = new Set([
-  'robots-unreachable', 'host-failing',
-  'timeout', 'connect-timeout', 'headers-timeout', 'body-timeout', 'connection-refused', 'connection-reset', 'dns-failure', 'host-unreachable', 'network-error',
-]);
+function givenUpForItsHost(errorCode: string): boolean {
+  return errorCode === 'robots-unreachable' || errorCode === HOST_FAILING_CODE || isHostFailure(null, errorCode, null);
+}
 
 export interface CrawlPass {
   readonly number: number;
@@ -44,7 +45,7 @@ export function writePass(path: string, pass: CrawlPass, io?: FileOps): void {
  *    fetched before this pass began are due now (a new pass recrawls everything known: the cache
  *    decides between skipping, revalidating and fetching); URLs gone or robots-denied keep their
  *    rare recheck time, except those given up for their host (its robots.txt unreachable, its requests
- *    failing: HOST_LEVEL_CODES), which every start of a one-shot crawl asks again: the operator runs
+ *    failing: givenUpForItsHost), which every start of a one-shot crawl asks again: the operator runs
  *    it again once the site is up, and before, a site down at the first run was never crawled by the
  *    next ones; URLs already visited in this pass are done.
  * Returns the time it is due (possibly in the future), or null when it is not due in this pass.
@@ -57,7 +58,7 @@ export function dueAt(record: { status: string; nextFetchAt: number; lastFetchAt
       return record.nextFetchAt;
     case 'gone':
     case 'robots_denied':
-      if (record.errorCode != null && HOST_LEVEL_CODES.has(record.errorCode)) return now;
+      if (record.errorCode != null && givenUpForItsHost(record.errorCode)) return now;
       return record.nextFetchAt <= now ? record.nextFetchAt : null;
     default:
       return (record.lastFetchAt ?? 0) < pass.startedAt ? now : null;

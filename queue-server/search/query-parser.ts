@@ -54,15 +54,7 @@ function wordsOf(text: string): string[] {
 /** Characters as people count them (code points: an emoji or a mathematical letter is one, not two UTF-16 units). */
 function characters(text: string): number {
   let count = 0;
-  for (let i = 0; i < text.length; i++) {
-    const unit = text.charCodeAt(i);
-    // A high surrogate followed by a low one is one code point.
-    if (unit >= 0xd800 && unit <= 0xdbff && i + 1 < text.length) {
-      const next = text.charCodeAt(i + 1);
-      if (next >= 0xdc00 && next <= 0xdfff) i++;
-    }
-    count++;
-  }
+  for (const _ of text) count++;
   return count;
 }
 
