@@ -29,7 +29,9 @@ describe.skipIf(!existsSync(CHROMIUM))('the admin page shows trap shapes and bac
     web = await startTestWeb({ pagesPerHost: 5 });
     const seeds = [`${web.hostile.origin}/stories/1.html`, ...HANGING_PAGES.map((path) => `${web.hanging.origin}${path}`)].flatMap((seed) => ['--seed', seed]);
     // Continuous mode: the crawl (and what the page shows of it) stays up while the browser looks.
-    const server = startPetrel(['queue-server', '--data', join(tempDir('admin-traps'), 'data'), '--port', '0', ...seeds, '--scope', 'host', '--delay-ms', '0', '--retry-base-ms', '30s']);
+    // Scope prefix keeps the crawl in /stories/ of the hostile host (and the hanging host's root): with
+    // scope host it also walked the hostile host's slow pages first, and the tarpit's shape took 19 s to show.
+    const server = startPetrel(['queue-server', '--data', join(tempDir('admin-traps'), 'data'), '--port', '0', ...seeds, '--scope', 'prefix', '--delay-ms', '0', '--retry-base-ms', '30s']);
     const listening = await waitForEvent(server, 'listening');
     startPetrel(['fetcher', '--server', String(listening.url), '--token-file', String(listening.tokenFile), '--concurrency', '4', '--timeout-ms', '1000']);
     adminUrl = `${String(listening.url)}/admin`;
