@@ -26,7 +26,7 @@
  * pages have a few thousand elements.
  *
  * Rules (those of the DOM walk it replaced, in document order):
- *  - Links: `<a href>` and `<area href>`, resolved against `<base href>` (the first one, itself
+ *  - Links: `<a href>`, `<area href>` and the URL of `<meta http-equiv="refresh">` (meta-refresh.ts), resolved against `<base href>` (the first one, itself
  *    resolved against the page URL) and normalized; `rel~=nofollow` links are skipped; with
  *    `<meta name="robots" content="nofollow">` (or `none`) no link is followed. Non-http(s) links
  *    (`javascript:`, `mailto:`, `data:`) are dropped; duplicates are dropped; at most `maxLinks`
@@ -48,6 +48,7 @@ import { simhash } from '../shared/simhash.js';
 import { isSpace } from '../shared/tokenize.js';
 import { normalizeUrl } from '../shared/url-normalize.js';
 import { LinkResolver } from './link-resolver.js';
+import { metaRefreshUrl } from './meta-refresh.js';
 import { BudgetedParser } from './parse-budget.js';
 import { bound } from '../shared/text-bounds.js';
 
@@ -270,12 +271,28 @@ class PageCollector implements Partial<Handler> {
           if (/\b(noindex|none)\b/.test(directives)) this.noindex = true;
           if (/\b(nofollow|none)\b/.test(directives)) this.nofollow = true;
           if (/\bnoarchive\b/.test(directives)) this.noarchive = true;
-        } else if (this.#httpEquiv?.toLowerCase() === 'content-language' && this.contentLanguage === null) this.contentLanguage = content;
+        } else if (this.#httpEquiv !== undefined) {
+          const equiv = this.#httpEquiv.toLowerCase();
+          if (equiv === 'content-language' && this.contentLanguage === null) this.contentLanguage = content;
+          else if (equiv === 'refresh') this.#refreshLink(content);
+        }
         break;
       }
     }
     this.#blockBoundary(name);
     if (SKIP_TEXT.has(name)) this.#hidden++;
+  }
+
+  /** A meta refresh's URL is a link of the page, in document order, with no anchor text. */
+  #refreshLink(content: string): void {
+    const href = metaRefreshUrl(content);
+    if (href === null || NOT_CRAWLABLE.test(href) || href.startsWith('#')) return;
+    if (this.hrefs.length >= this.#maxHrefs) {
+      this.hrefsBeyond++;
+      return;
+    }
+    this.hrefs.push(href);
+    this.anchorTexts.push('');
   }
 
   /** A block element's start and end separate words: `<p>seabirds</p>home` is two words, not one. */

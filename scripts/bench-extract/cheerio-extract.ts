@@ -6,6 +6,7 @@
  */
 import { load } from 'cheerio/slim';
 import { DomHandler } from 'htmlparser2';
+import { metaRefreshUrl } from '../../fetcher/meta-refresh.js';
 import { BudgetedParser } from '../../fetcher/parse-budget.js';
 import { DEFAULT_MAX_LINKS_PER_PAGE, LIMITS, type PageData } from '../../shared/protocol.js';
 import { simhash } from '../../shared/simhash.js';
@@ -100,6 +101,13 @@ export function extractPageWithCheerio(input: string, pageUrl: string, maxLinks:
             if (/\b(noindex|none)\b/.test(directives)) noindex = true;
             if (/\b(nofollow|none)\b/.test(directives)) nofollow = true;
           } else if (attribs['http-equiv']?.toLowerCase() === 'content-language' && contentLanguage === null) contentLanguage = content;
+          else if (attribs['http-equiv']?.toLowerCase() === 'refresh') {
+            const href = metaRefreshUrl(content);
+            if (href !== null && !NOT_CRAWLABLE.test(href) && !href.startsWith('#')) {
+              if (hrefs.length < maxLinks * 2) hrefs.push(href);
+              else hrefsBeyond++;
+            }
+          }
           break;
         }
       }

@@ -91,6 +91,8 @@ describe('on messy HTML', () => {
     ['two titles and a title in the body', '<title></title><title>second</title><body><title>third</title>'],
     ['a page cut inside an open tag', '<p>text<a href="/kept">k</a><a href="/cut" rel="x"'],
     ['a page cut after the slash of a self-closing tag', '<p>text</p><a href="/cut-self" /'],
+    ['meta refresh links among anchors, in document order', '<a href="/first">1</a><meta http-equiv="Refresh" content="0; URL=\'/moved.html\'"><a href="/last">2</a><meta http-equiv="refresh" content="30">'],
+    ['meta refresh under meta robots nofollow', '<meta name="robots" content="nofollow"><meta http-equiv="refresh" content="0;url=/moved.html">'],
     ['a page cut inside a meta tag', '<a href="/a">a</a><meta name="robots" content="noindex, nofollow"'],
     ['self-closing tags in HTML and in svg', '<a href="/html-self"/>t<br/>u<base href="/b/"/><svg><a href="/svg-self"/><path d="M0"/></svg><a href="after">a</a>'],
     ['attributes only some tags are read for', '<div href="/not-a-link" lang="fr" rel="canonical"><span name="description" content="no">x</span></div><a class="c" id="i" href="/real" data-href="/data">r</a>'],
@@ -126,7 +128,7 @@ describe('on messy HTML', () => {
       fc.constantFrom('<p>', '</p>', '<div>', '</div>', '<li>', '<ul>', '</ul>', '<br>', '</br>', '<table>', '<tr>', '<td>', '</table>', '<b>', '</i>', '<html lang="nl">', '<head>', '</head>', '<body>'),
       fc.constantFrom('<title>', '</title>', '<script>', '</script>', '<style>', '</style>', '<noscript>', '</noscript>', '<template>', '</template>', '<svg>', '</svg>', '<textarea>', '</textarea>'),
       fc.constantFrom('<!-- c -->', '<!--', '-->', '<!doctype html>', '<?pi?>', '<![CDATA[x]]>', '&amp;', '&lt;', '&nbsp;', '&#x263a;', '&bogus;', '<', '>', '"', "'", '=', ' ', '\n'),
-      fc.constantFrom('<a href="/x">', '<a href="y.html" rel="nofollow">', '<a href=z>', '</a>', '<area href="/area">', '<base href="/base/">', '<link rel="canonical" href="/c">', '<meta name="description" content="d">', '<meta name="robots" content="nofollow">', '<a href="/self"/>', '<a href="/cut"', '<a href="/cs" /', '<meta name="robots" content="noindex"', '<svg><a href="/s"/>'),
+      fc.constantFrom('<a href="/x">', '<a href="y.html" rel="nofollow">', '<a href=z>', '</a>', '<area href="/area">', '<base href="/base/">', '<link rel="canonical" href="/c">', '<meta name="description" content="d">', '<meta name="robots" content="nofollow">', '<a href="/self"/>', '<a href="/cut"', '<a href="/cs" /', '<meta name="robots" content="noindex"', '<svg><a href="/s"/>', '<meta http-equiv="refresh" content="1; url=/r">', '<meta http-equiv="refresh" content="0;javascript:x()">'),
       fc.stringMatching(/^[a-zA-Z0-9 .,!?éß日本-]{0,12}$/),
     );
     fc.assert(
