@@ -125,7 +125,7 @@ async function fetchPage(ctx: FetchContext, slot: number, item: ScheduleItem): P
 
   const contentType = result.contentType;
   if (response.status >= 300 && response.status < 400) {
-    const location = headerValue(response.headers.location);
+    const location = locationOf(response.headers.location);
     const target = location === null ? null : normalizeUrl(location.trim(), item.url);
     return { ...result, redirectTo: target?.ok === true ? target.url : null };
   }
@@ -200,7 +200,7 @@ async function fetchRobots(ctx: FetchContext, slot: number, item: ScheduleItem):
     });
     wireBytes += response.wireBytes;
     if (!response.ok || response.status < 300 || response.status >= 400 || hop === ROBOTS_MAX_REDIRECTS) break;
-    const location = headerValue(response.headers.location);
+    const location = locationOf(response.headers.location);
     const next = location === null ? null : normalizeUrl(location.trim(), url);
     if (next === null || !next.ok) break;
     url = next.url;
@@ -307,6 +307,24 @@ function emptyCacheHeaders(): CacheHeaders {
 function headerValue(value: string | string[] | undefined): string | null {
   if (value === undefined) return null;
   return Array.isArray(value) ? (value[0] ?? null) : value;
+}
+
+const NON_ASCII = /[\u0080-\u00ff]/;
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * A redirect's target as the server meant it. undici gives header bytes as Latin-1 characters, but a
+ * Location with raw non-ASCII bytes is UTF-8 in practice (`/café` sent as is), and browsers read it so:
+ * taken as Latin-1 it became `/cafÃ©`, a URL the site never had. Bytes that are not UTF-8 stay as they came.
+ */
+export function locationOf(value: string | string[] | undefined): string | null {
+  const location = headerValue(value);
+  if (location === null || !NON_ASCII.test(location)) return location;
+  try {
+    return strictUtf8.decode(Buffer.from(location, 'latin1'));
+  } catch {
+    return location;
+  }
 }
 
 /** A header value as received, or null when absent or longer than the protocol allows. */

@@ -7,6 +7,9 @@
  *   - A malformed Brotli body is `bad-content-encoding` (not retried, not the host's fault); Node names
  *     some of Brotli's decoder errors ERR__ERROR_FORMAT_*, which were `network-error` (retried three
  *     times, and counted against the host).
+ *   - A redirect's Location with raw UTF-8 bytes leads where a browser goes (`/café` percent-encoded
+ *     as UTF-8); undici's Latin-1 reading of the bytes made it `/cafÃ©`. Bytes that are not UTF-8 are
+ *     kept as they came.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -47,6 +50,9 @@ describe('bodies and their declared encodings', () => {
         const valid = brotliCompressSync(Buffer.from(PAGE.repeat(50)));
         return void response.writeHead(200, { 'content-type': 'text/html', 'content-encoding': 'br' }).end(Buffer.concat([valid.subarray(0, 8), Buffer.alloc(64, 0xff)]));
       }
+      // Node writes a header's characters as Latin-1 bytes: these are the UTF-8 bytes of the path, raw.
+      if (request.url === '/moved-utf8') return void response.writeHead(301, { location: Buffer.from('/café/ü.html?q=日本', 'utf8').toString('latin1') }).end();
+      if (request.url === '/moved-latin1') return void response.writeHead(301, { location: '/caf\u00e9.html' }).end();
       response.writeHead(404).end();
     });
     await new Promise<void>((done) => server.listen(0, '127.0.67.1', done));
@@ -71,6 +77,11 @@ describe('bodies and their declared encodings', () => {
       expect(result.links, path).toEqual([`${origin}/next.html`]);
     }
     expect([saysUtf16('text/html; charset=utf-16'), saysUtf16('text/html;charset="UTF-16LE"'), saysUtf16('text/html; charset=utf-8'), saysUtf16('text/html; charset=utf-160'), saysUtf16(null)]).toEqual([true, true, false, false, false]);
+  });
+
+  it('follows a Location of raw UTF-8 bytes where a browser goes, and keeps bytes that are no UTF-8', async () => {
+    expect((await fetchPath('/moved-utf8')).redirectTo).toBe(`${origin}/caf%C3%A9/%C3%BC.html?q=%E6%97%A5%E6%9C%AC`);
+    expect((await fetchPath('/moved-latin1')).redirectTo).toBe(`${origin}/caf%C3%A9.html`);
   });
 
   it('calls a malformed Brotli body bad-content-encoding', async () => {
