@@ -16,7 +16,8 @@
 import { subscribe } from 'node:diagnostics_channel';
 import type { Socket } from 'node:net';
 import type { Transform } from 'node:stream';
-import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
+import { createBrotliDecompress, createInflate } from 'node:zlib';
+import { TolerantGunzip } from './gzip-decoder.js';
 import { Agent, type Dispatcher } from 'undici';
 import type { FetchErrorCode } from '../shared/fetch-codes.js';
 import { defaultAddressPolicy, guardedConnector, type AddressPolicy } from './address-guard.js';
@@ -446,7 +447,7 @@ function saysKeepAlive(connection: string | string[] | undefined): boolean {
 function decoderFor(encoding: string | string[] | undefined): Transform | null {
   const value = (Array.isArray(encoding) ? encoding.join(',') : (encoding ?? '')).trim().toLowerCase();
   if (value === '' || value === 'identity') return null;
-  if (value === 'gzip' || value === 'x-gzip') return createGunzip();
+  if (value === 'gzip' || value === 'x-gzip') return new TolerantGunzip();
   if (value === 'deflate') return createInflate();
   if (value === 'br') return createBrotliDecompress();
   return null;

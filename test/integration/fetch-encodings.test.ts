@@ -7,13 +7,15 @@
  *   - A malformed Brotli body is `bad-content-encoding` (not retried, not the host's fault); Node names
  *     some of Brotli's decoder errors ERR__ERROR_FORMAT_*, which were `network-error` (retried three
  *     times, and counted against the host).
+ *   - A gzip page followed by a newline or other bytes after its member (a PHP page's closing `?>` line)
+ *     is read, as browsers read it; Node's gunzip failed it as `bad-content-encoding`.
  *   - A redirect's Location with raw UTF-8 bytes leads where a browser goes (`/café` percent-encoded
  *     as UTF-8); undici's Latin-1 reading of the bytes made it `/cafÃ©`. Bytes that are not UTF-8 are
  *     kept as they came.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { brotliCompressSync } from 'node:zlib';
+import { brotliCompressSync, gzipSync } from 'node:zlib';
 import type { Agent } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TrustedOrigins } from '../../fetcher/address-guard.js';
@@ -50,6 +52,10 @@ describe('bodies and their declared encodings', () => {
         const valid = brotliCompressSync(Buffer.from(PAGE.repeat(50)));
         return void response.writeHead(200, { 'content-type': 'text/html', 'content-encoding': 'br' }).end(Buffer.concat([valid.subarray(0, 8), Buffer.alloc(64, 0xff)]));
       }
+      if (request.url?.startsWith('/gzip-then-')) {
+        const tail = request.url === '/gzip-then-newline' ? '\n' : '\n<!-- served in 3 ms -->\n';
+        return void response.writeHead(200, { 'content-type': 'text/html', 'content-encoding': 'gzip' }).end(Buffer.concat([gzipSync(PAGE), Buffer.from(tail)]));
+      }
       // Node writes a header's characters as Latin-1 bytes: these are the UTF-8 bytes of the path, raw.
       if (request.url === '/moved-utf8') return void response.writeHead(301, { location: Buffer.from('/café/ü.html?q=日本', 'utf8').toString('latin1') }).end();
       if (request.url === '/moved-latin1') return void response.writeHead(301, { location: '/caf\u00e9.html' }).end();
@@ -77,6 +83,13 @@ describe('bodies and their declared encodings', () => {
       expect(result.links, path).toEqual([`${origin}/next.html`]);
     }
     expect([saysUtf16('text/html; charset=utf-16'), saysUtf16('text/html;charset="UTF-16LE"'), saysUtf16('text/html; charset=utf-8'), saysUtf16('text/html; charset=utf-160'), saysUtf16(null)]).toEqual([true, true, false, false, false]);
+  });
+
+  it('reads a gzip page followed by bytes after its member', async () => {
+    for (const path of ['/gzip-then-newline', '/gzip-then-text']) {
+      const result = await fetchPath(path);
+      expect({ status: result.status, code: result.error?.code ?? null, title: result.page?.title }, path).toEqual({ status: 200, code: null, title: 'Zebra crossing' });
+    }
   });
 
   it('follows a Location of raw UTF-8 bytes where a browser goes, and keeps bytes that are no UTF-8', async () => {
