@@ -18,7 +18,7 @@ import { recordAfterFullResponse, recordAfterNotModified } from '../cache/cache-
 import { belowLimit } from '../crawl-config.js';
 import { relationsOf } from '../crawldb/crawl-db.js';
 import { newCrawlDbRecord, type CrawlDbRecord } from '../crawldb/record.js';
-import { applyFetch, type FetchOutcome } from '../crawldb/transition.js';
+import { applyFetch, holdsNoPage, type FetchOutcome } from '../crawldb/transition.js';
 import type { OriginQueue, QueuedUrl } from '../frontier/frontier.js';
 import type { CrawlParts } from './crawl.js';
 import { indexChangeOf } from './index-change.js';
@@ -31,6 +31,7 @@ import type { CaptureLocation } from '../warc/location.js';
 
 /** Redirects followed one after another from one link, at most (browsers allow about 20; crawlers fewer). */
 export const MAX_REDIRECT_HOPS = 10;
+
 
 export class ResultApplier {
   readonly #parts: CrawlParts;
@@ -153,6 +154,10 @@ export class ResultApplier {
     // A failure to be retried (a 5xx, a timeout) is archived as what it was, but the URL's capture stays
     // its last one with content: the page is still what that says, and a 304 next time refers to it.
     const next = warc === null || (record.status === 'retry' && old.warc !== null) ? record : { ...record, warc };
+    // A URL that now redirects, is gone or is denied holds no page any more (the index drops it too): the
+    // validators of the page it was go with it, so that a page coming back is fetched whole. Kept, they
+    // got a 304 that made the URL `notmodified` while the index, the export and the archive kept it gone.
+    if (holdsNoPage(next.status)) this.#parts.stores.cache.stage(hash, null);
     // A noindex page is nobody's original (crawl-db.ts put).
     crawlDb.put(hash, next, known, { indexable: result?.page?.noindex !== true });
     if (index != null && this.#parts.config.index) {

@@ -9,9 +9,9 @@
  *   outcome                                   old status          new status     modified  interval      next fetch at
  *   ----------------------------------------  ------------------  -------------  --------  ------------  -------------------------------
  *   success, canonicalOf or duplicateOf set   any                 duplicate      cmp       kept          max(now + interval, freshUntil)
- *   success, signature = stored one           any but gone, dup.  notmodified    false     adapt(false)  max(now + interval', freshUntil)
+ *   success, signature = stored one           a page's (***)      notmodified    false     adapt(false)  max(now + interval', freshUntil)
  *   success, signature = stored one           duplicate           fetched (**)   false     adapt(false)  max(now + interval', freshUntil)
- *   success, signature != stored one          any but gone        fetched        true      adapt(true)   max(now + interval', freshUntil)
+ *   success, signature != stored one          a page's (***)      fetched        true      adapt(true)   max(now + interval', freshUntil)
  *   success, nothing to compare (*)           any                 fetched        null      kept          max(now + interval, freshUntil)
  *   not-modified (304)                        duplicate           duplicate      false     kept          max(now + interval, freshUntil)
  *   not-modified (304)                        any other           notmodified    false     adapt(false)  max(now + interval', freshUntil)
@@ -30,8 +30,10 @@
  *   (given-up, like robots-denied, sends no request: fetch times, status code and retries are kept.)
  *
  *   (+) min(goneRecheckMs, 1 day) after a connection failure (no answer: timeout, refused, DNS, ...).
- *   (*) no stored signature, no new signature, or the old status is gone: a page that was gone and
- *       answers again is new content (fetched), even with the body it had before it went.
+ *   (*) no stored signature, no new signature, or an old status that holds no page (gone, redir_perm,
+ *       redir_temp, robots_denied: the search index dropped the URL): a page that was gone, moved away or
+ *       denied and answers again is new content (fetched), even with the body it had before.
+ *   (***) fetched, notmodified, retry or unfetched with a stored signature; duplicate for "=" (row below).
  *   (**) a copy whose original went is an original now: new to the search index (index-change.ts
  *       indexes a fetched page, not a notmodified one), though its body is the one it had.
  *   cmp: true, false or null exactly as the three success rows below it would say.
@@ -74,7 +76,7 @@ import { adaptInterval, clampInterval, nextFetchAt, retryDelayMs, type FetchSche
 
 /** When a URL given up for its host (unreachable robots.txt, a host that kept failing) is due again at most, ms: a day. */
 export const HOST_RECHECK_MS = 24 * 60 * 60 * 1000;
-import type { CrawlDbRecord } from './record.js';
+import type { CrawlDbRecord, CrawlDbStatus } from './record.js';
 
 export type FetchOutcome =
   | {
@@ -122,6 +124,14 @@ export interface Transition {
 }
 
 
+/**
+ * Statuses of a URL that holds no page now: the search index drops it (crawl/index-change.ts), the
+ * cache its validators (crawl/apply-results.ts), and a page it serves again is new content.
+ */
+export function holdsNoPage(status: CrawlDbStatus): boolean {
+  return status === 'gone' || status === 'redir_perm' || status === 'redir_temp' || status === 'robots_denied';
+}
+
 export function applyFetch(old: CrawlDbRecord, outcome: FetchOutcome, now: number, policy: FetchSchedulePolicy): Transition {
   const interval = clampInterval(old.fetchIntervalMs, policy);
   const maxStoredRetries = policy.maxRetries + 1;
@@ -136,7 +146,7 @@ export function applyFetch(old: CrawlDbRecord, outcome: FetchOutcome, now: numbe
 
   switch (outcome.kind) {
     case 'success': {
-      const comparable = old.status !== 'gone' && old.signature !== null && outcome.signature !== null;
+      const comparable = !holdsNoPage(old.status) && old.signature !== null && outcome.signature !== null;
       const modified = comparable ? old.signature !== outcome.signature : null;
       const original = outcome.canonicalOf ?? outcome.duplicateOf;
       const content = {

@@ -1,12 +1,15 @@
 /**
  * The crawl database after the web changed between two passes (Nutch updatedb semantics, end to end):
  * pages that changed text, vanished, redirect, fail twice and recover, or became exact or near copies
- * of others each end in the right state.
+ * of others each end in the right state. And after a third pass with the web as it first was, a page
+ * that redirected and is back is fetched whole and indexed again (the validators of the page it was
+ * before the redirect got a 304 that left it `notmodified` but out of the index, for good).
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestWeb, type GenerationChanges, type RequestLogEntry, type TestWeb } from '../../scripts/test-web.js';
 import { urlHash, urlHashHex } from '../../shared/url-hash.js';
+import { SearchIndex } from '../../queue-server/search/search-index.js';
 import { assertBuilt, runPetrel, tempDir } from '../support/petrel-process.js';
 
 interface DumpedRecord {
@@ -23,6 +26,9 @@ describe('a second pass after the web changed', () => {
   let records: Map<string, DumpedRecord>;
   let changes: GenerationChanges;
   let secondLog: RequestLogEntry[];
+  let thirdLog: RequestLogEntry[];
+  let thirdRecords: Map<string, DumpedRecord>;
+  let indexedAfterThird: (url: string) => boolean;
   const hex = (url: string) => urlHashHex(urlHash(url));
 
   beforeAll(async () => {
@@ -55,8 +61,21 @@ describe('a second pass after the web changed', () => {
       nearCopies: all.nearCopies.filter((change) => onHost(change.url)),
       unchanged: all.unchanged.filter(onHost),
     };
-    const dump = await runPetrel(['db', 'dump', '--data', dataDir]);
-    records = new Map(dump.stdout.trim().split('\n').map((line) => JSON.parse(line) as DumpedRecord).map((record) => [record.url, record]));
+    const dumpRecords = async () => {
+      const dump = await runPetrel(['db', 'dump', '--data', dataDir]);
+      return new Map(dump.stdout.trim().split('\n').map((line) => JSON.parse(line) as DumpedRecord).map((record) => [record.url, record]));
+    };
+    records = await dumpRecords();
+    // The web as it first was: the redirected pages are pages again (gone ones are not asked for 90 days).
+    web.setGeneration(0);
+    web.clearLog();
+    await crawl();
+    thirdLog = [...web.log];
+    thirdRecords = await dumpRecords();
+    const index = SearchIndex.open(join(dataDir, 'index'), { readOnly: true });
+    const indexed = new Set([...records.keys()].filter((url) => index.hasPage(url)));
+    await index.close();
+    indexedAfterThird = (url) => indexed.has(url);
   }, 120_000);
 
   afterAll(async () => {
@@ -90,6 +109,16 @@ describe('a second pass after the web changed', () => {
     for (const { url, to } of changes.redirected) {
       expect(statusOf(url), url).toBe('redir_perm');
       expect(records.get(url)?.redirectTo).toBe(hex(to));
+    }
+  });
+
+  it('fetches a page that redirected and is back whole, and indexes it again', () => {
+    expect(changes.redirected.length).toBeGreaterThan(0);
+    for (const { url } of changes.redirected) {
+      const requests = thirdLog.filter((entry) => `${web.origins[1]!}${entry.path}` === url);
+      expect(requests.map((entry) => ({ status: entry.status, ifNoneMatch: entry.ifNoneMatch, ifModifiedSince: entry.ifModifiedSince })), url).toEqual([{ status: 200, ifNoneMatch: null, ifModifiedSince: null }]);
+      expect(thirdRecords.get(url)?.status, url).toBe('fetched');
+      expect(indexedAfterThird(url), url).toBe(true);
     }
   });
 

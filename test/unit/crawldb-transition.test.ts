@@ -221,7 +221,7 @@ interface Cell {
 const cell = (status: CrawlDbStatus, modified: boolean | null = null): Cell => ({ status, modified });
 const NOTMOD = cell('notmodified', false);
 const CHANGED = cell('fetched', true);
-/** Fetched with nothing to compare with: first fetch, or back from gone. */
+/** Fetched with nothing to compare with: first fetch, or back from gone, a redirect or a robots.txt denial (it held no page). */
 const NEW = cell('fetched', null);
 /** A copy no longer a copy, its body unchanged: an original again, and new to the search index (fetched, not notmodified). */
 const UNDUP = cell('fetched', false);
@@ -239,11 +239,11 @@ const COLUMNS = ['unfetched', 'fetched', 'notmodified', 'gone', 'redir_temp', 'r
 // prettier-ignore
 const MATRIX: readonly (readonly [OutcomeName, readonly [Cell, Cell, Cell, Cell, Cell, Cell, Cell, Cell, Cell]])[] = [
   //                        unfetched  fetched      notmodified  gone     redir_temp   redir_perm   retry        duplicate    robots_denied
-  ['sameSignature',       [NEW,      NOTMOD,      NOTMOD,      NEW,     NOTMOD,      NOTMOD,      NOTMOD,      UNDUP,       NOTMOD]],
-  ['newSignature',        [NEW,      CHANGED,     CHANGED,     NEW,     CHANGED,     CHANGED,     CHANGED,     CHANGED,     CHANGED]],
-  ['freshNewSignature',   [NEW,      CHANGED,     CHANGED,     NEW,     CHANGED,     CHANGED,     CHANGED,     CHANGED,     CHANGED]],
-  ['duplicateOf',         [DUP_NEW,  DUP_CHANGED, DUP_CHANGED, DUP_NEW, DUP_CHANGED, DUP_CHANGED, DUP_CHANGED, DUP_CHANGED, DUP_CHANGED]],
-  ['canonicalOf',         [DUP_NEW,  DUP_SAME,    DUP_SAME,    DUP_NEW, DUP_SAME,    DUP_SAME,    DUP_SAME,    DUP_SAME,    DUP_SAME]],
+  ['sameSignature',       [NEW,      NOTMOD,      NOTMOD,      NEW,     NEW,         NEW,         NOTMOD,      UNDUP,       NEW]],
+  ['newSignature',        [NEW,      CHANGED,     CHANGED,     NEW,     NEW,         NEW,         CHANGED,     CHANGED,     NEW]],
+  ['freshNewSignature',   [NEW,      CHANGED,     CHANGED,     NEW,     NEW,         NEW,         CHANGED,     CHANGED,     NEW]],
+  ['duplicateOf',         [DUP_NEW,  DUP_CHANGED, DUP_CHANGED, DUP_NEW, DUP_NEW,     DUP_NEW,     DUP_CHANGED, DUP_CHANGED, DUP_NEW]],
+  ['canonicalOf',         [DUP_NEW,  DUP_SAME,    DUP_SAME,    DUP_NEW, DUP_NEW,     DUP_NEW,     DUP_SAME,    DUP_SAME,    DUP_NEW]],
   ['notModified',         [NOTMOD,   NOTMOD,      NOTMOD,      NOTMOD,  NOTMOD,      NOTMOD,      NOTMOD,      DUP_SAME,    NOTMOD]],
   ['freshNotModified',    [NOTMOD,   NOTMOD,      NOTMOD,      NOTMOD,  NOTMOD,      NOTMOD,      NOTMOD,      DUP_SAME,    NOTMOD]],
   ['redirect301',         [PERM,     PERM,        PERM,        PERM,    PERM,        PERM,        PERM,        PERM,        PERM]],
