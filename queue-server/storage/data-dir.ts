@@ -104,11 +104,29 @@ export function lockDataDir(dataDir: string): () => void {
   throw new Error(`could not lock data directory ${dataDir}`);
 }
 
-function processAlive(pid: number): boolean {
+export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
+  return !isZombie(pid);
+}
+
+/**
+ * Whether the process has exited and waits to be reaped (Linux: state Z or X in /proc/PID/stat). Signal
+ * 0 reaches a zombie, so a queue server killed under a parent that does not reap (a container's init
+ * without --init, a killed `petrel crawl`'s orphans) kept its data directory locked until then. A zombie
+ * holds no file open. Elsewhere (no /proc) a process answering signal 0 counts as alive.
+ */
+function isZombie(pid: number): boolean {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return false;
+  }
+  // "PID (COMMAND) STATE ...": the command may hold spaces and parentheses, the state follows the last ')'.
+  const state = stat.charAt(stat.lastIndexOf(')') + 2);
+  return state === 'Z' || state === 'X';
 }
