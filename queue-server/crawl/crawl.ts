@@ -37,7 +37,7 @@ import { SitemapDiscovery, type PendingSitemap } from '../sitemaps/sitemaps.js';
 import { sitemapRequestOf } from '../sitemaps/sitemap-revisit.js';
 import { PolitenessGroups } from '../frontier/politeness-group.js';
 import { ResultApplier } from './apply-results.js';
-import { dueAt, type CrawlPass } from './crawl-pass.js';
+import { dueAt, type CrawlPass, type PassPolicy } from './crawl-pass.js';
 import { CrawlStats, type CrawlSummary } from './crawl-stats.js';
 import { crawlStatus, crawlSummary, type CrawlStatus } from './crawl-status.js';
 import { FetcherRegistry } from './fetcher-registry.js';
@@ -231,7 +231,7 @@ export class Crawl {
       const pass = this.#pass;
       const known = this.#stores.crawlDb.load((hash, record) => {
         this.#admission.markSeen(hash);
-        if (record.lastFetchAt !== null && FETCHED_STATUSES.has(record.status) && dueAt(record, pass, this.#config.once, now) === null) fetched++;
+        if (record.lastFetchAt !== null && FETCHED_STATUSES.has(record.status) && dueAt(record, pass, this.#passPolicy(), now) === null) fetched++;
       });
       return { known, fetched, queued: this.#frontier.queued, waiting: this.#placement.waiting, leftOut: 0 };
     }
@@ -245,6 +245,10 @@ export class Crawl {
     return this.#queueKnownUrls(now, (visit) => this.#stores.crawlDb.load(visit));
   }
 
+  #passPolicy(): PassPolicy {
+    return { once: this.#config.once, pageLimit: this.#config.maxPages !== null };
+  }
+
   /** A URL read back from the frontier store that an earlier process wrote: still due, in scope and not too deep. */
   #stillDue(entry: QueuedUrl): boolean {
     const hash = entry.hash;
@@ -253,7 +257,7 @@ export class Crawl {
     // A kill between the cache's commit and the crawl database's leaves a cache record of a fetch the crawl
     // database never recorded: it must not make the URL "fresh" (skipped, and never recorded fetched).
     if (record.lastFetchAt === null && this.#stores.cache.get(hash) !== null) this.#stores.cache.stage(hash, null);
-    const at = dueAt(record, this.#pass, this.#config.once, this.#now);
+    const at = dueAt(record, this.#pass, this.#passPolicy(), this.#now);
     if (at === null || at > this.#now) return false;
     if (this.#config.maxDepth !== null && record.depth > this.#config.maxDepth) return false;
     return this.#admission.inScope(entry.url);
@@ -265,7 +269,7 @@ export class Crawl {
     const pass = this.#pass;
     const known = records((hash, record) => {
       this.#admission.markSeen(hash);
-      const at = dueAt(record, pass, this.#config.once, now);
+      const at = dueAt(record, pass, this.#passPolicy(), now);
       if (at === null) {
         if (record.lastFetchAt !== null && FETCHED_STATUSES.has(record.status)) fetched++;
         return;

@@ -2,7 +2,8 @@
  * `--max-pages` stops a pass with URLs still queued, and the limit is saved with the crawl: the end of
  * the pass says so (in its lines and its summary), and `--max-pages none` lets the next pass fetch
  * them. Without the line, a pass after a limited one spent its limit on revalidations of the same
- * pages and never said that the rest were waiting.
+ * pages and never said that the rest were waiting. And the next pass spends its limit on pages never
+ * fetched, not on 304s of the pages the pass before fetched (a host's URLs starved pass after pass).
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -15,7 +16,8 @@ describe('a crawl stopped by --max-pages', () => {
 
   beforeAll(async () => {
     assertBuilt();
-    web = await startTestWeb({ profile: 'bench', hosts: 1, pagesPerHost: 20 });
+    // Two hosts, the second's pages answered with max-age=0: never fresh, so a pass may revalidate them.
+    web = await startTestWeb({ profile: 'bench', hosts: 2, pagesPerHost: 20 });
   });
 
   afterAll(async () => {
@@ -25,7 +27,7 @@ describe('a crawl stopped by --max-pages', () => {
   it('says the limit stopped it with URLs still queued, pass after pass, until --max-pages none fetches them', async () => {
     const dir = tempDir('page-limit');
     const data = join(dir, 'data');
-    const seed = `${web.origins[0]}/index.html`;
+    const seed = `${web.origins[1]}/index.html`;
     const crawl = async (extra: string[], label: string) => {
       const summaryFile = join(dir, `${label}.json`);
       const run = await runPetrel(['crawl', '--data', data, '--delay-ms', '0', '--no-progress', '--summary-json', summaryFile, ...extra]);
@@ -38,10 +40,16 @@ describe('a crawl stopped by --max-pages', () => {
     expect(first.stderr).toMatch(new RegExp(`page limit: +--max-pages 5 reached with ${first.summary.pageLimit!.queuedLeft} URLs still queued; the limit is saved with the crawl`));
     expect(first.stderr).toContain(`crawl --data ${data} --max-pages none`);
 
-    // The saved limit again: said again.
+    // The saved limit again: said again. It goes to pages never fetched; the first pass's wait for their time.
+    const firstPages = new Set(web.log.filter((entry) => entry.path !== '/robots.txt').map((entry) => entry.path));
+    web.clearLog();
     const second = await crawl([], 'second');
     expect(second.summary.pageLimit?.maxPages).toBe(5);
     expect(second.stderr).toContain('page limit:');
+    const secondPages = web.log.filter((entry) => entry.path !== '/robots.txt' && !entry.path.startsWith('/sitemap'));
+    expect(secondPages.map((entry) => entry.path).filter((path) => firstPages.has(path))).toEqual([]);
+    expect(secondPages.length).toBe(5);
+    expect(second.summary.urlsByStatus.unfetched).toBeLessThan(first.summary.urlsByStatus.unfetched!);
 
     const all = await crawl(['--max-pages', 'none'], 'all');
     expect(all.summary.pageLimit).toBeNull();
