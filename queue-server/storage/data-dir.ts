@@ -96,7 +96,8 @@ export function lockDataDir(dataDir: string): () => void {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
       const holder = Number.parseInt(readFileSync(path, 'utf8'), 10);
       if (Number.isInteger(holder) && holder > 0 && processAlive(holder)) {
-        throw new Error(`data directory ${dataDir} is in use by process ${holder} (remove ${path} if that is wrong)`);
+        const command = commandOf(holder);
+        throw new Error(`data directory ${dataDir} is in use by process ${holder}${command === null ? '' : ` (${command})`}: stop it (kill ${holder}) or wait for it to end; remove ${path} if that is wrong`);
       }
       rmSync(path, { force: true }); // left by a process that died
     }
@@ -111,6 +112,25 @@ export function processAlive(pid: number): boolean {
     return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
   return !isZombie(pid);
+}
+
+/**
+ * The command line of a process, for a message (Linux: /proc/PID/cmdline), at most 120 characters, or
+ * null. Names what holds a lock: a queue server whose `petrel crawl` was killed goes on until its pass
+ * ends, and a pid reused by another program says the LOCK is stale.
+ */
+function commandOf(pid: number): string | null {
+  let words: string[];
+  try {
+    words = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter((word) => word !== '');
+  } catch {
+    return null;
+  }
+  // `node /path/to/petrel.js queue-server ...` is shown as `petrel queue-server ...`.
+  const script = words.findIndex((word) => /(^|\/)petrel(\.js)?$/.test(word));
+  const shown = (script === -1 ? words : ['petrel', ...words.slice(script + 1)]).join(' ').replace(/[\u0000-\u001f\u007f]/g, ' ');
+  if (shown === '') return null;
+  return shown.length > 120 ? `${shown.slice(0, 119)}…` : shown;
 }
 
 /**

@@ -16,6 +16,8 @@ describe('the data directory lock', () => {
   it('is refused while its holder lives, and taken from a holder that died', () => {
     writeFileSync(join(dir, 'LOCK'), `${process.pid}\n`);
     expect(() => lockDataDir(dir)).toThrow(`is in use by process ${process.pid}`);
+    // The holder's command line says what it is (a stale LOCK whose pid another program took, say).
+    if (existsSync('/proc/self/cmdline')) expect(() => lockDataDir(dir)).toThrow(new RegExp(`process ${process.pid} \\(\\S*node.*\\): stop it \\(kill ${process.pid}\\)`));
     writeFileSync(join(dir, 'LOCK'), '2147483646\n');
     const release = lockDataDir(dir);
     expect(readFileSync(join(dir, 'LOCK'), 'utf8')).toBe(`${process.pid}\n`);
