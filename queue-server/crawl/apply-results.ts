@@ -147,7 +147,7 @@ export class ResultApplier {
     // what it was, but that body is nobody's copy now, and no result shows it. Its validators are
     // dropped, so its next request is a full one, whose body decides again: an original (searchable),
     // or a copy of another page.
-    if (outcome.kind === 'not-modified' && known?.status === 'duplicate' && !crawlDb.originalStands(known)) this.#parts.stores.cache.stage(hash, null);
+    if (outcome.kind === 'not-modified' && known != null && known.duplicateOf !== null && !crawlDb.originalStands(known)) this.#parts.stores.cache.stage(hash, null);
     const old = known ?? newCrawlDbRecord(entry.url, entry.depth, 0, now, this.#parts.schedule);
     const { record } = applyFetch(old, outcome, now, this.#parts.schedule);
     const warc = result === null ? null : this.#archive(result, old.warc, now);

@@ -13,7 +13,7 @@
  *   success, signature = stored one           duplicate           fetched (**)   false     adapt(false)  max(now + interval', freshUntil)
  *   success, signature != stored one          a page's (***)      fetched        true      adapt(true)   max(now + interval', freshUntil)
  *   success, nothing to compare (*)           any                 fetched        null      kept          max(now + interval, freshUntil)
- *   not-modified (304)                        duplicate           duplicate      false     kept          max(now + interval, freshUntil)
+ *   not-modified (304)                        duplicate (****)    duplicate      false     kept          max(now + interval, freshUntil)
  *   not-modified (304)                        any other           notmodified    false     adapt(false)  max(now + interval', freshUntil)
  *   redirect 301, 308                         any                 redir_perm     null      kept          now + interval
  *   redirect 302, 303, 307                    any                 redir_temp     null      kept          now + interval
@@ -34,6 +34,9 @@
  *       redir_temp, robots_denied: the search index dropped the URL): a page that was gone, moved away or
  *       denied and answers again is new content (fetched), even with the body it had before.
  *   (***) fetched, notmodified, retry or unfetched with a stored signature; duplicate for "=" (row below).
+ *   (****) or a retry of a duplicate: a retry keeps duplicateOf (the only status besides duplicate that
+ *       has one), so a copy whose refetch failed once and then answered 304 stays the copy it was. It
+ *       became notmodified, an original in the duplicate indexes, while the search index kept it a copy.
  *   (**) a copy whose original went is an original now: new to the search index (index-change.ts
  *       indexes a fetched page, not a notmodified one), though its body is the one it had.
  *   cmp: true, false or null exactly as the three success rows below it would say.
@@ -180,8 +183,8 @@ export function applyFetch(old: CrawlDbRecord, outcome: FetchOutcome, now: numbe
     case 'not-modified': {
       // RFC 9110 section 15.4.5: the stored response is still the page; signature and modifiedAt stand.
       const base = { ...old, ...requested, retries: 0, lastHttpStatus: 304, errorCode: null };
-      if (old.status === 'duplicate') {
-        // Same content as when it was found to duplicate its original: it still does.
+      if (old.duplicateOf !== null) {
+        // Same content as when it was found to duplicate its original (a duplicate, or one waiting for a retry): it still does.
         return {
           record: { ...base, status: 'duplicate', duplicateOf: old.duplicateOf, nextFetchAt: nextFetchAt(now, interval, outcome.freshUntil) },
           modified: false,
@@ -228,11 +231,13 @@ export function applyFetch(old: CrawlDbRecord, outcome: FetchOutcome, now: numbe
         const retries = Math.min(old.retries + (outcome.retryAfterMs === null ? 1 : 0), maxStoredRetries);
         return { record: { ...failed, status: 'gone', retries, nextFetchAt: goneUntil }, modified: null };
       }
+      // A copy waiting for a retry is still the copy it was: a 304 next time keeps it one (not-modified).
+      const retrying = { ...failed, duplicateOf: old.duplicateOf };
       if (outcome.retryAfterMs !== null) {
         // The server asked for a pause (RFC 9110 section 10.2.3): honour it, without spending a retry.
         const wait = Math.min(policy.maxIntervalMs, Math.max(0, outcome.retryAfterMs));
         return {
-          record: { ...failed, status: 'retry', retries: Math.min(old.retries, maxStoredRetries), nextFetchAt: now + wait },
+          record: { ...retrying, status: 'retry', retries: Math.min(old.retries, maxStoredRetries), nextFetchAt: now + wait },
           modified: null,
         };
       }
@@ -240,7 +245,7 @@ export function applyFetch(old: CrawlDbRecord, outcome: FetchOutcome, now: numbe
       if (retries > policy.maxRetries) {
         return { record: { ...failed, status: 'gone', retries, nextFetchAt: goneUntil }, modified: null };
       }
-      return { record: { ...failed, status: 'retry', retries, nextFetchAt: now + retryDelayMs(retries, policy) }, modified: null };
+      return { record: { ...retrying, status: 'retry', retries, nextFetchAt: now + retryDelayMs(retries, policy) }, modified: null };
     }
 
     case 'given-up':

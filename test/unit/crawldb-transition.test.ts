@@ -316,9 +316,9 @@ describe('crawl db transition matrix (every old status x every outcome)', () => 
       expect([record.signature, record.simhash, record.modifiedAt]).toEqual([old.signature, old.simhash, old.modifiedAt]);
     }
 
-    // Pointers: duplicateOf only on duplicates, redirectTo only on redirects.
+    // Pointers: duplicateOf only on duplicates and on retries (a copy waiting for a retry is still a copy), redirectTo only on redirects.
     const expectedDuplicateOf =
-      expected.status !== 'duplicate' ? null : spec.outcome.kind === 'success' ? (spec.outcome.canonicalOf ?? spec.outcome.duplicateOf) : old.duplicateOf;
+      expected.status === 'retry' ? old.duplicateOf : expected.status !== 'duplicate' ? null : spec.outcome.kind === 'success' ? (spec.outcome.canonicalOf ?? spec.outcome.duplicateOf) : old.duplicateOf;
     expect(record.duplicateOf).toBe(expectedDuplicateOf);
     expect(record.redirectTo).toBe(spec.redirectTo);
 
@@ -350,6 +350,17 @@ describe('crawl db transitions over time', () => {
     }
     expect(record.status).toBe('retry');
     expect(record.retries).toBe(0);
+  });
+
+  it('keeps a copy a copy through a failed refetch and the 304 after it', () => {
+    const failed = applyFetch(recordIn('duplicate'), { kind: 'transient', code: 'http-503', status: 503, retryAfterMs: null }, NOW, POLICY).record;
+    expect([failed.status, failed.duplicateOf]).toEqual(['retry', ORIGINAL]);
+    // Before, the retry forgot its original, and the 304 made it notmodified: an original in the
+    // duplicate indexes, while the search index kept it a copy.
+    const revalidated = applyFetch(failed, { kind: 'not-modified', freshUntil: null }, NOW + MINUTE, POLICY).record;
+    expect([revalidated.status, revalidated.duplicateOf]).toEqual(['duplicate', ORIGINAL]);
+    const givenUp = applyFetch({ ...failed, retries: POLICY.maxRetries }, { kind: 'transient', code: 'http-503', status: 503, retryAfterMs: null }, NOW, POLICY).record;
+    expect([givenUp.status, givenUp.duplicateOf]).toEqual(['gone', null]);
   });
 
   it('keeps a gone page gone when its recheck fails again, retries capped at maxRetries + 1', () => {
@@ -505,7 +516,9 @@ describe('crawl db transition properties', () => {
         }
         expect(record.retries).toBeLessThanOrEqual(policy.maxRetries + 1);
         expect(record.retries).toBeGreaterThanOrEqual(0);
-        expect(record.duplicateOf !== null).toBe(record.status === 'duplicate');
+        if (record.status === 'duplicate') expect(record.duplicateOf).not.toBeNull();
+        else if (record.status === 'retry') expect(record.duplicateOf).toBe(old.duplicateOf);
+        else expect(record.duplicateOf).toBeNull();
         if (record.redirectTo !== null) expect(['redir_temp', 'redir_perm']).toContain(record.status);
       }),
       { seed, numRuns: 2000 },
