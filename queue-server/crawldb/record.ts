@@ -79,7 +79,7 @@ export interface CrawlDbRecord {
   signature: string | null;
   /** 16 hex */
   simhash: string | null;
-  /** 16 hex URL hash of the original (exact/near duplicate, or canonical target); set only when status is duplicate */
+  /** 16 hex URL hash of the original (exact/near duplicate, or canonical target); set only when status is duplicate, or retry of a duplicate (transition.ts) */
   duplicateOf: string | null;
   /** 16 hex URL hash of a redirect target; set only when status is redir_temp or redir_perm */
   redirectTo: string | null;
