@@ -71,13 +71,28 @@ function pageLimitReached(parts: CrawlParts): PageLimitReached | null {
 export function crawlStatus(parts: CrawlParts, state: CrawlState, pass: CrawlPass | null, now: number): CrawlStatus {
   const { leases, fetchers, frontier, placement, admission, stores, recent, config } = parts;
   const leasedByFetcher = new Map<string, number>();
+  const slotsByFetcher = new Map<string, number>();
   let itemsLeased = 0;
   const activeOrigins = new Set<string>();
   for (const lease of leases.values()) {
     itemsLeased += lease.remaining;
-    for (const slot of lease.slots) if (slot.remaining > 0) activeOrigins.add(slot.queue.origin);
+    let slotsOut = 0;
+    for (const slot of lease.slots) {
+      if (slot.remaining === 0) continue;
+      activeOrigins.add(slot.queue.origin);
+      slotsOut++;
+    }
     leasedByFetcher.set(lease.fetcherId, (leasedByFetcher.get(lease.fetcherId) ?? 0) + lease.remaining);
+    slotsByFetcher.set(lease.fetcherId, (slotsByFetcher.get(lease.fetcherId) ?? 0) + slotsOut);
   }
+  // A fetcher's figures are those of its last claim or heartbeat; a claim parked for work carries the
+  // slots it had running when it was made, and shows them after they ended (nothing else reports while
+  // it is idle). A slot it runs holds a lease here until its results are applied: it has at most those.
+  const withLeases = (info: FetcherInfo) => {
+    const slots = slotsByFetcher.get(info.id) ?? 0;
+    const stats = info.stats.inFlight <= slots ? info.stats : { ...info.stats, inFlight: slots };
+    return { ...info, stats, itemsLeased: leasedByFetcher.get(info.id) ?? 0 };
+  };
   return {
     state,
     ...crawlSummary(parts, now),
@@ -86,7 +101,7 @@ export function crawlStatus(parts: CrawlParts, state: CrawlState, pass: CrawlPas
     itemsLeased,
     waitingUrls: placement.waiting,
     origins: frontier.originCount,
-    fetchers: fetchers.list().map((info) => ({ ...info, itemsLeased: leasedByFetcher.get(info.id) ?? 0 })),
+    fetchers: fetchers.list().map(withLeases),
     seenSet: admission.seenStats(),
     cacheTree: stores.cache.stats(),
     crawlDbTree: stores.crawlDb.stats(),

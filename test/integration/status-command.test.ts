@@ -32,7 +32,7 @@ describe('petrel status', () => {
     const url = String(listening.url);
     const adminTokenFile = String(listening.adminTokenFile);
     const adminToken = readFileSync(adminTokenFile, 'utf8').trim();
-    const fetcher = startPetrel(['fetcher', '--server', url, '--token-file', String(listening.tokenFile), '--name', 'status-fetcher']);
+    const fetcher = startPetrel(['fetcher', '--server', url, '--token-file', String(listening.tokenFile), '--name', 'status-fetcher', '--concurrency', '2']);
     for (let i = 0; i < 300; i++) {
       const status = await readStatus(url, adminToken);
       if (status.displayState === 'idle' && status.pagesFetched > 0) break;
@@ -46,6 +46,8 @@ describe('petrel status', () => {
     expect(once.stdout).toMatch(new RegExp(`^petrel status of ${url.replace(/[.]/g, '\\.')}: idle, crawl time \\S+$`, 'm'));
     expect(once.stdout).toMatch(new RegExp(`^  fetched ${pagesFetched} \\(`, 'm'));
     expect(once.stdout).toMatch(/^ {4}status-fetcher +127\.0\.0\.1 +alive heard \S+ ago/m);
+    // Idle, it has nothing in flight: its parked claim carried the slots it had running when it was made.
+    expect(once.stdout).toMatch(/^ {4}status-fetcher .* leased 0, in flight 0, /m);
     expect(once.stdout + once.stderr).not.toContain(adminToken);
 
     const fromEnv = startPetrel(['status', '--server', url, '--json'], { PETREL_ADMIN_TOKEN: adminToken });
