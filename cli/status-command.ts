@@ -52,6 +52,8 @@ interface Status {
   storageError: { code: string; message: string; attempts: number } | null;
   fetchers: { name: string; address: string; lastSeen: number; itemsLeased: number; pagesFetched: number; stats: { rssBytes: number; inFlight: number; errors: number } }[];
   crawlDbTree: { cacheHits: number; cacheMisses: number; keys: number };
+  /** Every URL the crawl database holds, by status (the tree's keys leave out those still in its insert log). Absent from an older queue server's status. */
+  urlsByStatus?: Record<string, number>;
   config: { seeds: string[]; scope: string; delayMs: number; leaseMs: number };
 }
 
@@ -140,15 +142,17 @@ function render(server: string, s: Status, now: number): string {
   lines.push(`petrel status of ${clean(server)}: ${s.displayState}${elapsed} ${formatApproxDuration(s.elapsedMs)}`);
   lines.push(`  fetched ${s.pagesFetched} (${s.pagesPerSecond}/s), 304 ${s.notModified}, fresh ${s.skippedFresh}, errors ${s.errors}, robots-denied ${s.robotsDenied}, requests ${s.requests}, ${mib(s.bytesDownloaded)} downloaded`);
   lines.push(`  discovered ${s.urlsDiscovered}, queued ${s.frontierSize}, leased ${s.itemsLeased} in ${s.leasesOut} lease${s.leasesOut === 1 ? '' : 's'}, waiting ${s.waitingUrls}; hosts active ${s.hosts.active}, waiting ${s.hosts.waiting}`);
+  const alive = (f: Status['fetchers'][number]) => Number.isNaN(now) || now - f.lastSeen < 2 * s.config.leaseMs;
   if (s.timeLeft !== null) lines.push(`  ~${formatApproxDuration(s.timeLeft.ms)} left for the queued URLs (slowest: ${clean(s.timeLeft.origin)}, limited by ${s.timeLeft.limitedBy})`);
+  else if (s.frontierSize > 0 && !s.fetchers.some(alive)) lines.push('  no fetcher alive: the queued URLs wait for one (petrel fetcher --server ... --token-file ...)');
   // Absent from an older queue server's status.
   if ((s.linksCut ?? 0) > 0 || (s.pagesTruncated ?? 0) > 0) lines.push(`  links cut ${s.linksCut ?? 0} on ${s.pagesLinksCut ?? 0} pages (--max-links-per-page), pages cut ${s.pagesTruncated ?? 0} (body limit or parser bound)`);
   const codes = Object.entries(s.errorsByCode).sort((a, b) => b[1] - a[1]).slice(0, 5);
   if (codes.length > 0) lines.push(`  errors by code: ${codes.map(([code, count]) => `${clean(code, 40)} ${count}`).join(', ')}`);
   if (s.storageError !== null) lines.push(`  STORAGE ERROR ${clean(s.storageError.code, 20)}: ${clean(s.storageError.message, 200)} (attempt ${s.storageError.attempts}); the crawl is paused`);
-  lines.push(`  crawl db: ${s.crawlDbTree.keys} URLs, page cache hit rate ${lookups === 0 ? '-' : `${((100 * s.crawlDbTree.cacheHits) / lookups).toFixed(1)} %`}; seeds ${s.config.seeds.length}, scope ${s.config.scope}, delay ${formatDuration(s.config.delayMs)}`);
+  const known = s.urlsByStatus === undefined ? s.crawlDbTree.keys : Object.values(s.urlsByStatus).reduce((sum, count) => sum + count, 0);
+  lines.push(`  crawl db: ${known} URLs, page cache hit rate ${lookups === 0 ? '-' : `${((100 * s.crawlDbTree.cacheHits) / lookups).toFixed(1)} %`}; seeds ${s.config.seeds.length}, scope ${s.config.scope}, delay ${formatDuration(s.config.delayMs)}`);
   lines.push(`  fetchers (${s.fetchers.length}):`);
-  const alive = (f: Status['fetchers'][number]) => Number.isNaN(now) || now - f.lastSeen < 2 * s.config.leaseMs;
   for (const f of s.fetchers.slice(0, 50)) {
     const age = Number.isNaN(now) ? '?' : formatApproxDuration(Math.max(0, now - f.lastSeen));
     lines.push(

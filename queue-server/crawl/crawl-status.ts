@@ -122,6 +122,8 @@ function timeLeftOf(parts: CrawlParts, now: number): TimeLeft | null {
   if (parts.frontier.queued === 0) return null;
   // The page limit is reached: what is queued is not handed out in this pass (crawl.ts `state`), so no time is left for it.
   if (parts.budgetLeft() === 0 && parts.frontier.chargedQueued === 0) return null;
+  // No fetcher heard from within two lease times (crawl.ts liveFetcherIds): nothing is fetched, so no time is known.
+  if (parts.fetchers.live(now, parts.config.leaseMs * 2).length === 0) return null;
   const fetches = parts.recent.fetches();
   const averageResponseMs = fetches.length === 0 ? 0 : fetches.reduce((sum, fetch) => sum + fetch.durationMs, 0) / fetches.length;
   // The origins with the most queued URLs per Crawl-delay, never every origin (frontier/biggest-queues.ts).

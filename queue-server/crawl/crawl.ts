@@ -451,7 +451,7 @@ export class Crawl {
 
   /** Fetchers heard from within two lease times. */
   liveFetcherIds(now: number): string[] {
-    return this.#fetchers.list().filter((info) => now - info.lastSeen < this.#config.leaseMs * 2).map((info) => info.id);
+    return this.#fetchers.live(now, this.#config.leaseMs * 2).map((info) => info.id);
   }
 
   finished(): boolean {

@@ -51,6 +51,11 @@ export class FetcherRegistry {
     return [...this.#fetchers.values()];
   }
 
+  /** Fetchers heard from within `withinMs` of `now`. */
+  live(now: number, withinMs: number): FetcherInfo[] {
+    return this.list().filter((info) => now - info.lastSeen < withinMs);
+  }
+
   #forgetSilent(now: number): void {
     for (const [id, info] of this.#fetchers) if (now - info.lastSeen > FORGET_AFTER_MS) this.#fetchers.delete(id);
   }

@@ -32,6 +32,11 @@ describe('petrel status', () => {
     const url = String(listening.url);
     const adminTokenFile = String(listening.adminTokenFile);
     const adminToken = readFileSync(adminTokenFile, 'utf8').trim();
+    // No fetcher yet: no time left is promised for the queued URLs, and the status says what they wait for.
+    const unfetched = await runPetrel(['status', '--server', url, '--token-file', adminTokenFile]);
+    expect(unfetched.stdout).toMatch(/^ {2}no fetcher alive: the queued URLs wait for one/m);
+    expect(unfetched.stdout).not.toContain('left for the queued URLs');
+    expect(((await readStatus(url, adminToken)) as { timeLeft?: unknown }).timeLeft).toBeNull();
     const fetcher = startPetrel(['fetcher', '--server', url, '--token-file', String(listening.tokenFile), '--name', 'status-fetcher', '--concurrency', '2']);
     for (let i = 0; i < 300; i++) {
       const status = await readStatus(url, adminToken);
@@ -46,6 +51,9 @@ describe('petrel status', () => {
     expect(once.stdout).toMatch(new RegExp(`^petrel status of ${url.replace(/[.]/g, '\\.')}: idle, crawl time \\S+$`, 'm'));
     expect(once.stdout).toMatch(new RegExp(`^  fetched ${pagesFetched} \\(`, 'm'));
     expect(once.stdout).toMatch(/^ {4}status-fetcher +127\.0\.0\.1 +alive heard \S+ ago/m);
+    // Every URL the crawl database holds, those still in its insert log included.
+    const counted = (await readStatus(url, adminToken)) as { urlsByStatus?: Record<string, number> };
+    expect(once.stdout).toContain(`  crawl db: ${Object.values(counted.urlsByStatus ?? {}).reduce((sum, count) => sum + count, 0)} URLs,`);
     // Idle, it has nothing in flight: its parked claim carried the slots it had running when it was made.
     expect(once.stdout).toMatch(/^ {4}status-fetcher .* leased 0, in flight 0, /m);
     expect(once.stdout + once.stderr).not.toContain(adminToken);
