@@ -267,8 +267,12 @@ export class Crawl {
     let fetched = 0;
     let leftOut = 0;
     const pass = this.#pass;
+    // A crawl started again (restart) while fetchers still hold leases: those URLs are placed again by
+    // their results (or expiry), not here as well (an operations review counted 1,813 URLs placed of 1,800 known).
+    const anyPending = this.#placement.pendingCount > 0;
     const known = records((hash, record) => {
       this.#admission.markSeen(hash);
+      if (anyPending && this.#placement.pendingEntry(hash) !== undefined) return;
       const at = dueAt(record, pass, this.#passPolicy(), now);
       if (at === null) {
         if (record.lastFetchAt !== null && FETCHED_STATUSES.has(record.status)) fetched++;
@@ -312,13 +316,15 @@ export class Crawl {
     this.#stores.frontier?.claimFor(this.#pass?.number ?? null, config.once);
     // What was admitted since the last group commit is in the crawl database too, before it is read.
     this.commit();
-    const loaded = this.#queueKnownUrls(now, (visit) => this.#stores.crawlDb.each(visit));
+    // Known seeds are queued now, first: the walk over what is known then leaves them (pending) alone,
+    // instead of also placing them for their next fetch time (each was placed twice).
     for (const seed of this.#admission.seeds) {
       const hash = urlHash(seed);
       const record = this.#stores.crawlDb.get(hash);
       if (record === null) continue;
       if (this.#placement.pendingEntry(hash) === undefined) this.#admission.queueKnown(hash, record, now);
     }
+    const loaded = this.#queueKnownUrls(now, (visit) => this.#stores.crawlDb.each(visit));
     this.seed(now);
     return { ...loaded, queued: this.#frontier.queued, waiting: this.#placement.waiting };
   }
