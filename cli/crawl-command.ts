@@ -314,6 +314,8 @@ function startLine(started: ListeningEvent): string {
   if (loaded.known === 0) return '';
   // Seeds given again replace the saved ones: what only the old seeds reached is not recrawled.
   const leftOut = loaded.leftOut > 0 ? `; ${loaded.leftOut} of them, due now, are outside the scope of the seeds or deeper than --max-depth: left as they are (not fetched, still in the crawl database and the search index)` : '';
+  // Under --max-pages, pages fetched before are not due until their next fetch time (crawl-pass.ts dueAt): counted as fetched.
+  if (loaded.fetched > 0) return `petrel crawl: pass ${pass.pass.number}: ${loaded.queued + loaded.waiting} of the ${loaded.known} URLs known are due (never fetched, or their next fetch time has come); with --max-pages the ${loaded.fetched} pages fetched before wait for theirs${leftOut}\n`;
   return `petrel crawl: pass ${pass.pass.number}: recrawling the ${loaded.known} URLs known (fresh ones are skipped, stale ones revalidated)${leftOut}\n`;
 }
 

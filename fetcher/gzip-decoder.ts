@@ -11,7 +11,12 @@
  * `bad-content-encoding`).
  *
  * Writes are acknowledged once the member's inflater took them, so the caller's backpressure (a
- * compression bomb is read slowly) works as with gunzip.
+ * compression bomb is read slowly) works as with gunzip. What gunzip bounds by reading in C, this
+ * bounds by count: a header of at most MAX_HEADER_BYTES (a file name or comment with no end would be
+ * joined and searched again at each write), at most MAX_MEMBERS members (each one an inflater), and at
+ * most MAX_TAIL_BYTES after the last (a keep-alive response that goes on sending garbage fails at once,
+ * not at the timeout). Not checked, as browsers do not check them: the header's own CRC (FHCRC) and
+ * the reserved flag bits.
  */
 import { Transform, type TransformCallback } from 'node:stream';
 import { createInflateRaw, crc32, type InflateRaw } from 'node:zlib';
@@ -24,6 +29,12 @@ const FEXTRA = 0x04;
 const FNAME = 0x08;
 const FCOMMENT = 0x10;
 const TRAILER_BYTES = 8;
+/** Longest member header read (fixed part, extra field, file name, comment). */
+export const MAX_HEADER_BYTES = 64 * 1024;
+/** Most members in one body (real ones have one; concatenated logs a few). Each costs an inflater, about 1 ms. */
+export const MAX_MEMBERS = 100;
+/** Most bytes dropped after the last member. */
+export const MAX_TAIL_BYTES = 64 * 1024;
 
 /** The length of the gzip member header at the start of `bytes`, 0 if more bytes are needed, -1 if it is no header. */
 export function gzipHeaderLength(bytes: Buffer): number {
@@ -71,9 +82,14 @@ export class TolerantGunzip extends Transform {
   #crc = 0;
   #size = 0;
   #members = 0;
+  /** Bytes dropped after the last member. */
+  #dropped = 0;
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
-    if (this.#state === 'done') return callback();
+    if (this.#state === 'done') {
+      this.#dropped += chunk.length;
+      return callback(this.#dropped > MAX_TAIL_BYTES ? zlibError(`more than ${MAX_TAIL_BYTES} bytes after the last gzip member`, 'Z_DATA_ERROR') : null);
+    }
     if (this.#state === 'member') return this.#feed(chunk, callback);
     this.#pending = this.#pending.length === 0 ? chunk : Buffer.concat([this.#pending, chunk]);
     this.#advance(callback);
@@ -82,7 +98,8 @@ export class TolerantGunzip extends Transform {
   override _flush(callback: TransformCallback): void {
     const finish = (error?: Error | null) => {
       if (error) return callback(error);
-      // After a whole member, a start of another that never completes is dropped like any other tail.
+      // After a whole member, a header of another that never completes is dropped like any other tail
+      // (a member whose header is whole must be whole too: cut or damaged, it fails the body).
       if (this.#state === 'done' || (this.#state === 'header' && this.#members > 0)) return callback();
       callback(zlibError('unexpected end of file', 'Z_BUF_ERROR'));
     };
@@ -109,14 +126,16 @@ export class TolerantGunzip extends Transform {
     }
     if (this.#pending.length === 0) return callback();
     const header = gzipHeaderLength(this.#pending);
-    if (header === 0) return callback();
+    if (header === 0) return callback(this.#pending.length > MAX_HEADER_BYTES ? zlibError(`a gzip header longer than ${MAX_HEADER_BYTES} bytes`, 'Z_DATA_ERROR') : null);
     if (header === -1) {
       if (this.#members === 0) return callback(zlibError('incorrect header check', 'Z_DATA_ERROR'));
       // After a whole member, what does not start another is dropped.
       this.#state = 'done';
+      this.#dropped = this.#pending.length;
       this.#pending = Buffer.alloc(0);
-      return callback();
+      return callback(this.#dropped > MAX_TAIL_BYTES ? zlibError(`more than ${MAX_TAIL_BYTES} bytes after the last gzip member`, 'Z_DATA_ERROR') : null);
     }
+    if (this.#members >= MAX_MEMBERS) return callback(zlibError(`more than ${MAX_MEMBERS} gzip members`, 'Z_DATA_ERROR'));
     const rest = this.#pending.subarray(header);
     this.#pending = Buffer.alloc(0);
     this.#startMember();

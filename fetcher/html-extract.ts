@@ -231,15 +231,7 @@ class PageCollector implements Partial<Handler> {
       case 'a':
       case 'area': {
         const href = this.#href;
-        if (href !== undefined && !hasToken(this.#rel, 'nofollow') && !NOT_CRAWLABLE.test(href) && !href.startsWith('#')) {
-          if (this.hrefs.length >= this.#maxHrefs) {
-            this.hrefsBeyond++;
-            break;
-          }
-          this.hrefs.push(href);
-          this.anchorTexts.push('');
-          if (name === 'a') this.#anchor = this.hrefs.length - 1;
-        }
+        if (href !== undefined && !hasToken(this.#rel, 'nofollow') && this.#addHref(href) && name === 'a') this.#anchor = this.hrefs.length - 1;
         break;
       }
       case 'h1':
@@ -286,13 +278,19 @@ class PageCollector implements Partial<Handler> {
   /** A meta refresh's URL is a link of the page, in document order, with no anchor text. */
   #refreshLink(content: string): void {
     const href = metaRefreshUrl(content);
-    if (href === null || NOT_CRAWLABLE.test(href) || href.startsWith('#')) return;
+    if (href !== null) this.#addHref(href);
+  }
+
+  /** Keeps a followable link as written (its anchor text to come), or counts it past the bound; false if it is none kept. */
+  #addHref(href: string): boolean {
+    if (NOT_CRAWLABLE.test(href) || href.startsWith('#')) return false;
     if (this.hrefs.length >= this.#maxHrefs) {
       this.hrefsBeyond++;
-      return;
+      return false;
     }
     this.hrefs.push(href);
     this.anchorTexts.push('');
+    return true;
   }
 
   /** A block element's start and end separate words: `<p>seabirds</p>home` is two words, not one. */

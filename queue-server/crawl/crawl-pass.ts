@@ -38,6 +38,13 @@ export function writePass(path: string, pass: CrawlPass, io?: FileOps): void {
   writeFileAtomic(path, `${JSON.stringify(pass)}\n`, { io });
 }
 
+export interface PassPolicy {
+  /** A one-shot crawl (passes), not a continuous one. */
+  readonly once: boolean;
+  /** --max-pages is set: a pass refetches only what is due by its next fetch time. */
+  readonly pageLimit: boolean;
+}
+
 /**
  * Whether a known URL is due when the queue server starts (or a pass begins). Pure.
  *  - Continuous mode: due when its next fetch time has come.
@@ -54,13 +61,6 @@ export function writePass(path: string, pass: CrawlPass, io?: FileOps): void {
  *    next ones; URLs already visited in this pass are done.
  * Returns the time it is due (possibly in the future), or null when it is not due in this pass.
  */
-export interface PassPolicy {
-  /** A one-shot crawl (passes), not a continuous one. */
-  readonly once: boolean;
-  /** --max-pages is set: a pass refetches only what is due by its next fetch time. */
-  readonly pageLimit: boolean;
-}
-
 export function dueAt(record: { status: string; nextFetchAt: number; lastFetchAt: number | null; errorCode?: string | null }, pass: CrawlPass | null, policy: PassPolicy, now: number): number | null {
   if (!policy.once || pass === null) return record.nextFetchAt;
   switch (record.status) {

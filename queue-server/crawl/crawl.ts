@@ -231,7 +231,8 @@ export class Crawl {
       const pass = this.#pass;
       const known = this.#stores.crawlDb.load((hash, record) => {
         this.#admission.markSeen(hash);
-        if (record.lastFetchAt !== null && FETCHED_STATUSES.has(record.status) && dueAt(record, pass, this.#passPolicy(), now) === null) fetched++;
+        // Fetched in this pass (under --max-pages, pages of earlier passes that are not due are not done by it).
+        if (record.lastFetchAt !== null && pass !== null && record.lastFetchAt >= pass.startedAt && FETCHED_STATUSES.has(record.status) && dueAt(record, pass, this.#passPolicy(), now) === null) fetched++;
       });
       return { known, fetched, queued: this.#frontier.queued, waiting: this.#placement.waiting, leftOut: 0 };
     }

@@ -10,7 +10,7 @@
  *   ----------------------------------------  ------------------  -------------  --------  ------------  -------------------------------
  *   success, canonicalOf or duplicateOf set   any                 duplicate      cmp       kept          max(now + interval, freshUntil)
  *   success, signature = stored one           a page's (***)      notmodified    false     adapt(false)  max(now + interval', freshUntil)
- *   success, signature = stored one           duplicate           fetched (**)   false     adapt(false)  max(now + interval', freshUntil)
+ *   success, signature = stored one           duplicate (****)    fetched (**)   false     adapt(false)  max(now + interval', freshUntil)
  *   success, signature != stored one          a page's (***)      fetched        true      adapt(true)   max(now + interval', freshUntil)
  *   success, nothing to compare (*)           any                 fetched        null      kept          max(now + interval, freshUntil)
  *   not-modified (304)                        duplicate (****)    duplicate      false     kept          max(now + interval, freshUntil)
@@ -33,7 +33,7 @@
  *   (*) no stored signature, no new signature, or an old status that holds no page (gone, redir_perm,
  *       redir_temp, robots_denied: the search index dropped the URL): a page that was gone, moved away or
  *       denied and answers again is new content (fetched), even with the body it had before.
- *   (***) fetched, notmodified, retry or unfetched with a stored signature; duplicate for "=" (row below).
+ *   (***) fetched, notmodified, retry (not of a duplicate) or unfetched with a stored signature.
  *   (****) or a retry of a duplicate: a retry keeps duplicateOf (the only status besides duplicate that
  *       has one), so a copy whose refetch failed once and then answered 304 stays the copy it was. It
  *       became notmodified, an original in the duplicate indexes, while the search index kept it a copy.
@@ -57,8 +57,8 @@
  *   errorCode          null                                        null       null      http-NNN      code                      its code (**)
  *   modifiedAt         now, kept when modified is false            kept       kept      kept          kept                      kept
  *   signature, simhash the new ones                                kept       kept      kept          kept                      kept
- *   duplicateOf        the target when duplicate, else null        kept if    null      null          null                      null
- *                                                                  duplicate
+ *   duplicateOf        the target when duplicate, else null        kept if    null      null          kept by a retry,          null
+ *                                                                  it has                           null when gone
  *   redirectTo         null                                        null       target    null          null                      null
  *
  *   (**) robots-disallowed (robots.txt forbids the URL) or robots-unreachable (robots.txt could not be
@@ -67,7 +67,7 @@
  * Invariants every result keeps (the property tests check them): nextFetchAt >= now; the interval lies
  * in [minIntervalMs, maxIntervalMs] (every transition clamps it, so a changed policy applies at the next
  * fetch); nextFetchAt is never before freshUntil when one is given; retries <= maxRetries + 1;
- * duplicateOf is set only on duplicates, redirectTo only on redirects.
+ * duplicateOf is set only on duplicates and on retries of duplicates, redirectTo only on redirects.
  *
  * Differences from Nutch, on purpose: a transient failure leaves status `retry` (Nutch: db_unfetched),
  * the retry wait grows exponentially (Nutch: one day), a gone page is rechecked after goneRecheckMs
@@ -172,7 +172,8 @@ export function applyFetch(old: CrawlDbRecord, outcome: FetchOutcome, now: numbe
       return {
         record: {
           ...content,
-          status: modified === false && old.status !== 'duplicate' ? 'notmodified' : 'fetched',
+          // A copy (or a copy waiting for a retry) whose original went: an original now, new to the index (**).
+          status: modified === false && old.duplicateOf === null ? 'notmodified' : 'fetched',
           fetchIntervalMs: adapted,
           nextFetchAt: nextFetchAt(now, adapted, outcome.freshUntil),
         },

@@ -109,7 +109,8 @@ export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
   } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
+    // EPERM: another user's process, alive unless a zombie (its /proc/PID/stat is readable all the same).
+    return (error as NodeJS.ErrnoException).code === 'EPERM' && !isZombie(pid);
   }
   return !isZombie(pid);
 }

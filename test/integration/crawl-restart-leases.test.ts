@@ -35,6 +35,8 @@ describe('a crawl started again while URLs are out on lease', () => {
     await eventually(() => readStatus(url, adminToken), (status) => status.pagesFetched >= 6 && status.itemsLeased > 0, 'pages fetched and URLs out on lease');
 
     await control(url, adminToken, 'stop');
+    // A stop drops what is queued; the slots out stay with their fetcher, and are out at the new start.
+    expect((await readStatus(url, adminToken)).itemsLeased).toBeGreaterThan(0);
     await control(url, adminToken, 'crawl', { seeds: [seed] });
     // The crawl goes on to its end: every page fetched, nothing out, nothing queued.
     const done = await eventually(() => readStatus(url, adminToken), (status) => status.displayState === 'idle' && status.itemsLeased === 0, 'the crawl to end', 60_000);

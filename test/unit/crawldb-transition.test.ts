@@ -359,6 +359,10 @@ describe('crawl db transitions over time', () => {
     // duplicate indexes, while the search index kept it a copy.
     const revalidated = applyFetch(failed, { kind: 'not-modified', freshUntil: null }, NOW + MINUTE, POLICY).record;
     expect([revalidated.status, revalidated.duplicateOf]).toEqual(['duplicate', ORIGINAL]);
+    // Its refetch answers 200 with the same body and no original stands (no duplicateOf found): an original
+    // now, new to the search index (fetched), as a duplicate's would be.
+    const back = applyFetch(failed, success({ signature: failed.signature!, simhash: failed.simhash }), NOW + MINUTE, POLICY).record;
+    expect([back.status, back.duplicateOf]).toEqual(['fetched', null]);
     const givenUp = applyFetch({ ...failed, retries: POLICY.maxRetries }, { kind: 'transient', code: 'http-503', status: 503, retryAfterMs: null }, NOW, POLICY).record;
     expect([givenUp.status, givenUp.duplicateOf]).toEqual(['gone', null]);
   });

@@ -6,7 +6,7 @@
 import fc from 'fast-check';
 import { crc32, gunzipSync, gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { gzipHeaderLength, TolerantGunzip } from '../../fetcher/gzip-decoder.js';
+import { gzipHeaderLength, MAX_HEADER_BYTES, MAX_MEMBERS, MAX_TAIL_BYTES, TolerantGunzip } from '../../fetcher/gzip-decoder.js';
 
 const seed = process.env.FC_SEED === undefined ? Date.now() % 2 ** 31 : Number(process.env.FC_SEED);
 console.log(`gzip-decoder fast-check seed ${seed} (set FC_SEED to replay)`);
@@ -70,6 +70,24 @@ describe('the gzip body decoder', () => {
     for (const cut of [5, 12, body.length - 20, body.length - 8, body.length - 3]) {
       expect(await decode(body.subarray(0, cut), [3]), `cut at ${cut}`).toEqual({ error: 'Z_BUF_ERROR' });
     }
+  });
+
+  it('reads a page that inflates to many buffers from one write', async () => {
+    const big = Buffer.from(Array.from({ length: 6000 }, (_, i) => `<p>paragraph ${i} of a long page</p>`).join('\n'));
+    expect(big.length).toBeGreaterThan(150_000);
+    expect(await decode(gzipSync(big))).toEqual({ text: big.toString('latin1') });
+    expect(await decode(Buffer.concat([gzipSync(big), Buffer.from('\n')]), [100_000])).toEqual({ text: big.toString('latin1') });
+  });
+
+  it('bounds what a hostile body costs: a header with no end, members by the thousand, a tail that goes on', async () => {
+    // FLG = FNAME, and a name that never ends: refused past MAX_HEADER_BYTES, not joined and searched for ever.
+    const endlessName = Buffer.concat([Buffer.from([0x1f, 0x8b, 8, 0x08, 0, 0, 0, 0, 0, 3]), Buffer.alloc(MAX_HEADER_BYTES + 10, 0x61)]);
+    expect(await decode(endlessName, [4096])).toEqual({ error: 'Z_DATA_ERROR' });
+    const empty = gzipSync(Buffer.alloc(0));
+    expect(await decode(Buffer.concat(Array.from({ length: MAX_MEMBERS }, () => empty)))).toEqual({ text: '' });
+    expect(await decode(Buffer.concat(Array.from({ length: MAX_MEMBERS + 1 }, () => empty)))).toEqual({ error: 'Z_DATA_ERROR' });
+    expect(await decode(Buffer.concat([gzipSync(PAGE), Buffer.alloc(MAX_TAIL_BYTES, 0x20)]), [4096])).toEqual({ text: PAGE.toString('latin1') });
+    expect(await decode(Buffer.concat([gzipSync(PAGE), Buffer.alloc(MAX_TAIL_BYTES + 1, 0x20)]), [4096])).toEqual({ error: 'Z_DATA_ERROR' });
   });
 
   it('gives what gunzip gives for any members, in any chunking', async () => {

@@ -47,7 +47,7 @@ describe('a page that moves by meta refresh', () => {
     expect(page.outlinks).toBe(1);
   });
 
-  it('follows no refresh of a nofollow page, nor one to a script or to the page itself', () => {
+  it('follows no refresh of a nofollow page, nor one to a script, nor a reload without a URL', () => {
     expect(extractPage('<meta name="robots" content="nofollow"><meta http-equiv="refresh" content="0; url=/new.html">', PAGE).links).toEqual([]);
     expect(extractPage('<meta http-equiv="refresh" content="0; url=javascript:go()"><meta http-equiv="refresh" content="60">', PAGE).links).toEqual([]);
   });
