@@ -15,7 +15,7 @@
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { formatApproxDuration } from '../shared/duration.js';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { createServer } from 'node:net';
 import { createLogger, sayer } from '../shared/logger.js';
 import { Command } from 'commander';
@@ -30,7 +30,7 @@ import { addCrawlOptions, crawlArgsFrom, crawlSettingsFor, type CrawlOptionValue
 import { eachLine, exited, spawnPetrel } from './children.js';
 import { EXIT, exitCodesHelp } from './exit-codes.js';
 import { FetcherChildren } from './fetcher-children.js';
-import { LOCAL_FETCHERS_FILE, readLocalFetcherSettings, saveLocalFetcherSettings, withSavedFetcherSettings } from './local-fetcher-settings.js';
+import { localFetcherSettingsFor, saveLocalFetcherSettings } from './local-fetcher-settings.js';
 import { addFetcherOptions, fetcherArgs, type LocalFetcherValues } from './fetcher-options.js';
 import { checkWritableDataDir, DATA_OPTION, fail, integerOption, writableFileProblem } from './options.js';
 import { loadSaved } from './queue-server-command.js';
@@ -93,13 +93,8 @@ export function crawlCommand(): Command {
       fail('nothing to crawl: give at least one --seed URL, e.g.\n  petrel crawl --seed https://example.org/ --scope host\n(see petrel crawl --help for every option)', usage);
     }
     // The local fetchers' settings of the last run on this data directory, unless given again.
-    let fetcherSettings;
-    try {
-      fetcherSettings = withSavedFetcherSettings(command, values, readLocalFetcherSettings(values.data));
-    } catch (error) {
-      fail((error as Error).message, usage);
-    }
-    if (fetcherSettings.fromFile.length > 0) process.stderr.write(`petrel crawl: fetchers go on with ${fetcherSettings.fromFile.join(' ')} (saved in ${join(values.data, LOCAL_FETCHERS_FILE)}; give an option again to change it)\n`);
+    const fetcherSettings = localFetcherSettingsFor(command, values, values.data, NAME);
+    if (fetcherSettings.goOnWith !== null) process.stderr.write(`petrel crawl: fetchers ${fetcherSettings.goOnWith}\n`);
     const outcome = await runCrawl({ ...values, ...fetcherSettings.values }, crawlArgsFrom(config));
     const text = JSON.stringify(outcome.summary, null, 2);
     process.stdout.write(`${text}\n`);

@@ -14,6 +14,8 @@ import type { Command } from 'commander';
 import { FETCHER_SETTINGS, isIntegerSetting, type FetcherSetting, type FetcherSettingName } from '../fetcher/defaults.js';
 import { readJsonFile, writeFileAtomic } from '../queue-server/storage/atomic-file.js';
 import type { LocalFetcherValues } from './fetcher-options.js';
+import { EXIT } from './exit-codes.js';
+import { fail } from './options.js';
 
 export const LOCAL_FETCHERS_FILE = 'fetchers.json';
 const FORMAT = 1;
@@ -83,6 +85,22 @@ export function withSavedFetcherSettings(command: Command, values: LocalFetcherV
     else fromFile.push(`${flag} ${String(value)}`);
   }
   return { values: merged as unknown as LocalFetcherValues, fromFile };
+}
+
+/**
+ * What `petrel crawl` and `petrel start` run their local fetchers with: the settings given, the others
+ * as saved by the last run on the data directory (a saved file that cannot be used is bad usage). And
+ * the words that say which came from the file, `go on with --concurrency 4 (saved in ...)`, or null.
+ */
+export function localFetcherSettingsFor(command: Command, values: LocalFetcherValues, dataDir: string, commandName: string): { values: LocalFetcherValues; goOnWith: string | null } {
+  let merged: ReturnType<typeof withSavedFetcherSettings>;
+  try {
+    merged = withSavedFetcherSettings(command, values, readLocalFetcherSettings(dataDir));
+  } catch (error) {
+    fail((error as Error).message, { status: EXIT.usage, command: commandName });
+  }
+  const goOnWith = merged.fromFile.length === 0 ? null : `go on with ${merged.fromFile.join(' ')} (saved in ${join(dataDir, LOCAL_FETCHERS_FILE)}; give an option again to change it)`;
+  return { values: merged.values, goOnWith };
 }
 
 function defaultOf(setting: FetcherSetting): unknown {

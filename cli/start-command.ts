@@ -8,14 +8,14 @@
  * on stderr.
  */
 import { existsSync, rmSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { Command } from 'commander';
 import { createLogger, sayer } from '../shared/logger.js';
 import { addCrawlOptions, crawlSettingsFor, explicitCrawlSettings, type CrawlOptionValues } from './crawl-options.js';
 import { supervisedSignals } from './children.js';
 import { EXIT, exitCodesHelp } from './exit-codes.js';
 import { FetcherChildren } from './fetcher-children.js';
-import { LOCAL_FETCHERS_FILE, readLocalFetcherSettings, saveLocalFetcherSettings, withSavedFetcherSettings } from './local-fetcher-settings.js';
+import { localFetcherSettingsFor, saveLocalFetcherSettings } from './local-fetcher-settings.js';
 import { addFetcherOptions, fetcherArgs, type LocalFetcherValues } from './fetcher-options.js';
 import { heapGrowthOption, limitHeapGrowth } from './heap-growth.js';
 import { checkWritableDataDir, DATA_OPTION, exitOnDamagedData, fail, startFailure, integerOption, readTlsFiles } from './options.js';
@@ -63,12 +63,7 @@ export function startCommand(): Command {
     const saved = loadSaved(values.data, name);
     const config = crawlSettingsFor(command, false, saved?.settings ?? null, name);
     // The local fetchers' settings of the last run on this data directory, unless given again.
-    let fetcherSettings;
-    try {
-      fetcherSettings = withSavedFetcherSettings(command, values, readLocalFetcherSettings(values.data));
-    } catch (error) {
-      fail((error as Error).message, { status: EXIT.usage, command: name });
-    }
+    const fetcherSettings = localFetcherSettingsFor(command, values, values.data, name);
     const fetcherValues = fetcherSettings.values;
     const tls = readTlsFiles(values);
     if (values.ca !== undefined && tls === undefined) fail('--ca is for local fetchers of an HTTPS queue server: give --tls-cert and --tls-key too', { status: EXIT.usage, command: name });
@@ -90,7 +85,7 @@ export function startCommand(): Command {
     const adminTokenFile = resolve(running.adminTokenFile);
     const tokenFile = resolve(running.tokenFile);
     const log = sayer(createLogger({ role: 'start' }), 'message');
-    if (fetcherSettings.fromFile.length > 0) log(`petrel start: local fetchers go on with ${fetcherSettings.fromFile.join(' ')} (saved in ${join(values.data, LOCAL_FETCHERS_FILE)}; give an option again to change it)`);
+    if (fetcherSettings.goOnWith !== null) log(`petrel start: local fetchers ${fetcherSettings.goOnWith}`);
     // Over TLS, local fetchers verify the certificate (the CA, or the self-signed certificate itself)
     // and reach a wildcard listener over loopback, the address a test certificate names.
     const ca = tls === undefined ? undefined : resolve(values.ca ?? values.tlsCert!);

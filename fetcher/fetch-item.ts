@@ -360,18 +360,18 @@ export function retryAfterMs(value: string | null, now: number): number | null {
   return Number.isNaN(date) ? null : Math.max(0, date - now);
 }
 
-/**
- * Binary, whatever the label says: the first 1,024 bytes hold a NUL or more than 1 in 32 "binary data
- * bytes" (WHATWG MIME Sniffing section 7.2: 0x00-0x08, 0x0B, 0x0E-0x1A, 0x1C-0x1F). A stray control
- * character in a real page does not make it binary; random bytes are about 10 % such bytes. A UTF-16
- * byte-order mark means text (its NULs are half characters).
- */
 /** Whether a Content-Type names a UTF-16 charset (`charset=utf-16`, `utf-16le`, `utf-16be`, quoted or not). */
 export function saysUtf16(contentType: string | null): boolean {
   const charset = charsetFromContentType(contentType);
   return charset === 'utf-16' || charset === 'utf-16le' || charset === 'utf-16be';
 }
 
+/**
+ * Binary, whatever the label says: the first 1,024 bytes hold a NUL or more than 1 in 32 "binary data
+ * bytes" (WHATWG MIME Sniffing section 7.2: 0x00-0x08, 0x0B, 0x0E-0x1A, 0x1C-0x1F). A stray control
+ * character in a real page does not make it binary; random bytes are about 10 % such bytes. A UTF-16
+ * byte-order mark means text (its NULs are half characters).
+ */
 export function looksBinary(body: Uint8Array): boolean {
   if ((body[0] === 0xfe && body[1] === 0xff) || (body[0] === 0xff && body[1] === 0xfe)) return false;
   const end = Math.min(body.length, 1024);

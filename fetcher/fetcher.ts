@@ -130,7 +130,11 @@ export class Fetcher {
     // Slots of other hosts never use a connection opened while a seed's host was trusted: the guard
     // checks a connection when it is opened, and a pooled one (kept 30 s) would reach a private address
     // after the trust ended (a new crawl with other seeds). So the trusted slots have an agent of their own.
-    this.#agent = createCrawlAgent({ ...options.download, connectionsPerOrigin: Math.max(1, options.concurrency), addressPolicy: { ...options.addressPolicy, trustedOrigins: new TrustedOrigins() } });
+    this.#agent = this.#newAgent({ ...options.addressPolicy, trustedOrigins: new TrustedOrigins() });
+  }
+
+  #newAgent(addressPolicy: AddressPolicy): Dispatcher {
+    return createCrawlAgent({ ...this.#options.download, connectionsPerOrigin: Math.max(1, this.#options.concurrency), addressPolicy });
   }
 
   /** The agent of slots the queue server marked `allowPrivateAddresses` (a seed's host), made when first needed. */
@@ -138,8 +142,7 @@ export class Fetcher {
 
   #agentFor(slot: Schedule['slots'][number]): Dispatcher {
     if (!slot.allowPrivateAddresses) return this.#agent;
-    const options = this.#options;
-    return (this.#trustedAgent ??= createCrawlAgent({ ...options.download, connectionsPerOrigin: Math.max(1, options.concurrency), addressPolicy: options.addressPolicy }));
+    return (this.#trustedAgent ??= this.#newAgent(this.#options.addressPolicy));
   }
 
   /** Resolves with why the loop ended, after every held slot's results were delivered. */
